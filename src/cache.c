@@ -1,0 +1,147 @@
+/* cache.c - the front layer's cache registry: kmem_cache_create argument checks,
+ * the list of caches, destroy (with the "Objects remaining" check), shrink, and
+ * metadata blocks for cache structures.
+ * Locks: slab_mutex (outermost); calls into the SLUB core, which takes the rest. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct usl_list cache_list = { &cache_list, &cache_list };
+
+#define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
+                              SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
+
+void usl_cache_lock(void) { pthread_mutex_lock(&slab_mutex); }
+void usl_cache_unlock(void) { pthread_mutex_unlock(&slab_mutex); }
+
+static unsigned int meta_order(size_t size)
+{
+	unsigned int order = 0;
+	while (usl_order_bytes(order) < size)
+		order++;
+	return order;
+}
+
+void *usl_meta_alloc(size_t size)
+{
+	unsigned int order = meta_order(size);
+	void *p;
+
+	if (order > USL_MAX_ORDER)
+		return NULL;
+	p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+void usl_meta_free(void *p)
+{
+	usl_pages_free(p);
+}
+
+static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, const char *why, unsigned long v)
+{
+	usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_create(%s): %s (%lu)", name ? name : "(null)", why, v);
+	if (flags & SLAB_PANIC) {
+		usl_report(USLAB_ERR_NONE, "SLAB_PANIC: aborting");
+		abort();
+	}
+	return NULL;
+}
+
+struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsigned int align,
+                                     slab_flags_t flags, void (*ctor)(void *))
+{
+	struct kmem_cache *s;
+	size_t head, bytes;
+	size_t max_object;
+
+	usl_ensure_init();
+	max_object = usl_order_bytes(USL_MAX_ORDER) / 2;
+	if (!name || !*name)
+		return create_failed(name, flags, "a cache needs a name", 0);
+	if (size == 0)
+		return create_failed(name, flags, "object size is 0", size);
+	if (size > max_object)
+		return create_failed(name, flags, "object size above the largest slab object", size);
+	if (align & (align - 1))
+		return create_failed(name, flags, "alignment is not a power of two", align);
+	if (align > usl_page_size)
+		return create_failed(name, flags, "alignment above the page size", align);
+	if (flags & ~SLAB_FLAGS_PERMITTED)
+		return create_failed(name, flags, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
+
+	head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
+	bytes = head + sizeof(struct kmem_cache_node) + (size_t)usl_nr_cpus * sizeof(struct kmem_cache_cpu);
+	s = usl_meta_alloc(bytes);
+	if (!s)
+		return create_failed(name, flags, "out of memory for the cache structure", bytes);
+	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
+	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s->node[0] + sizeof(struct kmem_cache_node));
+	s->object_size = size;
+	s->align = align;
+	s->flags = flags;
+	s->ctor = ctor;
+	s->refcount = 1;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	if (usl_slub_cache_init(s) != 0) {
+		usl_meta_free(s);
+		return create_failed(name, flags, "no slab order fits the object size", size);
+	}
+	usl_cache_lock();
+	usl_list_add_tail(&s->list, &cache_list);
+	usl_cache_unlock();
+	return s;
+}
+
+void kmem_cache_destroy(struct kmem_cache *s)
+{
+	unsigned long remaining;
+
+	if (!s)
+		return;
+	usl_cache_lock();
+	if (--s->refcount > 0) {
+		usl_cache_unlock();
+		return;
+	}
+	usl_slub_flush_all(s);
+	remaining = usl_slub_objects_in_use(s);
+	if (remaining) {
+		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
+		 * cache stays alive so nothing that still points into it breaks. */
+		s->refcount = 1;
+		usl_cache_unlock();
+		usl_report(USLAB_ERR_LEAK, "kmem_cache_destroy(%s): Objects remaining: %lu; cache not destroyed",
+		           s->name, remaining);
+		return;
+	}
+	usl_list_del(&s->list);
+	usl_cache_unlock();
+	usl_slub_release(s);
+	pthread_mutex_destroy(&s->node[0]->list_lock);
+	usl_meta_free(s);
+	usl_pages_purge(false);
+}
+
+int kmem_cache_shrink(struct kmem_cache *s)
+{
+	if (!s) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_shrink: NULL cache");
+		return -1;
+	}
+	return usl_slub_shrink(s);
+}
+
+unsigned int kmem_cache_size(struct kmem_cache *s)
+{
+	return s ? s->object_size : 0;
+}
+
+const char *kmem_cache_name(struct kmem_cache *s)
+{
+	return s ? s->name : NULL;
+}

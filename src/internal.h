@@ -1,0 +1,298 @@
+/* internal.h - every internal layout (struct slab, kmem_cache, per-CPU slot, node)
+ * and the usl_* interfaces between files, grouped by the file that owns them.
+ * Takes no locks itself; each prototype says which locks its callee takes.
+ *
+ * Glossary: a "page" is an OS page (size read at run time); a "block" is 2^order
+ * naturally aligned pages from the page provider; a "slab" is a block carved into
+ * objects of one cache; an "object" is what kmem_cache_alloc returns. */
+#ifndef USL_INTERNAL_H
+#define USL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "uslab.h"
+
+#define USL_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define USL_ALIGN(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define USL_CACHELINE 64
+
+#if defined(__SANITIZE_THREAD__)
+#define USL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define USL_TSAN 1
+#endif
+#endif
+#ifndef USL_TSAN
+#define USL_TSAN 0
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Intrusive doubly linked list (node partial lists, page provider free lists).
+ */
+struct usl_list {
+	struct usl_list *next, *prev;
+};
+
+static inline void usl_list_init(struct usl_list *h) { h->next = h->prev = h; }
+static inline bool usl_list_empty(const struct usl_list *h) { return h->next == h; }
+static inline void usl_list_add_between(struct usl_list *n, struct usl_list *p, struct usl_list *nx)
+{
+	n->next = nx;
+	n->prev = p;
+	p->next = n;
+	nx->prev = n;
+}
+static inline void usl_list_add_head(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h, h->next); }
+static inline void usl_list_add_tail(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h->prev, h); }
+static inline void usl_list_del(struct usl_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+#define usl_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+/* ---------------------------------------------------------------------------
+ * struct slab: the user-space struct page. One per page of the reserved range,
+ * in a table indexed by page number. 64 bytes.
+ */
+enum usl_page_kind {
+	USL_PAGE_UNUSED = 0,   /* never handed out, or a non-head page of a free block */
+	USL_PAGE_FREE,         /* head of a free block on a page-provider free list */
+	USL_PAGE_SLAB,         /* head of a slab */
+	USL_PAGE_LARGE,        /* head of a large kmalloc block */
+	USL_PAGE_INTERNAL,     /* head of a block holding uslab's own metadata */
+	USL_PAGE_TAIL,         /* non-head page of an allocated block */
+};
+
+struct slab {
+	/* freelist and counters form one 16-byte-aligned pair, changed together by
+	 * one 16-byte compare-and-swap (usl_cas16). */
+	void *freelist;              /* free objects not on a cpu freelist */
+	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 */
+	struct kmem_cache *slab_cache;
+	struct slab *head;           /* this block's head entry (itself for a head) */
+	struct usl_list slab_list;   /* node partial list, or page-provider free list */
+	struct slab *next;           /* cpu partial chain */
+	uint32_t slabs;              /* cpu partial: slabs in the chain from here */
+	uint8_t kind;                /* enum usl_page_kind */
+	uint8_t order;               /* block order (heads only) */
+	uint8_t node_partial;        /* on n->partial; set and cleared under list_lock */
+	uint8_t dirty;               /* free block: touched since last purge */
+} __attribute__((aligned(16)));
+
+_Static_assert(sizeof(struct slab) == 64, "struct slab must be 64 bytes");
+_Static_assert(offsetof(struct slab, freelist) % 16 == 0, "freelist pair must be 16-byte aligned");
+_Static_assert(offsetof(struct slab, counters) == offsetof(struct slab, freelist) + 8, "pair");
+
+#define USL_INUSE_MASK 0xffffUL
+#define USL_OBJECTS_SHIFT 16
+#define USL_OBJECTS_MASK 0x7fffUL
+#define USL_FROZEN_BIT (1UL << 31)
+#define USL_MAX_OBJS_PER_SLAB 32767
+
+static inline unsigned int counters_inuse(unsigned long c) { return (unsigned int)(c & USL_INUSE_MASK); }
+static inline unsigned int counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
+static inline bool counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
+static inline unsigned long counters_make(unsigned int inuse, unsigned int objects, bool frozen)
+{
+	return (unsigned long)inuse | ((unsigned long)objects << USL_OBJECTS_SHIFT) | (frozen ? USL_FROZEN_BIT : 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * 16-byte compare-and-swap. lock cmpxchg16b on x86-64; under ThreadSanitizer the
+ * compiler builtin (so TSan sees it).
+ */
+struct usl_pair {
+	unsigned long lo, hi;
+} __attribute__((aligned(16)));
+
+static inline bool usl_cas16(void *addr, unsigned long old_lo, unsigned long old_hi,
+                             unsigned long new_lo, unsigned long new_hi)
+{
+#if USL_TSAN || !defined(__x86_64__)
+	unsigned __int128 o = ((unsigned __int128)old_hi << 64) | old_lo;
+	unsigned __int128 n = ((unsigned __int128)new_hi << 64) | new_lo;
+	return __atomic_compare_exchange_n((unsigned __int128 *)addr, &o, n, false,
+	                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+#else
+	bool ok;
+	__asm__ __volatile__("lock cmpxchg16b %1"
+	                     : "=@ccz"(ok), "+m"(*(struct usl_pair *)addr), "+a"(old_lo), "+d"(old_hi)
+	                     : "b"(new_lo), "c"(new_hi)
+	                     : "memory");
+	return ok;
+#endif
+}
+
+static inline unsigned long usl_load(const unsigned long *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void *usl_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+/* ---------------------------------------------------------------------------
+ * Per-CPU slot: struct kmem_cache_cpu, 64 bytes, one per possible CPU.
+ *
+ * rseq mode: {freelist, slab} (offsets 8..23) are changed only by rseq critical
+ * sections on the owning CPU (or by a flusher holding the slot's mark, see
+ * docs/ARCHITECTURE.md); detach and install commit both with one 16-byte store.
+ * locked mode: {tid, freelist} (offsets 0..15) are changed with lock cmpxchg16b as
+ * the kernel does; slab and partial change only under `lock`.
+ */
+struct kmem_cache_cpu {
+	unsigned long tid;           /* 0: locked mode transaction id */
+	void *freelist;              /* 8: free objects of the cpu slab */
+	struct slab *slab;           /* 16: the cpu slab (frozen) */
+	struct slab *partial;        /* 24: cpu partial slabs (not frozen), chained by ->next */
+	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
+	int pad0;
+	unsigned long pad[3];
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct kmem_cache_cpu) == 64, "slot size is the fast path's shift");
+#define USL_CPU_SHIFT 6
+#define USL_CPU_OFF_FREELIST 8
+#define USL_CPU_OFF_SLAB 16
+#define USL_CPU_OFF_PARTIAL 24
+#define USL_CPU_OFF_LOCK 32
+_Static_assert(offsetof(struct kmem_cache_cpu, freelist) == USL_CPU_OFF_FREELIST, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, slab) == USL_CPU_OFF_SLAB, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, partial) == USL_CPU_OFF_PARTIAL, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, lock) == USL_CPU_OFF_LOCK, "asm offset");
+#define USL_SLAB_OFF_NEXT 48
+#define USL_SLAB_OFF_SLABS 56
+_Static_assert(offsetof(struct slab, next) == USL_SLAB_OFF_NEXT, "asm offset");
+_Static_assert(offsetof(struct slab, slabs) == USL_SLAB_OFF_SLABS, "asm offset");
+
+/* Per NUMA node (one node until NUMA placement lands). */
+struct kmem_cache_node {
+	pthread_mutex_t list_lock;   /* protects partial, nr_partial, slab->node_partial */
+	struct usl_list partial;
+	unsigned long nr_partial;
+	unsigned long nr_slabs;      /* atomic: slabs allocated for this node */
+	unsigned long total_objects; /* atomic: objects in those slabs */
+} __attribute__((aligned(64)));
+
+#define USL_NAME_MAX 48
+
+struct kmem_cache {
+	/* Read by the fast paths: keep together. */
+	struct kmem_cache_cpu *cpu_slab; /* usl_nr_cpus slots */
+	unsigned int offset;         /* free pointer offset inside (or after) the object */
+	unsigned int size;           /* object stride */
+	uint32_t div_inv;            /* (size >> div_shift)^-1 mod 2^32: object index test */
+	uint32_t div_shift;          /* trailing zero bits of size */
+	slab_flags_t flags;
+	unsigned int object_size;    /* what the creator asked for */
+	unsigned int inuse;          /* object_size rounded to a word */
+	unsigned int align;
+	unsigned int order;          /* preferred slab order */
+	unsigned int objects;        /* objects per slab at that order */
+	unsigned int min_order;      /* fallback order when the preferred one fails */
+	unsigned int min_objects;
+	unsigned int min_partial;    /* node partial slabs kept before empties are freed */
+	unsigned int cpu_partial;    /* objects the cpu partial lists aim for */
+	unsigned int cpu_partial_slabs;
+	void (*ctor)(void *);
+	int refcount;
+	struct usl_list list;        /* registry (slab_mutex) */
+	char name[USL_NAME_MAX];
+	struct kmem_cache_node *node[1];
+};
+
+/* ---------------------------------------------------------------------------
+ * platform.c: options, reports, clock, per-CPU mode detection.
+ */
+struct usl_options {
+	int min_objects;             /* 0 = kernel formula */
+	int min_order;
+	int max_order;
+	int rseq;                    /* -1 auto, 0 off, 1 on */
+	unsigned int decay_ms;       /* free block age before madvise */
+};
+extern struct usl_options usl_opt USL_HIDDEN;
+extern unsigned int usl_nr_cpus USL_HIDDEN;    /* possible CPUs: per-CPU slots */
+extern bool usl_rseq_mode USL_HIDDEN;           /* chosen once in usl_init() */
+extern long usl_rseq_off USL_HIDDEN;            /* glibc's __rseq_offset */
+
+USL_HIDDEN void usl_init(void);                 /* once; no allocation */
+extern int usl_inited USL_HIDDEN;
+static inline void usl_ensure_init(void)
+{
+	if (unlikely(!__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE)))
+		usl_init();
+}
+USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+USL_HIDDEN uint64_t usl_now_ms(void);
+USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
+USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
+USL_HIDDEN void usl_spin_lock(int *lock);
+USL_HIDDEN void usl_spin_unlock(int *lock);
+/* Parse one option value; exposed for the option unit test. */
+USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
+
+/* ---------------------------------------------------------------------------
+ * pages.c: the page provider. Lock: pages_lock (innermost).
+ */
+#define USL_MAX_ORDER 10           /* largest block: 2^10 pages */
+extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range */
+extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
+extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
+extern unsigned int usl_page_shift USL_HIDDEN;
+extern size_t usl_page_size USL_HIDDEN;
+
+USL_HIDDEN int usl_pages_init(void);
+USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
+USL_HIDDEN void usl_pages_free(void *addr);
+USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
+USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
+/* Test hook: fail page allocations after n more succeed (-1 = never). */
+USL_HIDDEN void usl_pages_fail_after(long n);
+
+/* The table entry of the block containing p; NULL for a foreign pointer. */
+static inline struct slab *usl_virt_to_slab(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (unlikely(off >= usl_range))
+		return NULL;
+	return usl_table[off >> usl_page_shift].head;
+}
+static inline void *usl_slab_address(const struct slab *slab)
+{
+	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << usl_page_shift));
+}
+static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
+
+/* ---------------------------------------------------------------------------
+ * slub/slub.c: the SLUB core. Locks: per-CPU slot lock (locked mode) ->
+ * list_lock -> pages_lock.
+ */
+USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s);     /* sizes, order, slots */
+USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
+USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
+USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
+USL_HIDDEN void usl_slub_release(struct kmem_cache *s);       /* discard every empty slab */
+USL_HIDDEN unsigned int usl_calculate_order(unsigned int size);
+USL_HIDDEN bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab,
+                              const void *x, unsigned int *idx);
+
+/* Slab states, for tests and introspection (a snapshot, racy under load). */
+struct usl_state_counts {
+	unsigned long cpu_slabs, cpu_partial, node_partial, full, total, empty_node_partial;
+};
+USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out);
+
+/* ---------------------------------------------------------------------------
+ * cache.c: the registry. Lock: slab_mutex (outermost).
+ */
+USL_HIDDEN void usl_cache_lock(void);
+USL_HIDDEN void usl_cache_unlock(void);
+USL_HIDDEN void *usl_meta_alloc(size_t size);   /* zeroed, from the page provider */
+USL_HIDDEN void usl_meta_free(void *p);
+
+#endif /* USL_INTERNAL_H */

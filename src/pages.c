@@ -1,0 +1,257 @@
+/* pages.c - the page provider: one reserved address range, the struct slab table
+ * (one entry per page), naturally aligned 2^order blocks with buddy merging, and
+ * returning free blocks to the OS (madvise after a delay, or at once on purge).
+ * Locks: pages_lock, the innermost lock of the library. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define USL_RANGE_DEFAULT (64UL << 30)  /* 64 GiB of address space */
+
+uintptr_t usl_base;
+uintptr_t usl_range;
+struct slab *usl_table;
+unsigned int usl_page_shift;
+size_t usl_page_size;
+
+static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct usl_list free_area[USL_MAX_ORDER + 1];
+static uintptr_t top;            /* bytes of the range carved so far */
+static size_t free_dirty_pages, free_clean_pages;
+static uint64_t last_decay_check;
+static long fail_after = -1;
+
+static inline size_t pfn_of(const struct slab *e) { return (size_t)(e - usl_table); }
+
+int usl_pages_init(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t max_block, table_bytes;
+	void *r, *t;
+
+	if (ps <= 0 || (ps & (ps - 1)))
+		return -1;
+	usl_page_size = (size_t)ps;
+	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
+	max_block = usl_page_size << USL_MAX_ORDER;
+	usl_range = USL_RANGE_DEFAULT;
+
+	/* Reserve the range with room to align it to the largest block. */
+	r = mmap(NULL, usl_range + max_block, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return -1;
+	usl_base = USL_ALIGN((uintptr_t)r, max_block);
+	if (usl_base > (uintptr_t)r)
+		munmap(r, usl_base - (uintptr_t)r);
+	munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
+
+	table_bytes = (usl_range >> usl_page_shift) * sizeof(struct slab);
+	t = mmap(NULL, table_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	usl_table = t;
+	for (int i = 0; i <= USL_MAX_ORDER; i++)
+		usl_list_init(&free_area[i]);
+	last_decay_check = usl_now_ms();
+	return 0;
+}
+
+void usl_pages_fail_after(long n)
+{
+	pthread_mutex_lock(&pages_lock);
+	fail_after = n;
+	pthread_mutex_unlock(&pages_lock);
+}
+
+static void set_free_head(struct slab *e, unsigned int order, bool dirty, uint64_t when)
+{
+	e->kind = USL_PAGE_FREE;
+	e->order = (uint8_t)order;
+	e->dirty = dirty;
+	e->counters = when;  /* free blocks keep the time they were freed here */
+	usl_list_add_head(&e->slab_list, &free_area[order]);
+	if (dirty)
+		free_dirty_pages += 1UL << order;
+	else
+		free_clean_pages += 1UL << order;
+}
+
+static void take_free_block(struct slab *e)
+{
+	usl_list_del(&e->slab_list);
+	if (e->dirty)
+		free_dirty_pages -= 1UL << e->order;
+	else
+		free_clean_pages -= 1UL << e->order;
+	e->kind = USL_PAGE_UNUSED;
+}
+
+/* Carve one more largest block from the reserved range: commit it and its table slice. */
+static bool grow(void)
+{
+	size_t bytes = usl_page_size << USL_MAX_ORDER;
+	size_t npages = (size_t)1 << USL_MAX_ORDER;
+	struct slab *e;
+
+	if (top + bytes > usl_range)
+		return false;
+	if (mprotect((void *)(usl_base + top), bytes, PROT_READ | PROT_WRITE) != 0)
+		return false;
+	e = &usl_table[top >> usl_page_shift];
+	/* The table slice may share OS pages with the previous one: round outwards. */
+	uintptr_t ts = (uintptr_t)e & ~(usl_page_size - 1);
+	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
+	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
+		return false;
+	for (size_t i = 0; i < npages; i++) {
+		e[i].head = &e[i];
+		e[i].kind = USL_PAGE_UNUSED;
+	}
+	top += bytes;
+	set_free_head(e, USL_MAX_ORDER, false, 0);
+	return true;
+}
+
+void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
+{
+	struct slab *e = NULL;
+	unsigned int k;
+
+	if (order > USL_MAX_ORDER)
+		return NULL;
+	pthread_mutex_lock(&pages_lock);
+	if (unlikely(fail_after >= 0)) {
+		if (fail_after == 0) {
+			pthread_mutex_unlock(&pages_lock);
+			return NULL;
+		}
+		fail_after--;
+	}
+	for (;;) {
+		for (k = order; k <= USL_MAX_ORDER; k++)
+			if (!usl_list_empty(&free_area[k]))
+				break;
+		if (k <= USL_MAX_ORDER)
+			break;
+		if (!grow()) {
+			pthread_mutex_unlock(&pages_lock);
+			return NULL;
+		}
+	}
+	e = usl_container_of(free_area[k].next, struct slab, slab_list);
+	bool dirty = e->dirty;
+	uint64_t when = e->counters;
+	take_free_block(e);
+	/* Split: the upper halves go back on the free lists. */
+	while (k > order) {
+		k--;
+		set_free_head(e + ((size_t)1 << k), k, dirty, when);
+	}
+	size_t n = (size_t)1 << order;
+	for (size_t i = 0; i < n; i++) {
+		e[i].head = e;
+		e[i].kind = USL_PAGE_TAIL;
+		e[i].slab_cache = NULL;
+	}
+	e->kind = (uint8_t)kind;
+	e->order = (uint8_t)order;
+	e->dirty = 0;
+	e->freelist = NULL;
+	e->counters = 0;
+	e->node_partial = 0;
+	e->next = NULL;
+	e->slabs = 0;
+	pthread_mutex_unlock(&pages_lock);
+	return usl_slab_address(e);
+}
+
+static size_t purge_locked(bool all, uint64_t now)
+{
+	size_t bytes = 0;
+
+	for (int k = 0; k <= USL_MAX_ORDER; k++) {
+		struct usl_list *it;
+		for (it = free_area[k].next; it != &free_area[k]; it = it->next) {
+			struct slab *e = usl_container_of(it, struct slab, slab_list);
+			if (!e->dirty || (!all && now - e->counters < usl_opt.decay_ms))
+				continue;
+			size_t len = usl_page_size << k;
+			if (madvise(usl_slab_address(e), len, MADV_DONTNEED) == 0) {
+				e->dirty = 0;
+				free_dirty_pages -= 1UL << k;
+				free_clean_pages += 1UL << k;
+				bytes += len;
+			}
+		}
+	}
+	return bytes;
+}
+
+void usl_pages_free(void *addr)
+{
+	struct slab *e = usl_virt_to_slab(addr);
+	unsigned int order;
+	size_t pfn, n;
+	uint64_t now = usl_now_ms();
+	bool dirty = true;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&pages_lock);
+	order = e->order;
+	pfn = pfn_of(e);
+	n = (size_t)1 << order;
+	for (size_t i = 0; i < n; i++) {
+		e[i].head = &e[i];
+		e[i].kind = USL_PAGE_UNUSED;
+		e[i].slab_cache = NULL;
+	}
+	/* Merge with free buddies of the same order. */
+	while (order < USL_MAX_ORDER) {
+		size_t bpfn = pfn ^ ((size_t)1 << order);
+		struct slab *b = &usl_table[bpfn];
+		if ((bpfn << usl_page_shift) >= top || b->kind != USL_PAGE_FREE || b->order != order)
+			break;
+		take_free_block(b);
+		pfn &= ~((size_t)1 << order);
+		order++;
+	}
+	set_free_head(&usl_table[pfn], order, dirty, now);
+	if (now - last_decay_check >= usl_opt.decay_ms / 4 + 1) {
+		last_decay_check = now;
+		purge_locked(false, now);
+	}
+	pthread_mutex_unlock(&pages_lock);
+}
+
+size_t usl_pages_purge(bool all)
+{
+	size_t bytes;
+
+	pthread_mutex_lock(&pages_lock);
+	bytes = purge_locked(all, usl_now_ms());
+	pthread_mutex_unlock(&pages_lock);
+	return bytes;
+}
+
+void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
+{
+	pthread_mutex_lock(&pages_lock);
+	if (committed)
+		*committed = top;
+	if (free_dirty)
+		*free_dirty = free_dirty_pages << usl_page_shift;
+	if (free_clean)
+		*free_clean = free_clean_pages << usl_page_shift;
+	pthread_mutex_unlock(&pages_lock);
+}
+
+size_t uslab_release_free_memory(void)
+{
+	usl_ensure_init();
+	return usl_pages_purge(true);
+}

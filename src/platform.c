@@ -1,0 +1,220 @@
+/* platform.c - the bottom layer: USLAB_* options, one-line reports, clock, CPU id,
+ * and the once-per-process choice of per-CPU mode (rseq or locked).
+ * Locks: init_lock (start-up only); never allocates. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+
+#include "internal.h"
+
+struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
+                               .decay_ms = 1000 };
+unsigned int usl_nr_cpus = 1;
+bool usl_rseq_mode;
+long usl_rseq_off;
+int usl_inited;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static uslab_report_fn report_fn;
+static void *report_arg;
+static unsigned long error_count;
+
+/* ---- reports ---- */
+
+void uslab_set_report_handler(uslab_report_fn fn, void *arg)
+{
+	__atomic_store_n(&report_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&report_fn, fn, __ATOMIC_RELEASE);
+}
+
+unsigned long uslab_error_count(void)
+{
+	return __atomic_load_n(&error_count, __ATOMIC_RELAXED);
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void usl_report(enum uslab_error kind, const char *fmt, ...)
+{
+	char line[512];
+	int saved = errno;
+	size_t n = (size_t)snprintf(line, sizeof(line), "uslab: ");
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	va_end(ap);
+	if (kind != USLAB_ERR_NONE)
+		__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
+	uslab_report_fn fn = __atomic_load_n(&report_fn, __ATOMIC_ACQUIRE);
+	if (fn) {
+		fn(kind, line, __atomic_load_n(&report_arg, __ATOMIC_RELAXED));
+	} else {
+		n = strlen(line);
+		line[n < sizeof(line) - 1 ? n : sizeof(line) - 2] = '\n';
+		write_all(2, line, (n < sizeof(line) - 1 ? n : sizeof(line) - 2) + 1);
+	}
+	errno = saved;
+}
+
+/* ---- options ---- */
+
+bool usl_parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static void option_int(const char *name, int *dst, long lo, long hi)
+{
+	const char *v = getenv(name);
+	long x;
+
+	if (!v)
+		return;
+	if (usl_parse_int(v, lo, hi, &x))
+		*dst = (int)x;
+	else
+		usl_report(USLAB_ERR_OPTION, "%s='%s' is not a whole number in [%ld, %ld]; keeping %d",
+		           name, v, lo, hi, *dst);
+}
+
+static void read_options(void)
+{
+	int decay = (int)usl_opt.decay_ms;
+
+	option_int("USLAB_MIN_OBJECTS", &usl_opt.min_objects, 1, USL_MAX_OBJS_PER_SLAB);
+	option_int("USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER);
+	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
+	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
+	option_int("USLAB_DECAY_MS", &decay, 0, 3600 * 1000);
+	usl_opt.decay_ms = (unsigned int)decay;
+	if (usl_opt.min_order > usl_opt.max_order) {
+		usl_report(USLAB_ERR_OPTION, "USLAB_MIN_ORDER=%d is above USLAB_MAX_ORDER=%d; raising the maximum",
+		           usl_opt.min_order, usl_opt.max_order);
+		usl_opt.max_order = usl_opt.min_order;
+	}
+}
+
+/* ---- clock, cpu ---- */
+
+uint64_t usl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int usl_current_cpu(void)
+{
+	int c = sched_getcpu();
+	return c < 0 ? 0 : c;
+}
+
+void usl_spin_lock(int *lock)
+{
+	for (;;) {
+		for (int i = 0; i < 64; i++) {
+			if (!__atomic_load_n(lock, __ATOMIC_RELAXED) &&
+			    !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+				return;
+			__builtin_ia32_pause();
+		}
+		sched_yield();
+	}
+}
+
+void usl_spin_unlock(int *lock)
+{
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
+int usl_membarrier_rseq(void)
+{
+	return (int)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+}
+
+/* ---- per-CPU mode ---- */
+
+static unsigned int possible_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	/* rseq cpu_id can be any possible CPU number: size the slots for all of them. */
+	if (n < 1)
+		n = 1;
+	if (n > 4096)
+		n = 4096;
+	return (unsigned int)n;
+}
+
+static bool rseq_usable(void)
+{
+	if (usl_opt.rseq == 0)
+		return false;
+	if (__rseq_size < 8 || __rseq_offset == 0)
+		return false;
+	const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	int cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	if (cpu < 0 || (unsigned int)cpu >= usl_nr_cpus)
+		return false;
+	/* Remote flushes (shrink, destroy) need to abort other CPUs' sections. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+		return false;
+	return true;
+}
+
+void usl_init(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (!usl_inited) {
+		read_options();
+		usl_nr_cpus = possible_cpus();
+		if (usl_pages_init() != 0) {
+			pthread_mutex_unlock(&init_lock);
+			usl_report(USLAB_ERR_NOMEM, "cannot reserve address space; aborting");
+			abort();
+		}
+		usl_rseq_mode = rseq_usable();
+		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset : 0;
+		if (usl_opt.rseq == 1 && !usl_rseq_mode)
+			usl_report(USLAB_ERR_OPTION, "USLAB_RSEQ=1 but rseq is not registered here; using locked mode");
+		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&init_lock);
+}
+
+const char *uslab_percpu_mode(void)
+{
+	usl_ensure_init();
+	return usl_rseq_mode ? "rseq" : "locked";
+}

@@ -1,0 +1,248 @@
+/* rseq_x86.h - the restartable-sequence critical sections on a per-CPU slot
+ * (x86-64). Each section reads this thread's rseq cpu_id, finds the slot, checks
+ * the slot's flush mark, and ends in exactly one committing store; preemption,
+ * migration or a signal before that store makes the kernel restart it from the top.
+ * No locks. See docs/ARCHITECTURE.md, "Per-CPU protocol". */
+#ifndef USL_RSEQ_X86_H
+#define USL_RSEQ_X86_H
+
+#include "../internal.h"
+
+/* Return codes of the sections. */
+#define RS_OK 0
+#define RS_MARKED 1   /* a flusher owns the slot: wait, then retry */
+#define RS_OTHER 2    /* section-specific: empty / full / double free */
+#define RS_NOCPU 3    /* rseq not registered for this thread (or cpu out of range) */
+
+/* Descriptor (struct rseq_cs: version, flags, start, post-commit offset, abort) in
+ * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
+ * handler jumps back to label 0, which re-arms rseq_cs and starts again.
+ * Labels: 0 arm, 1 start, 2 post-commit, 3 descriptor, 4 abort. */
+#define RSEQ_PROLOGUE                                                            \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
+	".balign 32\n"                                                           \
+	"3:\n\t"                                                                 \
+	".long 0, 0\n\t"                                                         \
+	".quad 1f, 2f - 1f, 4f\n\t"                                              \
+	".popsection\n\t"                                                        \
+	".pushsection __rseq_failure, \"ax\"\n\t"                                \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                             \
+	".long 0x53053053\n"                                                     \
+	"4:\n\t"                                                                 \
+	"jmp 0f\n\t"                                                             \
+	".popsection\n"                                                          \
+	"0:\n\t"                                                                 \
+	"leaq 3b(%%rip), %%rax\n\t"                                              \
+	"movq %%rax, %%fs:8(%[rs])\n"                                            \
+	"1:\n\t"                                                                 \
+	"movl %%fs:4(%[rs]), %%eax\n\t"                                          \
+	"cmpl %[nr], %%eax\n\t"                                                  \
+	"jae 9f\n\t"                                                             \
+	"shlq $6, %%rax\n\t"                                                     \
+	"addq %[slots], %%rax\n\t"                                               \
+	"cmpl $0, 32(%%rax)\n\t"                                                 \
+	"jne 5f\n\t"
+
+#define RSEQ_COMMON_IN                                                           \
+	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_nr_cpus), [slots] "rm"(s->cpu_slab)
+
+/* Pop one object from this CPU's freelist. NULL: take the slow path. */
+static inline void *rseq_alloc(struct kmem_cache *s)
+{
+	void *obj;
+	unsigned long next;
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"movq 8(%%rax), %[obj]\n\t"
+		"testq %[obj], %[obj]\n\t"
+		"jz 6f\n\t"
+		"movq (%[obj],%[off]), %[next]\n\t"
+		"movq %[next], 8(%%rax)\n"
+		"2:\n\t"
+		"jmp 6f\n"
+		"5:\n"
+		"9:\n\t"
+		"xorl %k[obj], %k[obj]\n"
+		"6:\n"
+		: [obj] "=&r"(obj), [next] "=&r"(next)
+		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset)
+		: "rax", "memory", "cc");
+	return obj;
+}
+
+/* Push obj onto this CPU's freelist if its slab is this CPU's slab. RS_OTHER:
+ * obj is already the freelist head (double free). */
+static inline int rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
+{
+	int ret;
+	unsigned long tmp;
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"cmpq %[slab], 16(%%rax)\n\t"
+		"jne 5f\n\t"
+		"movq 8(%%rax), %[tmp]\n\t"
+		"cmpq %[tmp], %[obj]\n\t"
+		"je 7f\n\t"
+		"movq %[tmp], (%[obj],%[off])\n\t"
+		"movq %[obj], 8(%%rax)\n"
+		"2:\n\t"
+		"xorl %[ret], %[ret]\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"movl $1, %[ret]\n\t"
+		"jmp 6f\n"
+		"7:\n\t"
+		"movl $2, %[ret]\n\t"
+		"jmp 6f\n"
+		"9:\n\t"
+		"movl $3, %[ret]\n"
+		"6:\n"
+		: [ret] "=&r"(ret), [tmp] "=&r"(tmp)
+		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
+		: "rax", "memory", "cc");
+	return ret;
+}
+
+/* Take {freelist, slab} out of this CPU's slot, leaving it empty (one 16-byte store). */
+static inline int rseq_detach(struct kmem_cache *s, void **freelist, struct slab **slab)
+{
+	int ret;
+	void *fl;
+	struct slab *sl;
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"movq 8(%%rax), %[fl]\n\t"
+		"movq 16(%%rax), %[sl]\n\t"
+		"pxor %%xmm0, %%xmm0\n\t"
+		"movups %%xmm0, 8(%%rax)\n"
+		"2:\n\t"
+		"xorl %[ret], %[ret]\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"movl $1, %[ret]\n\t"
+		"jmp 6f\n"
+		"9:\n\t"
+		"movl $3, %[ret]\n"
+		"6:\n"
+		: [ret] "=&r"(ret), [fl] "=&r"(fl), [sl] "=&r"(sl)
+		: RSEQ_COMMON_IN
+		: "rax", "xmm0", "memory", "cc");
+	*freelist = fl;
+	*slab = sl;
+	return ret;
+}
+
+/* Put {freelist, slab} into this CPU's slot if it is empty (one 16-byte store).
+ * RS_OTHER: the slot is not empty (another thread on this CPU, or we migrated). */
+static inline int rseq_install(struct kmem_cache *s, void *freelist, struct slab *slab)
+{
+	int ret;
+	struct usl_pair pair = { (unsigned long)freelist, (unsigned long)slab };
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"cmpq $0, 8(%%rax)\n\t"
+		"jne 7f\n\t"
+		"cmpq $0, 16(%%rax)\n\t"
+		"jne 7f\n\t"
+		"movups %[pair], %%xmm0\n\t"
+		"movups %%xmm0, 8(%%rax)\n"
+		"2:\n\t"
+		"xorl %[ret], %[ret]\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"movl $1, %[ret]\n\t"
+		"jmp 6f\n"
+		"7:\n\t"
+		"movl $2, %[ret]\n\t"
+		"jmp 6f\n"
+		"9:\n\t"
+		"movl $3, %[ret]\n"
+		"6:\n"
+		: [ret] "=&r"(ret)
+		: RSEQ_COMMON_IN, [pair] "m"(pair)
+		: "rax", "xmm0", "memory", "cc");
+	return ret;
+}
+
+/* Push slab on this CPU's partial chain unless that makes it longer than limit
+ * (RS_OTHER: drain first). slab->next and slab->slabs are written before the
+ * commit; slab is private to the caller until the commit, so a restart is harmless. */
+static inline int rseq_partial_push(struct kmem_cache *s, struct slab *slab, unsigned int limit)
+{
+	int ret;
+	unsigned long head;
+	unsigned int cnt;
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"movq 24(%%rax), %[head]\n\t"
+		"movl $1, %[cnt]\n\t"
+		"testq %[head], %[head]\n\t"
+		"jz 8f\n\t"
+		"movl 56(%[head]), %[cnt]\n\t"
+		"addl $1, %[cnt]\n"
+		"8:\n\t"
+		"cmpl %[limit], %[cnt]\n\t"
+		"ja 7f\n\t"
+		"movq %[head], 48(%[slab])\n\t"
+		"movl %[cnt], 56(%[slab])\n\t"
+		"movq %[slab], 24(%%rax)\n"
+		"2:\n\t"
+		"xorl %[ret], %[ret]\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"movl $1, %[ret]\n\t"
+		"jmp 6f\n"
+		"7:\n\t"
+		"movl $2, %[ret]\n\t"
+		"jmp 6f\n"
+		"9:\n\t"
+		"movl $3, %[ret]\n"
+		"6:\n"
+		: [ret] "=&r"(ret), [head] "=&r"(head), [cnt] "=&r"(cnt)
+		: RSEQ_COMMON_IN, [slab] "r"(slab), [limit] "r"(limit)
+		: "rax", "memory", "cc");
+	return ret;
+}
+
+/* Pop the first cpu partial slab (RS_OTHER: none), or with all=1 take the whole chain. */
+static inline int rseq_partial_take(struct kmem_cache *s, struct slab **out, int all)
+{
+	int ret;
+	unsigned long head, next;
+
+	__asm__ __volatile__(
+		RSEQ_PROLOGUE
+		"movq 24(%%rax), %[head]\n\t"
+		"testq %[head], %[head]\n\t"
+		"jz 7f\n\t"
+		"xorl %k[next], %k[next]\n\t"
+		"testl %[all], %[all]\n\t"
+		"jnz 8f\n\t"
+		"movq 48(%[head]), %[next]\n"
+		"8:\n\t"
+		"movq %[next], 24(%%rax)\n"
+		"2:\n\t"
+		"xorl %[ret], %[ret]\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"movl $1, %[ret]\n\t"
+		"jmp 6f\n"
+		"7:\n\t"
+		"movl $2, %[ret]\n\t"
+		"jmp 6f\n"
+		"9:\n\t"
+		"movl $3, %[ret]\n"
+		"6:\n"
+		: [ret] "=&r"(ret), [head] "=&r"(head), [next] "=&r"(next)
+		: RSEQ_COMMON_IN, [all] "r"(all)
+		: "rax", "memory", "cc");
+	*out = (struct slab *)head;
+	return ret;
+}
+
+#endif /* USL_RSEQ_X86_H */

@@ -1,0 +1,981 @@
+/* slub.c - the SLUB core: per-CPU fast paths (rseq or locked cmpxchg16b), the slow
+ * paths over cpu slab -> cpu partial -> node partial -> new slab, remote frees
+ * (slab_free_slow, the kernel's __slab_free), flush, shrink and sizing.
+ * Locks, in order: the per-CPU slot lock (locked mode only), node list_lock,
+ * then pages_lock inside the page provider. flush_mutex serialises flushers. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "rseq_x86.h"
+
+/* Tunables next to their reasons (reference §1a, §8). */
+#define MIN_PARTIAL 5   /* empty slabs kept per node before they are freed ... */
+#define MAX_PARTIAL 10  /* ... and at most this many for large objects */
+
+static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+static __thread int cpu_hint __attribute__((tls_model("initial-exec"))) = -1;
+
+/* ===========================================================================
+ * Object and slab helpers
+ */
+
+static inline void *get_freepointer(const struct kmem_cache *s, void *obj)
+{
+	return *(void **)((char *)obj + s->offset);
+}
+
+static inline void set_freepointer(const struct kmem_cache *s, void *obj, void *fp)
+{
+	*(void **)((char *)obj + s->offset) = fp;
+}
+
+/* Read a free pointer that another thread may be overwriting (locked-mode fast
+ * path: the object may have been allocated since we read it; the cmpxchg16b on
+ * {tid, freelist} then fails). The memory is always mapped inside the range. */
+#if USL_TSAN
+__attribute__((no_sanitize("thread"), noinline))
+#endif
+static void *get_freepointer_safe(const struct kmem_cache *s, void *obj)
+{
+	return __atomic_load_n((void **)((char *)obj + s->offset), __ATOMIC_RELAXED);
+}
+
+static inline struct kmem_cache_node *get_node(struct kmem_cache *s, struct slab *slab)
+{
+	(void)slab;
+	return s->node[0];
+}
+
+/* Is x the start of an object of this slab? Divisibility by s->size without a
+ * division: for size = d0 << k (d0 odd), x is at index off/size exactly when
+ * ror32(off * d0^-1, k) is below the object count (Granlund-Montgomery). */
+bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab, const void *x, unsigned int *idx)
+{
+	uint32_t off = (uint32_t)((uintptr_t)x - (uintptr_t)usl_slab_address(slab));
+	uint32_t q = off * s->div_inv;
+	uint32_t k = s->div_shift;
+	q = k ? (q >> k) | (q << (32 - k)) : q;
+	*idx = q;
+	return q < counters_objects(usl_load(&slab->counters));
+}
+
+static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
+                                        void *new_fl, unsigned long new_c)
+{
+	return usl_cas16(&slab->freelist, (unsigned long)old_fl, old_c, (unsigned long)new_fl, new_c);
+}
+
+static inline void slab_snapshot(struct slab *slab, void **fl, unsigned long *c)
+{
+	/* Racy read of the pair; every use is validated by the CAS. */
+	*fl = usl_load_ptr(&slab->freelist);
+	*c = usl_load(&slab->counters);
+}
+
+/* ===========================================================================
+ * Node partial lists (under list_lock)
+ */
+
+static void add_partial(struct kmem_cache_node *n, struct slab *slab, bool tail)
+{
+	if (tail)
+		usl_list_add_tail(&slab->slab_list, &n->partial);
+	else
+		usl_list_add_head(&slab->slab_list, &n->partial);
+	slab->node_partial = 1;
+	n->nr_partial++;
+}
+
+static void remove_partial(struct kmem_cache_node *n, struct slab *slab)
+{
+	usl_list_del(&slab->slab_list);
+	slab->node_partial = 0;
+	n->nr_partial--;
+}
+
+/* ===========================================================================
+ * New and discarded slabs
+ */
+
+static struct slab *new_slab(struct kmem_cache *s, void **freelist)
+{
+	unsigned int order = s->order;
+	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+
+	if (!addr && s->min_order < order) {
+		order = s->min_order;          /* the kernel's ORDER_FALLBACK */
+		addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+	}
+	if (!addr)
+		return NULL;
+	struct slab *slab = usl_virt_to_slab(addr);
+	unsigned int objects = (unsigned int)(usl_order_bytes(order) / s->size);
+	if (objects > USL_MAX_OBJS_PER_SLAB)
+		objects = USL_MAX_OBJS_PER_SLAB;
+
+	char *p = addr;
+	for (unsigned int i = 0; i < objects; i++, p += s->size) {
+		if (s->ctor)
+			s->ctor(p);
+		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
+	}
+	slab->freelist = NULL;
+	slab->counters = counters_make(objects, objects, true);
+	slab->next = NULL;
+	slab->slabs = 0;
+	slab->node_partial = 0;
+	struct kmem_cache_node *n = s->node[0];
+	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
+	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
+	*freelist = addr;
+	return slab;
+}
+
+static void discard_slab(struct kmem_cache *s, struct slab *slab)
+{
+	struct kmem_cache_node *n = get_node(s, slab);
+	unsigned int objects = counters_objects(slab->counters);
+
+	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
+	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
+	usl_pages_free(usl_slab_address(slab));
+}
+
+/* ===========================================================================
+ * Freezing and unfreezing (seed 001: only the cpu slab is frozen)
+ */
+
+/* Take a slab's whole freelist and freeze it as a cpu slab. NULL if it has none
+ * (then it is left as it was). */
+static void *freeze_slab(struct slab *slab)
+{
+	void *fl;
+	unsigned long c;
+
+	do {
+		slab_snapshot(slab, &fl, &c);
+		if (!fl)
+			return NULL;
+	} while (!slab_update_freelist(slab, fl, c, NULL,
+	                               counters_make(counters_objects(c), counters_objects(c), true)));
+	return fl;
+}
+
+/* The cpu slab's own freelist ran out: take what remote frees put on the slab.
+ * With nothing there the slab is unfrozen in the same CAS: it is full, on no list. */
+static void *get_freelist(struct slab *slab)
+{
+	void *fl;
+	unsigned long c;
+
+	do {
+		slab_snapshot(slab, &fl, &c);
+	} while (!slab_update_freelist(slab, fl, c, NULL,
+	                               counters_make(counters_objects(c), counters_objects(c), fl != NULL)));
+	return fl;
+}
+
+/* Unfreeze a cpu slab, merging the private freelist fl back into it, and put it
+ * where it belongs: freed when empty beyond min_partial, node partial when it has
+ * free objects, nowhere when full. */
+static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
+{
+	struct kmem_cache_node *n = get_node(s, slab);
+	void *tail = NULL, *old_fl, *new_fl;
+	unsigned int cnt = 0;
+	unsigned long c, nc;
+
+	for (void *p = fl; p; p = get_freepointer(s, p)) {
+		tail = p;
+		cnt++;
+	}
+	do {
+		slab_snapshot(slab, &old_fl, &c);
+		if (tail) {
+			set_freepointer(s, tail, old_fl);
+			new_fl = fl;
+		} else {
+			new_fl = old_fl;
+		}
+		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), false);
+	} while (!slab_update_freelist(slab, old_fl, c, new_fl, nc));
+
+	if (counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
+		discard_slab(s, slab);
+	} else if (new_fl) {
+		pthread_mutex_lock(&n->list_lock);
+		add_partial(n, slab, true);
+		pthread_mutex_unlock(&n->list_lock);
+	}
+	/* else: full, on no list; the next free finds it (was_full) */
+}
+
+/* Move a chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
+static void put_partials(struct kmem_cache *s, struct slab *chain)
+{
+	struct slab *discard = NULL;
+
+	while (chain) {
+		struct slab *slab = chain;
+		struct kmem_cache_node *n = get_node(s, slab);
+		chain = slab->next;
+		pthread_mutex_lock(&n->list_lock);
+		/* Under list_lock inuse == 0 is final: nobody can allocate from a slab on
+		 * no list, and a free that empties it takes list_lock before its CAS. */
+		if (counters_inuse(usl_load(&slab->counters)) == 0 && n->nr_partial >= s->min_partial) {
+			slab->next = discard;
+			discard = slab;
+		} else {
+			add_partial(n, slab, true);
+		}
+		pthread_mutex_unlock(&n->list_lock);
+	}
+	while (discard) {
+		struct slab *slab = discard;
+		discard = slab->next;
+		discard_slab(s, slab);
+	}
+}
+
+/* ===========================================================================
+ * The per-CPU slot, in both modes. Locked mode: `tid` and `freelist` change with
+ * cmpxchg16b; `slab` and `partial` only under c->lock. rseq mode: see rseq_x86.h.
+ */
+
+/* tid starts at the slot number and steps by a power of two >= the slot count,
+ * so a tid names both the slot and the generation (the kernel's TID_STEP). */
+static unsigned long tid_step_v = 1;
+static inline unsigned long tid_step(void) { return tid_step_v; }
+
+static inline struct kmem_cache_cpu *hint_slot(struct kmem_cache *s)
+{
+	int h = cpu_hint;
+	if (unlikely(h < 0 || (unsigned int)h >= usl_nr_cpus))
+		h = cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+	return &s->cpu_slab[h];
+}
+
+/* locked mode, under c->lock: take the freelist and the slab out of the slot.
+ * The slab pointer is cleared first so fast frees that see the new tid go slow. */
+static void locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)
+{
+	unsigned long tid;
+	void *old;
+
+	*slab = c->slab;
+	__atomic_store_n(&c->slab, NULL, __ATOMIC_RELEASE);
+	do {
+		tid = usl_load(&c->tid);
+		old = usl_load_ptr(&c->freelist);
+	} while (!usl_cas16(c, tid, (unsigned long)old, tid + tid_step(), 0));
+	*fl = old;
+}
+
+/* locked mode, under c->lock, slot empty: install a freelist, then its slab. */
+static void locked_install(struct kmem_cache_cpu *c, void *fl, struct slab *slab)
+{
+	unsigned long tid;
+
+	do {
+		tid = usl_load(&c->tid);
+	} while (!usl_cas16(c, tid, 0, tid + tid_step(), (unsigned long)fl));
+	__atomic_store_n(&c->slab, slab, __ATOMIC_RELEASE);
+}
+
+static void wait_flush(struct kmem_cache *s)
+{
+	(void)s;
+	/* A flusher holds this CPU's slot; it finishes quickly. */
+	sched_yield();
+}
+
+/* Put a slab that just stopped being full on this CPU's partial chain; drain the
+ * chain to the node when it is at its limit (the kernel's put_cpu_partial). */
+static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
+{
+	if (usl_rseq_mode) {
+		for (;;) {
+			int r = rseq_partial_push(s, slab, s->cpu_partial_slabs);
+			if (r == RS_OK)
+				return;
+			if (r == RS_MARKED) {
+				wait_flush(s);
+				continue;
+			}
+			if (r == RS_NOCPU)
+				break;
+			struct slab *chain;
+			r = rseq_partial_take(s, &chain, 1);
+			if (r == RS_OK)
+				put_partials(s, chain);
+			else if (r == RS_MARKED)
+				wait_flush(s);
+			else if (r == RS_NOCPU)
+				break;
+		}
+		slab->next = NULL;
+		put_partials(s, slab);
+		return;
+	}
+
+	struct kmem_cache_cpu *c = hint_slot(s);
+	struct slab *drain = NULL;
+	usl_spin_lock(&c->lock);
+	struct slab *head = c->partial;
+	unsigned int cnt = head ? head->slabs + 1 : 1;
+	if (cnt > s->cpu_partial_slabs) {
+		drain = head;
+		head = NULL;
+		cnt = 1;
+	}
+	slab->next = head;
+	slab->slabs = cnt;
+	c->partial = slab;
+	usl_spin_unlock(&c->lock);
+	if (drain)
+		put_partials(s, drain);
+}
+
+/* ===========================================================================
+ * Freeing to a slab: the kernel's __slab_free. One 16-byte CAS; list_lock only
+ * when the slab changes list. head..tail is a chain of cnt objects of slab.
+ */
+static void slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail, unsigned int cnt)
+{
+	struct kmem_cache_node *n = NULL;
+	bool was_frozen, on_node_partial = false;
+	bool has_cpu_partial = s->cpu_partial_slabs > 0;
+	void *prior;
+	unsigned long c, nc;
+
+	do {
+		if (unlikely(n)) {
+			pthread_mutex_unlock(&n->list_lock);
+			n = NULL;
+		}
+		slab_snapshot(slab, &prior, &c);
+		if (unlikely(cnt == 1 && prior == head)) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+			           s->name, head);
+			return;
+		}
+		was_frozen = counters_frozen(c);
+		set_freepointer(s, tail, prior);
+		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), was_frozen);
+		if ((counters_inuse(nc) == 0 || !prior) && !was_frozen) {
+			if (!has_cpu_partial || prior) {
+				/* May need list changes: lock before the CAS so that a
+				 * concurrent put_partials sees a consistent inuse. */
+				n = get_node(s, slab);
+				pthread_mutex_lock(&n->list_lock);
+				on_node_partial = slab->node_partial;
+			}
+		}
+	} while (!slab_update_freelist(slab, prior, c, head, nc));
+
+	if (likely(!n)) {
+		if (!was_frozen && has_cpu_partial && !prior)
+			put_cpu_partial(s, slab);   /* was full: now ours to place */
+		return;
+	}
+	if (prior && !on_node_partial) {
+		/* cpu partial, or isolated by an allocating thread */
+		pthread_mutex_unlock(&n->list_lock);
+		return;
+	}
+	if (counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
+		if (prior)
+			remove_partial(n, slab);
+		pthread_mutex_unlock(&n->list_lock);
+		discard_slab(s, slab);
+		return;
+	}
+	if (!prior)
+		add_partial(n, slab, true);  /* was full, no cpu partial lists */
+	pthread_mutex_unlock(&n->list_lock);
+}
+
+/* ===========================================================================
+ * Allocation slow path
+ */
+
+/* Take one slab off the node partial list to become the cpu slab, and up to half
+ * of the cpu partial limit more for this CPU's partial chain (returned in *extra).
+ * Nothing is frozen under list_lock (seed 001). */
+static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_node *n, struct slab **extra)
+{
+	struct slab *first = NULL, *chain = NULL;
+	unsigned int taken = 0;
+
+	*extra = NULL;
+	if (!__atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&n->list_lock);
+	while (!usl_list_empty(&n->partial)) {
+		struct slab *slab = usl_container_of(n->partial.next, struct slab, slab_list);
+		remove_partial(n, slab);
+		if (!first) {
+			first = slab;
+			if (!s->cpu_partial_slabs)
+				break;
+		} else {
+			slab->next = chain;
+			chain = slab;
+			if (++taken > s->cpu_partial_slabs / 2)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	*extra = chain;
+	return first;
+}
+
+/* No per-CPU slot for this thread (rseq not registered for it): take one object
+ * straight from a node partial slab under list_lock, as the 7.0 kernel does. */
+static void *alloc_direct(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = s->node[0];
+	void *fl, *obj, *next;
+	unsigned long c;
+	struct slab *slab;
+
+	pthread_mutex_lock(&n->list_lock);
+	while (!usl_list_empty(&n->partial)) {
+		slab = usl_container_of(n->partial.next, struct slab, slab_list);
+		slab_snapshot(slab, &fl, &c);
+		if (!fl) {              /* cannot happen: listed slabs have free objects */
+			remove_partial(n, slab);
+			continue;
+		}
+		next = get_freepointer(s, fl);
+		/* Taking the last object makes the slab full: isolate it first, so a
+		 * free that then sees it full may place it without list_lock. */
+		if (!next)
+			remove_partial(n, slab);
+		if (slab_update_freelist(slab, fl, c, next,
+		                         counters_make(counters_inuse(c) + 1, counters_objects(c), false))) {
+			pthread_mutex_unlock(&n->list_lock);
+			return fl;
+		}
+		if (!next)
+			add_partial(n, slab, false);
+	}
+	pthread_mutex_unlock(&n->list_lock);
+
+	slab = new_slab(s, &fl);
+	if (!slab)
+		return NULL;
+	obj = fl;
+	fl = get_freepointer(s, obj);
+	slab->freelist = fl;
+	slab->counters = counters_make(1, counters_objects(slab->counters), false);
+	if (fl) {
+		pthread_mutex_lock(&n->list_lock);
+		add_partial(n, slab, false);
+		pthread_mutex_unlock(&n->list_lock);
+	}
+	return obj;
+}
+
+/* Find a new cpu slab: cpu partial, then node partial, then a new slab. Returns
+ * the slab (frozen) and its objects in *fl. */
+static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void **fl)
+{
+	struct slab *slab, *extra;
+
+	for (;;) {
+		if (lc) {
+			slab = lc->partial;
+			if (slab)
+				lc->partial = slab->next;
+		} else {
+			int r = rseq_partial_take(s, &slab, 0);
+			if (r == RS_MARKED) {
+				wait_flush(s);
+				continue;
+			}
+			if (r != RS_OK)
+				slab = NULL;
+		}
+		if (!slab)
+			break;
+		*fl = freeze_slab(slab);
+		if (*fl)
+			return slab;
+		/* No free objects (cannot happen for a slab that reached a partial
+		 * list through a free); it is full and on no list. */
+	}
+
+	slab = get_partial_node(s, s->node[0], &extra);
+	if (slab) {
+		while (extra) {
+			struct slab *e = extra;
+			extra = e->next;
+			if (lc) {
+				e->next = lc->partial;
+				e->slabs = lc->partial ? lc->partial->slabs + 1 : 1;
+				lc->partial = e;
+			} else {
+				put_cpu_partial(s, e);
+			}
+		}
+		*fl = freeze_slab(slab);
+		if (*fl)
+			return slab;
+	}
+	return new_slab(s, fl);
+}
+
+static void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *fl, *obj;
+	struct slab *slab;
+
+	if (!usl_rseq_mode) {
+		struct kmem_cache_cpu *c;
+		cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+		c = &s->cpu_slab[cpu_hint];
+		usl_spin_lock(&c->lock);
+		locked_detach(c, &fl, &slab);
+		if (!fl && slab)
+			fl = get_freelist(slab);
+		if (!fl) {
+			slab = refill(s, c, &fl);
+			if (!slab) {
+				usl_spin_unlock(&c->lock);
+				goto nomem;
+			}
+		}
+		obj = fl;
+		locked_install(c, get_freepointer(s, obj), slab);
+		usl_spin_unlock(&c->lock);
+		return obj;
+	}
+
+	for (;;) {
+		int r = rseq_detach(s, &fl, &slab);
+		if (r == RS_MARKED) {
+			wait_flush(s);
+			continue;
+		}
+		if (r == RS_NOCPU) {
+			obj = alloc_direct(s);
+			if (!obj)
+				goto nomem;
+			return obj;
+		}
+		break;
+	}
+	/* The slot is empty and what it held is ours. */
+	if (!fl && slab)
+		fl = get_freelist(slab);
+	if (!fl) {
+		slab = refill(s, NULL, &fl);
+		if (!slab)
+			goto nomem;
+	}
+	obj = fl;
+	fl = get_freepointer(s, obj);
+	for (;;) {
+		int r = rseq_install(s, fl, slab);
+		if (r == RS_MARKED) {
+			wait_flush(s);
+			continue;
+		}
+		if (r != RS_OK)  /* migrated, or another thread refilled this CPU */
+			deactivate_slab(s, slab, fl);
+		break;
+	}
+	return obj;
+
+nomem:
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory (object size %u, order %u)",
+		           s->name, s->object_size, s->order);
+	return NULL;
+}
+
+/* ===========================================================================
+ * Fast paths and the public entry points
+ */
+
+static inline void *alloc_fast_locked(struct kmem_cache *s)
+{
+	struct kmem_cache_cpu *c = hint_slot(s);
+	unsigned long tid;
+	void *obj;
+
+	do {
+		tid = usl_load(&c->tid);
+		obj = usl_load_ptr(&c->freelist);
+		if (unlikely(!obj))
+			return NULL;
+	} while (!usl_cas16(c, tid, (unsigned long)obj, tid + tid_step(),
+	                    (unsigned long)get_freepointer_safe(s, obj)));
+	return obj;
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj;
+
+	if (unlikely(!s)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
+		return NULL;
+	}
+	obj = usl_rseq_mode ? rseq_alloc(s) : alloc_fast_locked(s);
+	if (unlikely(!obj))
+		obj = slab_alloc_slow(s, gfp);
+	if (unlikely(gfp & __GFP_ZERO) && obj)
+		memset(obj, 0, s->object_size);
+	return obj;
+}
+
+void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
+{
+	/* One node until NUMA placement lands: every node id is a hint. */
+	(void)node;
+	return kmem_cache_alloc(s, gfp);
+}
+
+void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
+{
+	return kmem_cache_alloc(s, gfp | __GFP_ZERO);
+}
+
+/* Why x cannot be freed to s (reported, not freed). */
+static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s, const void *x, struct slab *slab)
+{
+	if (!slab) {
+		usl_report(USLAB_ERR_FOREIGN, "kmem_cache_free(%s): %p is not a uslab pointer; not freed", s->name, x);
+		return;
+	}
+	struct kmem_cache *owner = __atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE);
+	if (!owner) {
+		usl_report(USLAB_ERR_NOT_OBJECT, "kmem_cache_free(%s): %p is not in a slab; not freed", s->name, x);
+	} else if (owner != s) {
+		usl_report(USLAB_ERR_WRONG_CACHE, "kmem_cache_free(%s): %p belongs to cache %s; not freed",
+		           s->name, x, owner->name);
+	} else {
+		usl_report(USLAB_ERR_NOT_OBJECT, "kmem_cache_free(%s): %p is not the start of an object (offset %lu in its slab); not freed",
+		           s->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
+	}
+}
+
+void kmem_cache_free(struct kmem_cache *s, void *x)
+{
+	struct slab *slab;
+	unsigned int idx;
+
+	if (unlikely(!x))
+		return;
+	if (unlikely(!s)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
+		return;
+	}
+	slab = usl_virt_to_slab(x);
+	if (unlikely(!slab || slab->slab_cache != s || !usl_obj_index(s, slab, x, &idx))) {
+		report_bad_free(s, x, slab);
+		return;
+	}
+
+	if (usl_rseq_mode) {
+		int r = rseq_free(s, slab, x);
+		if (likely(r == RS_OK))
+			return;
+		if (r == RS_OTHER) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+			           s->name, x);
+			return;
+		}
+	} else {
+		struct kmem_cache_cpu *c = hint_slot(s);
+		unsigned long tid;
+		void *fl;
+		for (;;) {
+			tid = usl_load(&c->tid);
+			if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
+				break;
+			fl = usl_load_ptr(&c->freelist);
+			if (unlikely(fl == x)) {
+				usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+				           s->name, x);
+				return;
+			}
+			set_freepointer(s, x, fl);
+			if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)x))
+				return;
+		}
+	}
+	slab_free_slow(s, slab, x, x, 1);
+}
+
+/* ===========================================================================
+ * Flushing every CPU (shrink, destroy): the kernel's flush_all.
+ *
+ * rseq mode: mark every slot (c->lock = 1), then one membarrier(PRIVATE_EXPEDITED_
+ * RSEQ) aborts every section in flight; sections check the mark after their start,
+ * so from then on no section commits to a marked slot and the flusher owns them.
+ * locked mode: take each slot's lock.
+ */
+void usl_slub_flush_all(struct kmem_cache *s)
+{
+	pthread_mutex_lock(&flush_mutex);
+	if (usl_rseq_mode) {
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			__atomic_store_n(&s->cpu_slab[i].lock, 1, __ATOMIC_SEQ_CST);
+		if (usl_membarrier_rseq() != 0) {
+			/* Registered at start-up, so this cannot fail; if it does, a
+			 * section could still commit: leave the slots alone. */
+			for (unsigned int i = 0; i < usl_nr_cpus; i++)
+				__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&flush_mutex);
+			usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
+			return;
+		}
+	}
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		void *fl;
+		struct slab *slab, *chain;
+
+		if (usl_rseq_mode) {
+			fl = c->freelist;
+			slab = c->slab;
+			chain = c->partial;
+			c->freelist = NULL;
+			c->slab = NULL;
+			c->partial = NULL;
+		} else {
+			usl_spin_lock(&c->lock);
+			locked_detach(c, &fl, &slab);
+			chain = c->partial;
+			c->partial = NULL;
+		}
+		if (slab)
+			deactivate_slab(s, slab, fl);
+		if (chain)
+			put_partials(s, chain);
+		usl_spin_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&flush_mutex);
+}
+
+/* Objects allocated and not freed (after a flush this is exact when quiescent). */
+unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = s->node[0];
+	unsigned long total, free_objs = 0;
+
+	pthread_mutex_lock(&n->list_lock);
+	total = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
+	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		unsigned long c = usl_load(&slab->counters);
+		free_objs += counters_objects(c) - counters_inuse(c);
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	return total - free_objs;
+}
+
+/* Free empty node partial slabs; with all=false keep the fullest first (kmem_cache_shrink). */
+static void shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	struct slab *discard = NULL;
+	struct usl_list keep;
+
+	usl_list_init(&keep);
+	pthread_mutex_lock(&n->list_lock);
+	while (!usl_list_empty(&n->partial)) {
+		struct slab *slab = usl_container_of(n->partial.next, struct slab, slab_list);
+		remove_partial(n, slab);
+		if (counters_inuse(usl_load(&slab->counters)) == 0) {
+			slab->next = discard;
+			discard = slab;
+		} else {
+			usl_list_add_tail(&slab->slab_list, &keep);
+		}
+	}
+	/* Put the rest back fullest first, so allocations fill them and the
+	 * emptier ones can drain (the kernel sorts by free objects). */
+	while (!usl_list_empty(&keep)) {
+		struct slab *best = NULL;
+		unsigned int best_free = ~0u;
+		for (struct usl_list *it = keep.next; it != &keep; it = it->next) {
+			struct slab *sl = usl_container_of(it, struct slab, slab_list);
+			unsigned long c = usl_load(&sl->counters);
+			unsigned int f = counters_objects(c) - counters_inuse(c);
+			if (f < best_free) {
+				best_free = f;
+				best = sl;
+			}
+		}
+		usl_list_del(&best->slab_list);
+		add_partial(n, best, true);
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	while (discard) {
+		struct slab *slab = discard;
+		discard = slab->next;
+		discard_slab(s, slab);
+	}
+}
+
+int usl_slub_shrink(struct kmem_cache *s)
+{
+	usl_slub_flush_all(s);
+	shrink_node(s, s->node[0]);
+	usl_pages_purge(true);
+	return 0;
+}
+
+void usl_slub_release(struct kmem_cache *s)
+{
+	shrink_node(s, s->node[0]);
+}
+
+void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
+{
+	struct kmem_cache_node *n = s->node[0];
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		if (c->slab)
+			out->cpu_slabs++;
+		for (struct slab *p = c->partial; p; p = p->next)
+			out->cpu_partial++;
+	}
+	pthread_mutex_lock(&n->list_lock);
+	out->node_partial = n->nr_partial;
+	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		if (counters_inuse(usl_load(&slab->counters)) == 0)
+			out->empty_node_partial++;
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	out->total = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
+	out->full = out->total - out->cpu_slabs - out->cpu_partial - out->node_partial;
+}
+
+/* ===========================================================================
+ * Sizing (reference §8): order, min_partial, cpu_partial.
+ */
+
+static unsigned int get_order(size_t size)
+{
+	unsigned int order = 0;
+	while (usl_order_bytes(order) < size)
+		order++;
+	return order;
+}
+
+static unsigned int calc_slab_order(unsigned int size, unsigned int min_order, unsigned int max_order,
+                                    unsigned int fract)
+{
+	unsigned int order;
+	for (order = min_order; order <= max_order; order++) {
+		size_t slab_size = usl_order_bytes(order);
+		if (slab_size % size <= slab_size / fract)
+			break;
+	}
+	return order;
+}
+
+static unsigned int fls_u(unsigned int x) { return x ? 32u - (unsigned int)__builtin_clz(x) : 0; }
+
+unsigned int usl_calculate_order(unsigned int size)
+{
+	unsigned int min_objects, max_objects, min_order, order;
+	unsigned int max_order = (unsigned int)usl_opt.max_order;
+
+	min_objects = usl_opt.min_objects ? (unsigned int)usl_opt.min_objects : 4 * (fls_u(usl_nr_cpus) + 1);
+	max_objects = (unsigned int)(usl_order_bytes(max_order) / size);
+	if (max_objects < min_objects)
+		min_objects = max_objects ? max_objects : 1;
+	min_order = get_order((size_t)min_objects * size);
+	if (min_order < (unsigned int)usl_opt.min_order)
+		min_order = (unsigned int)usl_opt.min_order;
+	if (usl_order_bytes(min_order) / size > USL_MAX_OBJS_PER_SLAB)
+		return get_order((size_t)size * USL_MAX_OBJS_PER_SLAB) - 1;
+	for (unsigned int fract = 16; fract > 1; fract /= 2) {
+		order = calc_slab_order(size, min_order, max_order, fract);
+		if (order <= max_order)
+			return order;
+	}
+	order = get_order(size);
+	return order <= USL_MAX_ORDER ? order : ~0u;
+}
+
+static uint32_t inverse_mod32(uint32_t d)
+{
+	uint32_t x = d;                 /* correct to 3 bits for odd d */
+	for (int i = 0; i < 5; i++)
+		x *= 2 - d * x;             /* each step doubles the correct bits */
+	return x;
+}
+
+int usl_slub_cache_init(struct kmem_cache *s)
+{
+	unsigned int size = USL_ALIGN(s->object_size, (unsigned int)sizeof(void *));
+	unsigned int align = s->align;
+
+	s->inuse = size;
+	if (s->ctor) {
+		/* Constructed state must survive a free: keep the pointer after it. */
+		s->offset = size;
+		size += sizeof(void *);
+	} else {
+		s->offset = (s->object_size / 2) & ~(unsigned int)(sizeof(void *) - 1);
+	}
+	if (s->flags & SLAB_HWCACHE_ALIGN) {
+		unsigned int ralign = USL_CACHELINE;
+		while (s->object_size <= ralign / 2)
+			ralign /= 2;
+		if (ralign > align)
+			align = ralign;
+	}
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	s->align = align;
+	size = USL_ALIGN(size, align);
+	s->size = size;
+
+	s->order = usl_calculate_order(size);
+	if (s->order > USL_MAX_ORDER)
+		return -1;
+	s->objects = (unsigned int)(usl_order_bytes(s->order) / size);
+	if (s->objects > USL_MAX_OBJS_PER_SLAB)
+		s->objects = USL_MAX_OBJS_PER_SLAB;
+	s->min_order = get_order(size);
+	if (s->min_order > s->order)
+		s->min_order = s->order;
+	s->div_shift = (uint32_t)__builtin_ctz(size);
+	s->div_inv = inverse_mod32(size >> s->div_shift);
+
+	unsigned int lg = 31u - (unsigned int)__builtin_clz(size);
+	s->min_partial = lg / 2 < MIN_PARTIAL ? MIN_PARTIAL : (lg / 2 > MAX_PARTIAL ? MAX_PARTIAL : lg / 2);
+	if (size >= usl_page_size)
+		s->cpu_partial = 6;
+	else if (size >= 1024)
+		s->cpu_partial = 24;
+	else if (size >= 256)
+		s->cpu_partial = 52;
+	else
+		s->cpu_partial = 120;
+	s->cpu_partial_slabs = (s->cpu_partial * 2 + s->objects - 1) / s->objects;
+
+	unsigned long step = 1;
+	while (step < usl_nr_cpus)
+		step <<= 1;
+	tid_step_v = step;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		s->cpu_slab[i].tid = i & (step - 1);
+	pthread_mutex_init(&s->node[0]->list_lock, NULL);
+	usl_list_init(&s->node[0]->partial);
+	return 0;
+}

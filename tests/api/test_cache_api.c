@@ -1,0 +1,334 @@
+/* test_cache_api.c - every object-cache entry point, including bad input. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "../../src/internal.h"
+
+struct conn {
+	int magic;
+	int refs;
+	char buf[200];
+};
+
+static unsigned long in_use(struct kmem_cache *s)
+{
+	usl_slub_flush_all(s);
+	return usl_slub_objects_in_use(s);
+}
+
+static unsigned long ctor_calls;
+static void conn_init(void *p)
+{
+	struct conn *c = p;
+	__atomic_fetch_add(&ctor_calls, 1, __ATOMIC_RELAXED);
+	c->magic = 0x600d;
+	c->refs = 0;
+}
+
+static void test_basic(void)
+{
+	struct kmem_cache *s = kmem_cache_create("basic", 100, 0, 0, NULL);
+	CHECK(s != NULL);
+	CHECK_EQ(kmem_cache_size(s), 100);
+	CHECK(strcmp(kmem_cache_name(s), "basic") == 0);
+	void *p[1000];
+	for (int i = 0; i < 1000; i++) {
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(p[i] != NULL);
+		CHECK(((uintptr_t)p[i] & 7) == 0);
+		memset(p[i], i & 0xff, 100);
+	}
+	for (int i = 0; i < 1000; i++)
+		for (int j = i + 1; j < i + 3 && j < 1000; j++)
+			CHECK(p[i] != p[j]);
+	int bad = 0;
+	for (int i = 0; i < 1000; i++)
+		for (int b = 0; b < 100; b++)
+			bad += ((unsigned char *)p[i])[b] != (i & 0xff);
+	CHECK_EQ(bad, 0);
+	for (int i = 0; i < 1000; i++)
+		kmem_cache_free(s, p[i]);
+	kmem_cache_free(s, NULL);  /* no-op */
+	CHECK_EQ(in_use(s), 0);
+	kmem_cache_destroy(s);
+	kmem_cache_destroy(NULL);
+}
+
+static void test_zalloc_node_align(void)
+{
+	struct kmem_cache *s = kmem_cache_create("zal", 64, 0, 0, NULL);
+	unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
+	memset(p, 0xab, 64);
+	kmem_cache_free(s, p);
+	for (int i = 0; i < 50; i++) {
+		unsigned char *z = kmem_cache_zalloc(s, GFP_KERNEL);
+		int nz = 0;
+		for (int b = 0; b < 64; b++)
+			nz += z[b] != 0;
+		CHECK_EQ(nz, 0);
+		memset(z, 0xcd, 64);
+		kmem_cache_free(s, z);
+		unsigned char *q = kmem_cache_alloc(s, GFP_KERNEL | __GFP_ZERO);
+		nz = 0;
+		for (int b = 0; b < 64; b++)
+			nz += q[b] != 0;
+		CHECK_EQ(nz, 0);
+		kmem_cache_free(s, q);
+	}
+	void *a = kmem_cache_alloc_node(s, GFP_KERNEL, NUMA_NO_NODE);
+	void *b = kmem_cache_alloc_node(s, GFP_ATOMIC, 0);
+	void *c = kmem_cache_alloc_node(s, GFP_NOWAIT, 7);
+	CHECK(a && b && c);
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, c);
+	kmem_cache_destroy(s);
+
+	unsigned int aligns[] = { 8, 16, 32, 64, 128, 256, 512, 4096 };
+	for (unsigned i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
+		struct kmem_cache *al = kmem_cache_create("aligned", 24, aligns[i], 0, NULL);
+		CHECK(al != NULL);
+		void *o[40];
+		for (int k = 0; k < 40; k++) {
+			o[k] = kmem_cache_alloc(al, GFP_KERNEL);
+			CHECK(((uintptr_t)o[k] & (aligns[i] - 1)) == 0);
+		}
+		for (int k = 0; k < 40; k++)
+			kmem_cache_free(al, o[k]);
+		kmem_cache_destroy(al);
+	}
+	/* SLAB_HWCACHE_ALIGN: objects larger than half a line start on a line. */
+	struct kmem_cache *hw = kmem_cache_create("hw", 40, 0, SLAB_HWCACHE_ALIGN, NULL);
+	for (int k = 0; k < 100; k++) {
+		void *o = kmem_cache_alloc(hw, GFP_KERNEL);
+		CHECK(((uintptr_t)o & 63) == 0);
+		kmem_cache_free(hw, o);
+	}
+	kmem_cache_destroy(hw);
+	struct kmem_cache *hw2 = kmem_cache_create("hw2", 20, 0, SLAB_HWCACHE_ALIGN, NULL);
+	void *o = kmem_cache_alloc(hw2, GFP_KERNEL);
+	CHECK(((uintptr_t)o & 31) == 0);
+	kmem_cache_free(hw2, o);
+	kmem_cache_destroy(hw2);
+}
+
+static void test_ctor(void)
+{
+	ctor_calls = 0;
+	struct kmem_cache *s = kmem_cache_create("conn", sizeof(struct conn), 0, SLAB_HWCACHE_ALIGN, conn_init);
+	CHECK(s != NULL);
+	enum { N = 5000 };
+	static struct conn *objs[N];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+			CHECK(objs[i]->magic == 0x600d && objs[i]->refs == 0);
+			objs[i]->refs = 1;
+			memset(objs[i]->buf, 0x77, sizeof(objs[i]->buf));
+		}
+		for (int i = 0; i < N; i++) {
+			objs[i]->refs = 0;   /* back to constructed state */
+			kmem_cache_free(s, objs[i]);
+		}
+	}
+	struct usl_state_counts st;
+	usl_slub_state_counts(s, &st);
+	/* Every slab ever made ran the constructor once per object; slabs that were
+	 * discarded on the way ran it too, so calls >= objects now held, and the
+	 * count is exactly objects-per-slab times slabs created. */
+	CHECK(ctor_calls >= st.total * s->objects);
+	CHECK(ctor_calls % s->objects == 0);
+	unsigned long before = ctor_calls;
+	for (int i = 0; i < N; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	for (int i = 0; i < N; i++)
+		kmem_cache_free(s, objs[i]);
+	/* Reused objects are not constructed again. */
+	usl_slub_state_counts(s, &st);
+	CHECK(ctor_calls - before <= (unsigned long)N);
+	kmem_cache_destroy(s);
+}
+
+static void test_shrink_returns_memory(void)
+{
+	struct kmem_cache *s = kmem_cache_create("shrinkme", 512, 0, 0, NULL);
+	enum { N = 40000 };
+	static void *objs[N];
+	for (int i = 0; i < N; i++) {
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		memset(objs[i], 1, 512);
+	}
+	struct usl_state_counts st;
+	usl_slub_state_counts(s, &st);
+	CHECK(st.total * s->objects >= N);
+	for (int i = 0; i < N; i++)
+		kmem_cache_free(s, objs[i]);
+	CHECK_EQ(kmem_cache_shrink(s), 0);
+	usl_slub_state_counts(s, &st);
+	CHECK_EQ(st.total, 0);
+	size_t dirty;
+	usl_pages_stats(NULL, &dirty, NULL);
+	CHECK_EQ(dirty, 0);
+	kmem_cache_destroy(s);
+}
+
+static void test_destroy_with_objects(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("leaky", 64, 0, 0, NULL);
+	void *a = kmem_cache_alloc(s, GFP_KERNEL);
+	void *b = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_destroy(s);
+	CHECK_EQ(reports(USLAB_ERR_LEAK), 1);
+	CHECK(strstr(last_report, "leaky") != NULL);
+	CHECK(strstr(last_report, "Objects remaining: 2") != NULL);
+	/* The cache is still alive and usable. */
+	void *c = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(c != NULL);
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, c);
+	kmem_cache_destroy(s);
+	CHECK_EQ(reports(USLAB_ERR_LEAK), 1);
+	uslab_set_report_handler(NULL, NULL);
+}
+
+static void test_bad_frees(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("mine", 48, 0, 0, NULL);
+	struct kmem_cache *t = kmem_cache_create("theirs", 48, 0, 0, NULL);
+	char *a = kmem_cache_alloc(s, GFP_KERNEL);
+	char *b = kmem_cache_alloc(t, GFP_KERNEL);
+	int on_stack;
+
+	kmem_cache_free(s, b);                   /* wrong cache */
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), 1);
+	CHECK(strstr(last_report, "mine") && strstr(last_report, "theirs"));
+	kmem_cache_free(s, &on_stack);           /* foreign */
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), 1);
+	kmem_cache_free(s, a + 1);               /* misaligned inside a slab */
+	kmem_cache_free(s, a + 47);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), 2);
+	kmem_cache_free(NULL, a);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 1);
+
+	/* None of them were freed: a and b are still ours, and no object is handed
+	 * out twice. */
+	void *more[200];
+	for (int i = 0; i < 200; i++) {
+		more[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(more[i] != a && more[i] != b && more[i] != a + 1);
+	}
+	for (int i = 0; i < 200; i++)
+		kmem_cache_free(s, more[i]);
+
+	/* Double free of the object at the head of the freelist. */
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, a);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 1);
+	/* a was freed once: it comes back exactly once. */
+	int seen = 0;
+	for (int i = 0; i < 200; i++) {
+		more[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		seen += more[i] == a;
+	}
+	CHECK_EQ(seen, 1);
+	for (int i = 0; i < 200; i++)
+		kmem_cache_free(s, more[i]);
+	kmem_cache_free(t, b);
+	CHECK_EQ(in_use(s), 0);
+	CHECK_EQ(in_use(t), 0);
+	kmem_cache_destroy(s);
+	kmem_cache_destroy(t);
+	/* A freed slab's memory is no longer a slab. */
+	capture_reports();
+	struct kmem_cache *u = kmem_cache_create("gone", 48, 0, 0, NULL);
+	char *g = kmem_cache_alloc(u, GFP_KERNEL);
+	kmem_cache_free(u, g);
+	kmem_cache_shrink(u);
+	kmem_cache_free(u, g);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), 1);
+	kmem_cache_destroy(u);
+	CHECK(kmem_cache_alloc(NULL, GFP_KERNEL) == NULL);
+	CHECK(kmem_cache_shrink(NULL) < 0);
+	uslab_set_report_handler(NULL, NULL);
+}
+
+static void test_bad_create(void)
+{
+	capture_reports();
+	CHECK(kmem_cache_create("zero", 0, 0, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("huge", 0x7fffffff, 0, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("huge2", ~0u, 0, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("align3", 64, 3, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("align48", 64, 48, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("alignbig", 64, 1u << 30, 0, NULL) == NULL);
+	CHECK(kmem_cache_create(NULL, 64, 0, 0, NULL) == NULL);
+	CHECK(kmem_cache_create("flags", 64, 0, 0x80000000u, NULL) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 8);
+	CHECK(strstr(last_report, "flags") != NULL);
+	/* Largest legal object still works. */
+	struct kmem_cache *big = kmem_cache_create("big", 1u << 20, 0, 0, NULL);
+	CHECK(big != NULL);
+	void *p = kmem_cache_alloc(big, GFP_KERNEL);
+	CHECK(p != NULL);
+	memset(p, 1, 1u << 20);
+	kmem_cache_free(big, p);
+	kmem_cache_destroy(big);
+	uslab_set_report_handler(NULL, NULL);
+
+	/* SLAB_PANIC aborts. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(2);
+		kmem_cache_create("panic", 0, 0, SLAB_PANIC, NULL);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
+static void test_nomem(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("nomem", 1024, 0, 0, NULL);
+	void *held[4096];
+	int n = 0;
+	usl_pages_fail_after(0);
+	for (; n < 4096; n++) {
+		held[n] = kmem_cache_alloc(s, GFP_KERNEL);
+		if (!held[n])
+			break;
+	}
+	CHECK(n < 4096);
+	CHECK(reports(USLAB_ERR_NOMEM) == 1);
+	CHECK(kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN) == NULL);
+	CHECK(reports(USLAB_ERR_NOMEM) == 1);
+	usl_pages_fail_after(-1);
+	void *p = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(p != NULL);
+	kmem_cache_free(s, p);
+	for (int i = 0; i < n; i++)
+		kmem_cache_free(s, held[i]);
+	kmem_cache_destroy(s);
+	uslab_set_report_handler(NULL, NULL);
+}
+
+int main(void)
+{
+	printf("per-CPU mode: %s\n", uslab_percpu_mode());
+	test_basic();
+	test_zalloc_node_align();
+	test_ctor();
+	test_shrink_returns_memory();
+	test_destroy_with_objects();
+	test_bad_frees();
+	test_bad_create();
+	test_nomem();
+	return test_summary();
+}

@@ -1,0 +1,63 @@
+/* harness.h - the test harness: CHECK(expr) counts passes and failures, and
+ * test_summary() prints "N passed, N failed" and returns the exit code.
+ * Report capture: tests install capture_reports() to count uslab's reports by kind. */
+#ifndef USLAB_TEST_HARNESS_H
+#define USLAB_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uslab.h"
+
+static int t_pass, t_fail;
+
+#define CHECK(expr)                                                                      \
+	do {                                                                             \
+		if (expr) {                                                              \
+			t_pass++;                                                        \
+		} else {                                                                 \
+			t_fail++;                                                        \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #expr);  \
+		}                                                                        \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                                   \
+	do {                                                                             \
+		long long va_ = (long long)(a), vb_ = (long long)(b);                    \
+		if (va_ == vb_) {                                                        \
+			t_pass++;                                                        \
+		} else {                                                                 \
+			t_fail++;                                                        \
+			fprintf(stderr, "FAIL %s:%d: %s == %s (%lld != %lld)\n", __FILE__,  \
+			        __LINE__, #a, #b, va_, vb_);                             \
+		}                                                                        \
+	} while (0)
+
+static inline int test_summary(void)
+{
+	printf("%d passed, %d failed\n", t_pass, t_fail);
+	return t_fail ? 1 : 0;
+}
+
+/* Report capture */
+static unsigned long reports_by_kind[16];
+static char last_report[512];
+static void capture_fn(enum uslab_error kind, const char *line, void *arg)
+{
+	(void)arg;
+	__atomic_fetch_add(&reports_by_kind[kind & 15], 1, __ATOMIC_RELAXED);
+	strncpy(last_report, line, sizeof(last_report) - 1);
+}
+static inline void capture_reports(void)
+{
+	memset(reports_by_kind, 0, sizeof(reports_by_kind));
+	last_report[0] = 0;
+	uslab_set_report_handler(capture_fn, NULL);
+}
+static inline unsigned long reports(enum uslab_error kind)
+{
+	return __atomic_load_n(&reports_by_kind[kind & 15], __ATOMIC_RELAXED);
+}
+
+#endif
