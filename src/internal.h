@@ -242,8 +242,10 @@ USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
 #define USL_MAX_ORDER 10           /* largest block: 2^10 pages */
 extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range */
 extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
+extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
 extern unsigned int usl_page_shift USL_HIDDEN;
+extern unsigned int usl_entry_shift USL_HIDDEN;  /* page_shift - log2(sizeof(struct slab)) */
 extern size_t usl_page_size USL_HIDDEN;
 
 USL_HIDDEN int usl_pages_init(void);
@@ -258,7 +260,8 @@ USL_HIDDEN void usl_pages_fail_after(long n);
 static inline struct slab *usl_virt_to_slab(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - usl_base;
-	if (unlikely(off >= usl_range))
+	/* Only the committed part has table entries (the rest is PROT_NONE). */
+	if (unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
 	return usl_table[off >> usl_page_shift].head;
 }

@@ -16,11 +16,12 @@ uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
 unsigned int usl_page_shift;
+unsigned int usl_entry_shift;
 size_t usl_page_size;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct usl_list free_area[USL_MAX_ORDER + 1];
-static uintptr_t top;            /* bytes of the range carved so far */
+uintptr_t usl_top;               /* bytes of the range carved so far */
 static size_t free_dirty_pages, free_clean_pages;
 static uint64_t last_decay_check;
 static long fail_after = -1;
@@ -37,6 +38,9 @@ int usl_pages_init(void)
 		return -1;
 	usl_page_size = (size_t)ps;
 	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
+	if (usl_page_shift < 6)
+		return -1;
+	usl_entry_shift = usl_page_shift - 6;   /* sizeof(struct slab) == 64 */
 	max_block = usl_page_size << USL_MAX_ORDER;
 	usl_range = USL_RANGE_DEFAULT;
 
@@ -97,11 +101,11 @@ static bool grow(void)
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
 	struct slab *e;
 
-	if (top + bytes > usl_range)
+	if (usl_top + bytes > usl_range)
 		return false;
-	if (mprotect((void *)(usl_base + top), bytes, PROT_READ | PROT_WRITE) != 0)
+	if (mprotect((void *)(usl_base + usl_top), bytes, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	e = &usl_table[top >> usl_page_shift];
+	e = &usl_table[usl_top >> usl_page_shift];
 	/* The table slice may share OS pages with the previous one: round outwards. */
 	uintptr_t ts = (uintptr_t)e & ~(usl_page_size - 1);
 	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
@@ -111,7 +115,7 @@ static bool grow(void)
 		e[i].head = &e[i];
 		e[i].kind = USL_PAGE_UNUSED;
 	}
-	top += bytes;
+	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	set_free_head(e, USL_MAX_ORDER, false, 0);
 	return true;
 }
@@ -214,7 +218,7 @@ void usl_pages_free(void *addr)
 	while (order < USL_MAX_ORDER) {
 		size_t bpfn = pfn ^ ((size_t)1 << order);
 		struct slab *b = &usl_table[bpfn];
-		if ((bpfn << usl_page_shift) >= top || b->kind != USL_PAGE_FREE || b->order != order)
+		if ((bpfn << usl_page_shift) >= usl_top || b->kind != USL_PAGE_FREE || b->order != order)
 			break;
 		take_free_block(b);
 		pfn &= ~((size_t)1 << order);
@@ -242,7 +246,7 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 {
 	pthread_mutex_lock(&pages_lock);
 	if (committed)
-		*committed = top;
+		*committed = usl_top;
 	if (free_dirty)
 		*free_dirty = free_dirty_pages << usl_page_shift;
 	if (free_clean)

@@ -18,7 +18,7 @@
  * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
  * handler jumps back to label 0, which re-arms rseq_cs and starts again.
  * Labels: 0 arm, 1 start, 2 post-commit, 3 descriptor, 4 abort. */
-#define RSEQ_PROLOGUE                                                            \
+#define RSEQ_PROLOGUE_TO(nocpu, marked)                                          \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
 	".balign 32\n"                                                           \
 	"3:\n\t"                                                                 \
@@ -37,11 +37,13 @@
 	"1:\n\t"                                                                 \
 	"movl %%fs:4(%[rs]), %%eax\n\t"                                          \
 	"cmpl %[nr], %%eax\n\t"                                                  \
-	"jae 9f\n\t"                                                             \
+	"jae " nocpu "\n\t"                                                      \
 	"shlq $6, %%rax\n\t"                                                     \
 	"addq %[slots], %%rax\n\t"                                               \
 	"cmpl $0, 32(%%rax)\n\t"                                                 \
-	"jne 5f\n\t"
+	"jne " marked "\n\t"
+
+#define RSEQ_PROLOGUE RSEQ_PROLOGUE_TO("9f", "5f")
 
 #define RSEQ_COMMON_IN                                                           \
 	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_nr_cpus), [slots] "rm"(s->cpu_slab)
@@ -52,57 +54,49 @@ static inline void *rseq_alloc(struct kmem_cache *s)
 	void *obj;
 	unsigned long next;
 
-	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+	__asm__ __volatile__ goto(
+		RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
 		"movq 8(%%rax), %[obj]\n\t"
 		"testq %[obj], %[obj]\n\t"
-		"jz 6f\n\t"
+		"jz %l[slow]\n\t"
 		"movq (%[obj],%[off]), %[next]\n\t"
 		"movq %[next], 8(%%rax)\n"
-		"2:\n\t"
-		"jmp 6f\n"
-		"5:\n"
-		"9:\n\t"
-		"xorl %k[obj], %k[obj]\n"
-		"6:\n"
+		"2:\n"
 		: [obj] "=&r"(obj), [next] "=&r"(next)
 		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset)
-		: "rax", "memory", "cc");
+		: "rax", "memory", "cc"
+		: slow);
 	return obj;
+slow:
+	return NULL;
 }
 
-/* Push obj onto this CPU's freelist if its slab is this CPU's slab. RS_OTHER:
- * obj is already the freelist head (double free). */
+/* Push obj onto this CPU's freelist if its slab is this CPU's slab. Returns
+ * RS_OK, RS_OTHER when obj is already the freelist head (double free), or
+ * RS_MARKED for everything else (slow path). */
 static inline int rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
 {
-	int ret;
 	unsigned long tmp;
 
-	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+	__asm__ __volatile__ goto(
+		RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
 		"cmpq %[slab], 16(%%rax)\n\t"
-		"jne 5f\n\t"
+		"jne %l[slow]\n\t"
 		"movq 8(%%rax), %[tmp]\n\t"
 		"cmpq %[tmp], %[obj]\n\t"
-		"je 7f\n\t"
+		"je %l[dbl]\n\t"
 		"movq %[tmp], (%[obj],%[off])\n\t"
 		"movq %[obj], 8(%%rax)\n"
-		"2:\n\t"
-		"xorl %[ret], %[ret]\n\t"
-		"jmp 6f\n"
-		"5:\n\t"
-		"movl $1, %[ret]\n\t"
-		"jmp 6f\n"
-		"7:\n\t"
-		"movl $2, %[ret]\n\t"
-		"jmp 6f\n"
-		"9:\n\t"
-		"movl $3, %[ret]\n"
-		"6:\n"
-		: [ret] "=&r"(ret), [tmp] "=&r"(tmp)
+		"2:\n"
+		: [tmp] "=&r"(tmp)
 		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
-		: "rax", "memory", "cc");
-	return ret;
+		: "rax", "memory", "cc"
+		: slow, dbl);
+	return RS_OK;
+slow:
+	return RS_MARKED;
+dbl:
+	return RS_OTHER;
 }
 
 /* Take {freelist, slab} out of this CPU's slot, leaving it empty (one 16-byte store). */

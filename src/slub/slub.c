@@ -51,14 +51,19 @@ static inline struct kmem_cache_node *get_node(struct kmem_cache *s, struct slab
 /* Is x the start of an object of this slab? Divisibility by s->size without a
  * division: for size = d0 << k (d0 odd), x is at index off/size exactly when
  * ror32(off * d0^-1, k) is below the object count (Granlund-Montgomery). */
-bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab, const void *x, unsigned int *idx)
+static inline bool obj_index_at(const struct kmem_cache *s, const struct slab *slab, uint32_t off, unsigned int *idx)
 {
-	uint32_t off = (uint32_t)((uintptr_t)x - (uintptr_t)usl_slab_address(slab));
 	uint32_t q = off * s->div_inv;
 	uint32_t k = s->div_shift;
-	q = k ? (q >> k) | (q << (32 - k)) : q;
+	q = (q >> k) | (q << ((32 - k) & 31));
 	*idx = q;
-	return q < counters_objects(usl_load(&slab->counters));
+	/* objects sits in bits 16..30 of counters: one 16-bit load (little endian). */
+	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
+}
+
+bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab, const void *x, unsigned int *idx)
+{
+	return obj_index_at(s, slab, (uint32_t)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)), idx);
 }
 
 static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
@@ -344,7 +349,8 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
  * Freeing to a slab: the kernel's __slab_free. One 16-byte CAS; list_lock only
  * when the slab changes list. head..tail is a chain of cnt objects of slab.
  */
-static void slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail, unsigned int cnt)
+static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail,
+                                                     unsigned int cnt)
 {
 	struct kmem_cache_node *n = NULL;
 	bool was_frozen, on_node_partial = false;
@@ -530,7 +536,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 	return new_slab(s, fl);
 }
 
-static void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *fl, *obj;
 	struct slab *slab;
@@ -603,7 +609,7 @@ nomem:
  * Fast paths and the public entry points
  */
 
-static inline void *alloc_fast_locked(struct kmem_cache *s)
+static __attribute__((noinline)) void *alloc_fast_locked(struct kmem_cache *s)
 {
 	struct kmem_cache_cpu *c = hint_slot(s);
 	unsigned long tid;
@@ -619,20 +625,30 @@ static inline void *alloc_fast_locked(struct kmem_cache *s)
 	return obj;
 }
 
-void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+/* Everything but the common case: NULL cache, empty freelist, __GFP_ZERO. */
+static __attribute__((noinline)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
 {
-	void *obj;
-
 	if (unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
 		return NULL;
 	}
-	obj = usl_rseq_mode ? rseq_alloc(s) : alloc_fast_locked(s);
-	if (unlikely(!obj))
+	if (!obj)
 		obj = slab_alloc_slow(s, gfp);
-	if (unlikely(gfp & __GFP_ZERO) && obj)
+	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, s->object_size);
 	return obj;
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = NULL;
+
+	if (likely(s)) {
+		obj = likely(usl_rseq_mode) ? rseq_alloc(s) : alloc_fast_locked(s);
+		if (likely(obj && !(gfp & __GFP_ZERO)))
+			return obj;
+	}
+	return alloc_tail(s, gfp, obj);
 }
 
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
@@ -666,6 +682,45 @@ static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s
 	}
 }
 
+static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, void *x)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+	           s->name, x);
+}
+
+/* Not this CPU's slab: check it is s's before freeing to the slab. */
+static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)
+{
+	if (unlikely(__atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE) != s)) {
+		report_bad_free(s, x, slab);
+		return;
+	}
+	slab_free_slow(s, slab, x, x, 1);
+}
+
+/* locked mode: push onto the hinted slot's freelist if x is from its cpu slab. */
+static __attribute__((noinline)) void free_locked(struct kmem_cache *s, struct slab *slab, void *x)
+{
+	struct kmem_cache_cpu *c = hint_slot(s);
+	unsigned long tid;
+	void *fl;
+
+	for (;;) {
+		tid = usl_load(&c->tid);
+		if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
+			break;
+		fl = usl_load_ptr(&c->freelist);
+		if (unlikely(fl == x)) {
+			report_double_free(s, x);
+			return;
+		}
+		set_freepointer(s, x, fl);
+		if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)x))
+			return;
+	}
+	free_checked_slow(s, slab, x);
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	struct slab *slab;
@@ -677,41 +732,32 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
-	slab = usl_virt_to_slab(x);
-	if (unlikely(!slab || slab->slab_cache != s || !usl_obj_index(s, slab, x, &idx))) {
+	/* usl_virt_to_slab, keeping the range offset for the object index. */
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		report_bad_free(s, x, NULL);
+		return;
+	}
+	slab = usl_table[off >> usl_page_shift].head;
+	/* The cache itself is checked off the fast path: the cpu slab belongs to s,
+	 * so a slab that matches it needs no check, and every other free goes slow. */
+	uint32_t in_slab = (uint32_t)(off - (((uintptr_t)slab - (uintptr_t)usl_table) << usl_entry_shift));
+	if (unlikely(!obj_index_at(s, slab, in_slab, &idx))) {
 		report_bad_free(s, x, slab);
 		return;
 	}
-
-	if (usl_rseq_mode) {
+	if (likely(usl_rseq_mode)) {
 		int r = rseq_free(s, slab, x);
 		if (likely(r == RS_OK))
 			return;
 		if (r == RS_OTHER) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-			           s->name, x);
+			report_double_free(s, x);
 			return;
 		}
-	} else {
-		struct kmem_cache_cpu *c = hint_slot(s);
-		unsigned long tid;
-		void *fl;
-		for (;;) {
-			tid = usl_load(&c->tid);
-			if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
-				break;
-			fl = usl_load_ptr(&c->freelist);
-			if (unlikely(fl == x)) {
-				usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-				           s->name, x);
-				return;
-			}
-			set_freepointer(s, x, fl);
-			if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)x))
-				return;
-		}
+		free_checked_slow(s, slab, x);
+		return;
 	}
-	slab_free_slow(s, slab, x, x, 1);
+	free_locked(s, slab, x);
 }
 
 /* ===========================================================================
