@@ -22,6 +22,11 @@ struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3,
 unsigned int usl_nr_cpus = 1;
 bool usl_rseq_mode;
 long usl_rseq_off;
+unsigned int usl_rseq_nr;
+/* Locked mode: the sections arm and read this instead of glibc's area; its
+ * cpu_id is -1, so they fall through to the locked paths at once. */
+static __thread struct rseq dummy_rseq __attribute__((tls_model("initial-exec"), aligned(32))) = {
+	.cpu_id_start = 0, .cpu_id = (uint32_t)-1 };
 int usl_inited;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -205,7 +210,9 @@ void usl_init(void)
 			abort();
 		}
 		usl_rseq_mode = rseq_usable();
-		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset : 0;
+		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset
+		                             : (long)((char *)&dummy_rseq - (char *)__builtin_thread_pointer());
+		usl_rseq_nr = usl_rseq_mode ? usl_nr_cpus : 0;
 		if (usl_opt.rseq == 1 && !usl_rseq_mode)
 			usl_report(USLAB_ERR_OPTION, "USLAB_RSEQ=1 but rseq is not registered here; using locked mode");
 		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);

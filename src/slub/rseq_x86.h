@@ -46,9 +46,29 @@
 #define RSEQ_PROLOGUE RSEQ_PROLOGUE_TO("9f", "5f")
 
 #define RSEQ_COMMON_IN                                                           \
-	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_nr_cpus), [slots] "rm"(s->cpu_slab)
+	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(s->cpu_slab)
 
-/* Pop one object from this CPU's freelist. NULL: take the slow path. */
+/* Pop one object from this CPU's freelist into obj, or jump to the caller's C
+ * label `slow` (also taken in locked mode, where usl_rseq_nr is 0). */
+#define RSEQ_ALLOC(s, obj)                                                         \
+	do {                                                                       \
+		unsigned long next_;                                               \
+		__asm__ __volatile__ goto(RSEQ_ALLOC_ASM                           \
+			: [obj] "=&r"(obj), [next] "=&r"(next_)                    \
+			: RSEQ_COMMON_IN, [off] "r"((unsigned long)(s)->offset)    \
+			: "rax", "memory", "cc"                                    \
+			: slow);                                                   \
+	} while (0)
+
+#define RSEQ_ALLOC_ASM                                                             \
+	RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")                                \
+	"movq 8(%%rax), %[obj]\n\t"                                               \
+	"testq %[obj], %[obj]\n\t"                                                \
+	"jz %l[slow]\n\t"                                                         \
+	"movq (%[obj],%[off]), %[next]\n\t"                                       \
+	"movq %[next], 8(%%rax)\n"                                                 \
+	"2:\n"
+
 static inline void *rseq_alloc(struct kmem_cache *s)
 {
 	void *obj;

@@ -626,7 +626,7 @@ static __attribute__((noinline)) void *alloc_fast_locked(struct kmem_cache *s)
 }
 
 /* Everything but the common case: NULL cache, empty freelist, __GFP_ZERO. */
-static __attribute__((noinline)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
+static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
 {
 	if (unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
@@ -641,13 +641,17 @@ static __attribute__((noinline)) void *alloc_tail(struct kmem_cache *s, gfp_t gf
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
-	void *obj = NULL;
+	void *obj;
 
-	if (likely(s)) {
-		obj = likely(usl_rseq_mode) ? rseq_alloc(s) : alloc_fast_locked(s);
-		if (likely(obj && !(gfp & __GFP_ZERO)))
-			return obj;
-	}
+	if (unlikely(!s))
+		return alloc_tail(s, gfp, NULL);
+	/* One section serves both modes: in locked mode it jumps to `other` at once. */
+	RSEQ_ALLOC(s, obj);
+	if (unlikely(gfp & __GFP_ZERO))
+		return alloc_tail(s, gfp, obj);
+	return obj;
+slow:
+	obj = usl_rseq_mode ? NULL : alloc_fast_locked(s);
 	return alloc_tail(s, gfp, obj);
 }
 
@@ -746,18 +750,18 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		report_bad_free(s, x, slab);
 		return;
 	}
-	if (likely(usl_rseq_mode)) {
-		int r = rseq_free(s, slab, x);
-		if (likely(r == RS_OK))
-			return;
-		if (r == RS_OTHER) {
-			report_double_free(s, x);
-			return;
-		}
-		free_checked_slow(s, slab, x);
+	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
+	int r = rseq_free(s, slab, x);
+	if (likely(r == RS_OK))
+		return;
+	if (r == RS_OTHER) {
+		report_double_free(s, x);
 		return;
 	}
-	free_locked(s, slab, x);
+	if (usl_rseq_mode)
+		free_checked_slow(s, slab, x);
+	else
+		free_locked(s, slab, x);
 }
 
 /* ===========================================================================
