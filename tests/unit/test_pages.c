@@ -1,0 +1,135 @@
+/* test_pages.c - the page provider: alignment, table lookup of every page,
+ * buddy merging, purge (memory really released), decay, failure injection. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "internal.h"
+
+static void test_blocks(void)
+{
+	for (unsigned int order = 0; order <= USL_MAX_ORDER; order++) {
+		size_t bytes = usl_order_bytes(order);
+		char *p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+		CHECK(p != NULL);
+		CHECK(((uintptr_t)p & (bytes - 1)) == 0);    /* naturally aligned */
+		struct slab *head = usl_virt_to_slab(p);
+		CHECK(head != NULL && head->kind == USL_PAGE_INTERNAL && head->order == order);
+		int bad = 0;
+		for (size_t off = 0; off < bytes; off += usl_page_size / 2)
+			bad += usl_virt_to_slab(p + off) != head;
+		CHECK_EQ(bad, 0);
+		CHECK(usl_slab_address(head) == p);
+		memset(p, 0x5a, bytes);
+		usl_pages_free(p);
+	}
+}
+
+static void test_foreign(void)
+{
+	int local;
+	CHECK(usl_virt_to_slab(&local) == NULL);
+	CHECK(usl_virt_to_slab((void *)usl_base) != NULL);
+	CHECK(usl_virt_to_slab((char *)usl_base + usl_top) == NULL);           /* reserved, not committed */
+	CHECK(usl_virt_to_slab((char *)usl_base + usl_range - 1) == NULL);
+	CHECK(usl_virt_to_slab((char *)usl_base - 1) == NULL);
+	CHECK(usl_virt_to_slab(NULL) == NULL);
+}
+
+static void test_buddy_merge(void)
+{
+	/* Take every free block, so the next allocations come from one fresh
+	 * largest block, then check that two freed halves merge back. */
+	char *big = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	usl_pages_free(big);
+	char *a = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL);
+	char *b = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL);
+	CHECK(a && b);
+	CHECK((size_t)(a > b ? a - b : b - a) == usl_order_bytes(USL_MAX_ORDER - 1));
+	usl_pages_free(a);
+	usl_pages_free(b);
+	char *c = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	CHECK(c == (a < b ? a : b));          /* merged into one largest block */
+	/* Split it into pages and merge them all again. */
+	usl_pages_free(c);
+	enum { N = 64 };
+	char *pg[N];
+	for (int i = 0; i < N; i++)
+		pg[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	for (int i = N - 1; i >= 0; i -= 2)
+		usl_pages_free(pg[i]);
+	for (int i = N - 2; i >= 0; i -= 2)
+		usl_pages_free(pg[i]);
+	char *d = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	CHECK(d == c);
+	usl_pages_free(d);
+}
+
+static void test_purge(void)
+{
+	size_t dirty, clean;
+	char *p = usl_pages_alloc(4, USL_PAGE_INTERNAL);
+	memset(p, 0xab, usl_order_bytes(4));
+	usl_pages_free(p);
+	usl_pages_stats(NULL, &dirty, &clean);
+	CHECK(dirty >= usl_order_bytes(4));
+	CHECK(uslab_release_free_memory() >= usl_order_bytes(4));
+	usl_pages_stats(NULL, &dirty, NULL);
+	CHECK_EQ(dirty, 0);
+	/* The memory was given back: it reads as zero now. */
+	char *q = usl_pages_alloc(4, USL_PAGE_INTERNAL);
+	CHECK(q == p);
+	int nz = 0;
+	for (size_t i = 0; i < usl_order_bytes(4); i++)
+		nz += q[i] != 0;
+	CHECK_EQ(nz, 0);
+	usl_pages_free(q);
+
+	/* Decay: with a zero delay, a later free purges what was freed before. */
+	usl_opt.decay_ms = 0;
+	char *r = usl_pages_alloc(2, USL_PAGE_INTERNAL);
+	char *s2 = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	memset(r, 1, usl_order_bytes(2));
+	usl_pages_free(r);
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	usl_pages_free(s2);
+	nanosleep(&ts, NULL);
+	char *t = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	usl_pages_free(t);
+	usl_pages_stats(NULL, &dirty, &clean);
+	CHECK_EQ(dirty, 0);
+	usl_opt.decay_ms = 1000;
+}
+
+static void test_failures(void)
+{
+	CHECK(usl_pages_alloc(USL_MAX_ORDER + 1, USL_PAGE_INTERNAL) == NULL);
+	usl_pages_fail_after(2);
+	void *a = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	void *b = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	void *c = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	CHECK(a && b && !c);
+	usl_pages_fail_after(-1);
+	c = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	CHECK(c != NULL);
+	usl_pages_free(a);
+	usl_pages_free(b);
+	usl_pages_free(c);
+	usl_pages_free(NULL);          /* foreign: ignored */
+}
+
+int main(void)
+{
+	usl_ensure_init();
+	CHECK(usl_page_size == (size_t)sysconf(_SC_PAGESIZE));
+	CHECK((1UL << usl_page_shift) == usl_page_size);
+	test_blocks();
+	test_foreign();
+	test_buddy_merge();
+	test_purge();
+	test_failures();
+	return test_summary();
+}
