@@ -186,6 +186,10 @@ static bool rseq_usable(void)
 {
 	if (usl_opt.rseq == 0)
 		return false;
+	/* ThreadSanitizer cannot follow rseq sections (a restart looks like a
+	 * torn write to it): its builds use locked mode. */
+	if (USL_TSAN)
+		return false;
 	if (__rseq_size < 8 || __rseq_offset == 0)
 		return false;
 	const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);

@@ -39,7 +39,7 @@ static long ops = 200000;
 static int signals_on;
 static struct mailbox *boxes;
 static pthread_t *tids;
-static volatile int stop_aux;
+static int stop_aux;
 static int done, release;
 static unsigned long corrupt, allocs, frees, nulls, sigs, shrinks;
 static unsigned long ctor_runs;
@@ -171,7 +171,7 @@ static void *signaller(void *arg)
 {
 	uint64_t seed = 99;
 	(void)arg;
-	while (!stop_aux) {
+	while (!__atomic_load_n(&stop_aux, __ATOMIC_ACQUIRE)) {
 		pthread_kill(tids[rng(&seed) % (unsigned)nthreads], SIGUSR1);
 		sched_yield();
 	}
@@ -182,7 +182,7 @@ static void *shrinker(void *arg)
 {
 	uint64_t seed = 7;
 	(void)arg;
-	while (!stop_aux) {
+	while (!__atomic_load_n(&stop_aux, __ATOMIC_ACQUIRE)) {
 		kmem_cache_shrink(caches[rng(&seed) % NCACHES]);
 		__atomic_fetch_add(&shrinks, 1, __ATOMIC_RELAXED);
 		struct timespec ts = { 0, 2000000 };
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	stop_aux = 1;
+	__atomic_store_n(&stop_aux, 1, __ATOMIC_RELEASE);
 	if (signals_on)
 		pthread_join(sig_t, NULL);
 	pthread_join(shr_t, NULL);
