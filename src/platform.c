@@ -166,6 +166,12 @@ void usl_spin_unlock(int *lock)
 
 int usl_membarrier_rseq(void)
 {
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
+		return 0;
+	/* The registration belongs to the address space: a child of fork() may
+	 * need it again. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+		return -1;
 	return (int)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
 }
 

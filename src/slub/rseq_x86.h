@@ -67,7 +67,10 @@
 	"jz %l[slow]\n\t"                                                         \
 	"movq (%[obj],%[off]), %[next]\n\t"                                       \
 	"movq %[next], 8(%%rax)\n"                                                 \
-	"2:\n"
+	"2:\n\t"                                                                  \
+	/* after the commit: warm the next object's free pointer (the kernel's   \
+	 * prefetch_freepointer); a prefetch of NULL+off never faults */          \
+	"prefetcht0 (%[next],%[off])\n"
 
 static inline void *rseq_alloc(struct kmem_cache *s)
 {

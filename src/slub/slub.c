@@ -224,12 +224,18 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 static void put_partials(struct kmem_cache *s, struct slab *chain)
 {
 	struct slab *discard = NULL;
+	struct kmem_cache_node *n = NULL;
 
 	while (chain) {
 		struct slab *slab = chain;
-		struct kmem_cache_node *n = get_node(s, slab);
+		struct kmem_cache_node *sn = get_node(s, slab);
 		chain = slab->next;
-		pthread_mutex_lock(&n->list_lock);
+		if (sn != n) {     /* one lock hold for consecutive slabs of a node */
+			if (n)
+				pthread_mutex_unlock(&n->list_lock);
+			n = sn;
+			pthread_mutex_lock(&n->list_lock);
+		}
 		/* Under list_lock inuse == 0 is final: nobody can allocate from a slab on
 		 * no list, and a free that empties it takes list_lock before its CAS. */
 		if (counters_inuse(usl_load(&slab->counters)) == 0 && n->nr_partial >= s->min_partial) {
@@ -238,8 +244,9 @@ static void put_partials(struct kmem_cache *s, struct slab *chain)
 		} else {
 			add_partial(n, slab, true);
 		}
-		pthread_mutex_unlock(&n->list_lock);
 	}
+	if (n)
+		pthread_mutex_unlock(&n->list_lock);
 	while (discard) {
 		struct slab *slab = discard;
 		discard = slab->next;

@@ -1,5 +1,6 @@
 /* test_cache_api.c - every object-cache entry point, including bad input. */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,11 +20,25 @@ static unsigned long in_use(struct kmem_cache *s)
 	return usl_slub_objects_in_use(s);
 }
 
+/* Constructor bookkeeping: every address the constructor ran on, and how often. */
+#define CTOR_SET 65536
+static uintptr_t ctor_addr[CTOR_SET];
+static unsigned char ctor_times[CTOR_SET];
 static unsigned long ctor_calls;
+static unsigned int ctor_slot(uintptr_t a)
+{
+	unsigned int h = (unsigned int)((a >> 3) * 2654435761u) & (CTOR_SET - 1);
+	while (ctor_addr[h] && ctor_addr[h] != a)
+		h = (h + 1) & (CTOR_SET - 1);
+	return h;
+}
 static void conn_init(void *p)
 {
 	struct conn *c = p;
-	__atomic_fetch_add(&ctor_calls, 1, __ATOMIC_RELAXED);
+	unsigned int h = ctor_slot((uintptr_t)p);
+	ctor_addr[h] = (uintptr_t)p;
+	ctor_times[h]++;
+	ctor_calls++;
 	c->magic = 0x600d;
 	c->refs = 0;
 }
@@ -117,39 +132,60 @@ static void test_zalloc_node_align(void)
 
 static void test_ctor(void)
 {
-	ctor_calls = 0;
+	/* One CPU, so objects cached in another CPU's slot cannot force new slabs
+	 * (which would rightly run the constructor again). */
+	cpu_set_t set, old;
+	sched_getaffinity(0, sizeof(old), &old);
+	CPU_ZERO(&set);
+	CPU_SET(sched_getcpu(), &set);
+	sched_setaffinity(0, sizeof(set), &set);
 	struct kmem_cache *s = kmem_cache_create("conn", sizeof(struct conn), 0, SLAB_HWCACHE_ALIGN, conn_init);
 	CHECK(s != NULL);
 	enum { N = 5000 };
 	static struct conn *objs[N];
-	for (int round = 0; round < 3; round++) {
-		for (int i = 0; i < N; i++) {
-			objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
-			CHECK(objs[i]->magic == 0x600d && objs[i]->refs == 0);
-			objs[i]->refs = 1;
-			memset(objs[i]->buf, 0x77, sizeof(objs[i]->buf));
-		}
-		for (int i = 0; i < N; i++) {
-			objs[i]->refs = 0;   /* back to constructed state */
-			kmem_cache_free(s, objs[i]);
-		}
+	int bad = 0;
+
+	/* Phase 1: all live, so no slab is freed: the constructor ran once on every
+	 * object of every slab, and on each object we got. */
+	for (int i = 0; i < N; i++) {
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		bad += objs[i]->magic != 0x600d || objs[i]->refs != 0;
+		unsigned int h = ctor_slot((uintptr_t)objs[i]);
+		bad += ctor_addr[h] != (uintptr_t)objs[i] || ctor_times[h] != 1;
+		objs[i]->refs = 1;
+		memset(objs[i]->buf, 0x77, sizeof(objs[i]->buf));
 	}
+	CHECK_EQ(bad, 0);
 	struct usl_state_counts st;
 	usl_slub_state_counts(s, &st);
-	/* Every slab ever made ran the constructor once per object; slabs that were
-	 * discarded on the way ran it too, so calls >= objects now held, and the
-	 * count is exactly objects-per-slab times slabs created. */
-	CHECK(ctor_calls >= st.total * s->objects);
-	CHECK(ctor_calls % s->objects == 0);
+	CHECK_EQ(ctor_calls, st.total * s->objects);
+	int twice = 0;
+	for (unsigned int h = 0; h < CTOR_SET; h++)
+		twice += ctor_times[h] > 1;
+	CHECK_EQ(twice, 0);
+
+	/* Phase 2: free every other object (back in constructed state) and allocate
+	 * as many again. Phase 1 filled the slabs in order, so every slab keeps half
+	 * its objects live: none empties, no constructor runs, and every object comes
+	 * back constructed. */
 	unsigned long before = ctor_calls;
-	for (int i = 0; i < N; i++)
-		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
-	for (int i = 0; i < N; i++)
+	for (int i = 0; i < N; i += 2) {
+		objs[i]->refs = 0;
 		kmem_cache_free(s, objs[i]);
-	/* Reused objects are not constructed again. */
-	usl_slub_state_counts(s, &st);
-	CHECK(ctor_calls - before <= (unsigned long)N);
+	}
+	for (int i = 0; i < N; i += 2) {
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		bad += objs[i]->magic != 0x600d || objs[i]->refs != 0;
+		objs[i]->refs = 1;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(ctor_calls, before);
+	for (int i = 0; i < N; i++) {
+		objs[i]->refs = 0;
+		kmem_cache_free(s, objs[i]);
+	}
 	kmem_cache_destroy(s);
+	sched_setaffinity(0, sizeof(old), &old);
 }
 
 static void test_shrink_returns_memory(void)
