@@ -216,6 +216,7 @@ struct usl_options {
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 extern unsigned int usl_nr_cpus USL_HIDDEN;    /* possible CPUs: per-CPU slots */
+extern unsigned int usl_online_cpus USL_HIDDEN; /* for min_objects (the kernel's present CPUs) */
 extern bool usl_rseq_mode USL_HIDDEN;           /* chosen once in usl_init() */
 extern long usl_rseq_off USL_HIDDEN;            /* %fs offset of the rseq area (or a dummy) */
 extern unsigned int usl_rseq_nr USL_HIDDEN;     /* usl_nr_cpus in rseq mode, 0 in locked mode:

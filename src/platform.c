@@ -20,6 +20,7 @@
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
                                .decay_ms = 1000 };
 unsigned int usl_nr_cpus = 1;
+unsigned int usl_online_cpus = 1;
 bool usl_rseq_mode;
 long usl_rseq_off;
 unsigned int usl_rseq_nr;
@@ -214,6 +215,8 @@ void usl_init(void)
 	if (!usl_inited) {
 		read_options();
 		usl_nr_cpus = possible_cpus();
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		usl_online_cpus = online < 1 ? 1 : (online > (long)usl_nr_cpus ? usl_nr_cpus : (unsigned int)online);
 		if (usl_pages_init() != 0) {
 			pthread_mutex_unlock(&init_lock);
 			usl_report(USLAB_ERR_NOMEM, "cannot reserve address space; aborting");

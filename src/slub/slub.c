@@ -199,6 +199,9 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		tail = p;
 		cnt++;
 	}
+	/* Remote frees already waiting: the slab goes to the tail (the kernel's
+	 * DEACTIVATE_REMOTE_FREES); otherwise to the head, to be reused first. */
+	bool remote_frees = usl_load_ptr(&slab->freelist) != NULL;
 	do {
 		slab_snapshot(slab, &old_fl, &c);
 		if (tail) {
@@ -214,7 +217,7 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		discard_slab(s, slab);
 	} else if (new_fl) {
 		pthread_mutex_lock(&n->list_lock);
-		add_partial(n, slab, true);
+		add_partial(n, slab, remote_frees);
 		pthread_mutex_unlock(&n->list_lock);
 	}
 	/* else: full, on no list; the next free finds it (was_full) */
@@ -417,12 +420,12 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
  * Allocation slow path
  */
 
-/* Take one slab off the node partial list to become the cpu slab, and up to half
- * of the cpu partial limit more for this CPU's partial chain (returned in *extra).
- * Nothing is frozen under list_lock (seed 001). */
+/* Take one slab off the node partial list to become the cpu slab, and up to
+ * cpu_partial_slabs / 2 + 1 more for this CPU's partial chain (returned in *extra,
+ * in list order). Nothing is frozen under list_lock (seed 001). */
 static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_node *n, struct slab **extra)
 {
-	struct slab *first = NULL, *chain = NULL;
+	struct slab *first = NULL, *chain = NULL, **link = &chain;
 	unsigned int taken = 0;
 
 	*extra = NULL;
@@ -437,8 +440,9 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 			if (!s->cpu_partial_slabs)
 				break;
 		} else {
-			slab->next = chain;
-			chain = slab;
+			slab->next = NULL;
+			*link = slab;
+			link = &slab->next;
 			if (++taken > s->cpu_partial_slabs / 2)
 				break;
 		}
@@ -529,12 +533,20 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		while (extra) {
 			struct slab *e = extra;
 			extra = e->next;
+			/* Pushed in list order, so the last one taken is used first,
+			 * and never drained here (the kernel's put_cpu_partial(drain=0)). */
 			if (lc) {
 				e->next = lc->partial;
 				e->slabs = lc->partial ? lc->partial->slabs + 1 : 1;
 				lc->partial = e;
 			} else {
-				put_cpu_partial(s, e);
+				int r;
+				while ((r = rseq_partial_push(s, e, ~0u)) == RS_MARKED)
+					wait_flush(s);
+				if (r != RS_OK) {       /* no CPU: to the node list */
+					e->next = NULL;
+					put_partials(s, e);
+				}
 			}
 		}
 		*fl = freeze_slab(slab);
@@ -840,40 +852,40 @@ unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
 	return total - free_objs;
 }
 
-/* Free empty node partial slabs; with all=false keep the fullest first (kmem_cache_shrink). */
-static void shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
+/* kmem_cache_shrink on one node: free every empty partial slab, and move the
+ * slabs with at most SHRINK_PROMOTE_MAX free objects to the head, fewest free
+ * first, so allocations fill them and the emptier ones can drain (the kernel's
+ * __kmem_cache_do_shrink). Returns true if the node still has slabs. */
+#define SHRINK_PROMOTE_MAX 32
+static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 {
 	struct slab *discard = NULL;
-	struct usl_list keep;
+	struct usl_list promote[SHRINK_PROMOTE_MAX];
 
-	usl_list_init(&keep);
+	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
+		usl_list_init(&promote[i]);
 	pthread_mutex_lock(&n->list_lock);
-	while (!usl_list_empty(&n->partial)) {
-		struct slab *slab = usl_container_of(n->partial.next, struct slab, slab_list);
-		remove_partial(n, slab);
-		if (counters_inuse(usl_load(&slab->counters)) == 0) {
+	struct usl_list *it = n->partial.next;
+	while (it != &n->partial) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		unsigned long c = usl_load(&slab->counters);
+		unsigned int free_objs = counters_objects(c) - counters_inuse(c);
+		it = it->next;
+		if (free_objs == counters_objects(c)) {
+			remove_partial(n, slab);
 			slab->next = discard;
 			discard = slab;
-		} else {
-			usl_list_add_tail(&slab->slab_list, &keep);
+		} else if (free_objs <= SHRINK_PROMOTE_MAX) {
+			usl_list_del(&slab->slab_list);
+			usl_list_add_head(&slab->slab_list, &promote[free_objs - 1]);
 		}
 	}
-	/* Put the rest back fullest first, so allocations fill them and the
-	 * emptier ones can drain (the kernel sorts by free objects). */
-	while (!usl_list_empty(&keep)) {
-		struct slab *best = NULL;
-		unsigned int best_free = ~0u;
-		for (struct usl_list *it = keep.next; it != &keep; it = it->next) {
-			struct slab *sl = usl_container_of(it, struct slab, slab_list);
-			unsigned long c = usl_load(&sl->counters);
-			unsigned int f = counters_objects(c) - counters_inuse(c);
-			if (f < best_free) {
-				best_free = f;
-				best = sl;
-			}
+	for (int i = SHRINK_PROMOTE_MAX - 1; i >= 0; i--) {
+		while (!usl_list_empty(&promote[i])) {
+			struct usl_list *last = promote[i].prev;
+			usl_list_del(last);
+			usl_list_add_head(last, &n->partial);
 		}
-		usl_list_del(&best->slab_list);
-		add_partial(n, best, true);
 	}
 	pthread_mutex_unlock(&n->list_lock);
 	while (discard) {
@@ -881,14 +893,18 @@ static void shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 		discard = slab->next;
 		discard_slab(s, slab);
 	}
+	return __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED) != 0;
 }
 
+/* 0 when every slab was released, 1 when some remain (slabs with live objects). */
 int usl_slub_shrink(struct kmem_cache *s)
 {
+	bool left;
+
 	usl_slub_flush_all(s);
-	shrink_node(s, s->node[0]);
+	left = shrink_node(s, s->node[0]);
 	usl_pages_purge(true);
-	return 0;
+	return left ? 1 : 0;
 }
 
 void usl_slub_release(struct kmem_cache *s)
@@ -951,7 +967,7 @@ unsigned int usl_calculate_order(unsigned int size)
 	unsigned int min_objects, max_objects, min_order, order;
 	unsigned int max_order = (unsigned int)usl_opt.max_order;
 
-	min_objects = usl_opt.min_objects ? (unsigned int)usl_opt.min_objects : 4 * (fls_u(usl_nr_cpus) + 1);
+	min_objects = usl_opt.min_objects ? (unsigned int)usl_opt.min_objects : 4 * (fls_u(usl_online_cpus) + 1);
 	max_objects = (unsigned int)(usl_order_bytes(max_order) / size);
 	if (max_objects < min_objects)
 		min_objects = max_objects ? max_objects : 1;

@@ -98,6 +98,23 @@ int main(void)
 		bad += p->node_partial || frozen(p);
 	CHECK_EQ(bad, 0);
 
+	/* 5b. Shrink with live objects: returns 1, frees no slab that has objects,
+	 *     and orders the node list fewest free objects first (all of these
+	 *     slabs have at most 32 free, so all are promoted). */
+	CHECK_EQ(kmem_cache_shrink(s), 1);
+	usl_slub_state_counts(s, &st);
+	CHECK_EQ(st.cpu_slabs + st.cpu_partial, 0);
+	CHECK_EQ(st.empty_node_partial, 0);
+	unsigned int prev_free = 0;
+	bad = 0;
+	for (struct usl_list *it = s->node[0]->partial.next; it != &s->node[0]->partial; it = it->next) {
+		struct slab *sl = usl_container_of(it, struct slab, slab_list);
+		unsigned int f = counters_objects(sl->counters) - counters_inuse(sl->counters);
+		bad += f < prev_free || f == 0;
+		prev_free = f;
+	}
+	CHECK_EQ(bad, 0);
+
 	/* 6. Free everything: empty slabs beyond min_partial are given back. */
 	for (unsigned int i = 0; i < k; i++)
 		if (o[i])
@@ -108,7 +125,7 @@ int main(void)
 	CHECK_EQ(st.full, 0);
 
 	/* 7. Shrink: every slab is flushed and given back. */
-	kmem_cache_shrink(s);
+	CHECK_EQ(kmem_cache_shrink(s), 0);
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.total, 0);
 	CHECK(my_slot(s)->slab == NULL && my_slot(s)->partial == NULL);
