@@ -78,13 +78,19 @@ struct slab {
 	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 */
 	struct kmem_cache *slab_cache;
 	struct slab *head;           /* this block's head entry (itself for a head) */
-	struct usl_list slab_list;   /* node partial list, or page-provider free list */
-	struct slab *next;           /* cpu partial chain */
-	uint32_t slabs;              /* cpu partial: slabs in the chain from here */
+	union {                      /* a slab is on at most one of these */
+		struct usl_list slab_list;   /* node partial list, or page-provider free list */
+		struct {
+			struct slab *next;   /* cpu partial chain (or a private list) */
+			uint32_t slabs;      /* cpu partial: slabs in the chain from here */
+		};
+	};
+	char *addr;                  /* heads: the block's first byte */
 	uint8_t kind;                /* enum usl_page_kind */
 	uint8_t order;               /* block order (heads only) */
 	uint8_t node_partial;        /* on n->partial; set and cleared under list_lock */
 	uint8_t dirty;               /* free block: touched since last purge */
+	uint32_t pad;
 } __attribute__((aligned(16)));
 
 _Static_assert(sizeof(struct slab) == 64, "struct slab must be 64 bytes");
@@ -163,8 +169,8 @@ _Static_assert(offsetof(struct kmem_cache_cpu, freelist) == USL_CPU_OFF_FREELIST
 _Static_assert(offsetof(struct kmem_cache_cpu, slab) == USL_CPU_OFF_SLAB, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, partial) == USL_CPU_OFF_PARTIAL, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, lock) == USL_CPU_OFF_LOCK, "asm offset");
-#define USL_SLAB_OFF_NEXT 48
-#define USL_SLAB_OFF_SLABS 56
+#define USL_SLAB_OFF_NEXT 32
+#define USL_SLAB_OFF_SLABS 40
 _Static_assert(offsetof(struct slab, next) == USL_SLAB_OFF_NEXT, "asm offset");
 _Static_assert(offsetof(struct slab, slabs) == USL_SLAB_OFF_SLABS, "asm offset");
 

@@ -163,6 +163,7 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	}
 	e->kind = (uint8_t)kind;
 	e->order = (uint8_t)order;
+	e->addr = usl_slab_address(e);
 	e->dirty = 0;
 	e->freelist = NULL;
 	e->counters = 0;

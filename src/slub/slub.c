@@ -764,8 +764,10 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 	}
 	slab = usl_table[off >> usl_page_shift].head;
 	/* The cache itself is checked off the fast path: the cpu slab belongs to s,
-	 * so a slab that matches it needs no check, and every other free goes slow. */
-	uint32_t in_slab = (uint32_t)(off - (((uintptr_t)slab - (uintptr_t)usl_table) << usl_entry_shift));
+	 * so a slab that matches it needs no check, and every other free goes slow.
+	 * (A free block's head has a stale addr: its index check may pass, but its
+	 * slab_cache is NULL, which the slow path reports.) */
+	uint32_t in_slab = (uint32_t)((uintptr_t)x - (uintptr_t)slab->addr);
 	if (unlikely(!obj_index_at(s, slab, in_slab, &idx))) {
 		report_bad_free(s, x, slab);
 		return;
