@@ -13,6 +13,33 @@ static struct usl_list cache_list = { &cache_list, &cache_list };
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
+/* fork(): take every allocator lock in the documented order (slab_mutex,
+ * flush_mutex, each cache's slot locks and list_lock, pages_lock), so the child
+ * of a multithreaded parent finds them all free. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&slab_mutex);
+	usl_slub_fork_lock_global();
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
+		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
+	usl_pages_fork_lock();
+}
+
+static void fork_release(void)
+{
+	usl_pages_fork_unlock();
+	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
+		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
+	usl_slub_fork_unlock_global();
+	pthread_mutex_unlock(&slab_mutex);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
 void usl_cache_lock(void) { pthread_mutex_lock(&slab_mutex); }
 void usl_cache_unlock(void) { pthread_mutex_unlock(&slab_mutex); }
 
@@ -60,6 +87,7 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
 	size_t max_object;
 
 	usl_ensure_init();
+	pthread_once(&atfork_once, register_atfork);
 	max_object = usl_order_bytes(USL_MAX_ORDER) / 2;
 	if (!name || !*name)
 		return create_failed(name, flags, "a cache needs a name", 0);

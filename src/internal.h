@@ -108,7 +108,8 @@ static inline unsigned int counters_objects(unsigned long c) { return (unsigned 
 static inline bool counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
 static inline unsigned long counters_make(unsigned int inuse, unsigned int objects, bool frozen)
 {
-	return (unsigned long)inuse | ((unsigned long)objects << USL_OBJECTS_SHIFT) | (frozen ? USL_FROZEN_BIT : 0);
+	return ((unsigned long)inuse & USL_INUSE_MASK) | (((unsigned long)objects & USL_OBJECTS_MASK) << USL_OBJECTS_SHIFT) |
+	       (frozen ? USL_FROZEN_BIT : 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -262,6 +263,8 @@ USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_free(void *addr);
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
+USL_HIDDEN void usl_pages_fork_lock(void);
+USL_HIDDEN void usl_pages_fork_unlock(void);
 /* Test hook: fail page allocations after n more succeed (-1 = never). */
 USL_HIDDEN void usl_pages_fail_after(long n);
 
@@ -289,6 +292,11 @@ USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's sla
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_release(struct kmem_cache *s);       /* discard every empty slab */
+/* fork(): take / release flush_mutex, and one cache's slot locks and list_lock. */
+USL_HIDDEN void usl_slub_fork_lock_global(void);
+USL_HIDDEN void usl_slub_fork_unlock_global(void);
+USL_HIDDEN void usl_slub_fork_lock(struct kmem_cache *s);
+USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 USL_HIDDEN unsigned int usl_calculate_order(unsigned int size);
 USL_HIDDEN bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab,
                               const void *x, unsigned int *idx);

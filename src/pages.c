@@ -64,6 +64,9 @@ int usl_pages_init(void)
 	return 0;
 }
 
+void usl_pages_fork_lock(void) { pthread_mutex_lock(&pages_lock); }
+void usl_pages_fork_unlock(void) { pthread_mutex_unlock(&pages_lock); }
+
 void usl_pages_fail_after(long n)
 {
 	pthread_mutex_lock(&pages_lock);

@@ -3,6 +3,7 @@
  * Locks: init_lock (start-up only); never allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,9 @@ static __thread struct rseq dummy_rseq __attribute__((tls_model("initial-exec"),
 int usl_inited;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The handler and its argument change together (report_lock), and a report calls
+ * the pair it copied, outside the lock, so a handler may report in turn. */
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static uslab_report_fn report_fn;
 static void *report_arg;
 static unsigned long error_count;
@@ -39,8 +43,10 @@ static unsigned long error_count;
 
 void uslab_set_report_handler(uslab_report_fn fn, void *arg)
 {
-	__atomic_store_n(&report_arg, arg, __ATOMIC_RELAXED);
-	__atomic_store_n(&report_fn, fn, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&report_lock);
+	report_fn = fn;
+	report_arg = arg;
+	pthread_mutex_unlock(&report_lock);
 }
 
 unsigned long uslab_error_count(void)
@@ -73,9 +79,12 @@ void usl_report(enum uslab_error kind, const char *fmt, ...)
 	va_end(ap);
 	if (kind != USLAB_ERR_NONE)
 		__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
-	uslab_report_fn fn = __atomic_load_n(&report_fn, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&report_lock);
+	uslab_report_fn fn = report_fn;
+	void *arg = report_arg;
+	pthread_mutex_unlock(&report_lock);
 	if (fn) {
-		fn(kind, line, __atomic_load_n(&report_arg, __ATOMIC_RELAXED));
+		fn(kind, line, arg);
 	} else {
 		n = strlen(line);
 		line[n < sizeof(line) - 1 ? n : sizeof(line) - 2] = '\n';
@@ -178,14 +187,45 @@ int usl_membarrier_rseq(void)
 
 /* ---- per-CPU mode ---- */
 
+/* Highest possible CPU id + 1, from /sys/devices/system/cpu/possible ("0-3,8-11"):
+ * rseq's cpu_id can be any of them, and ids may be sparse. Read with plain system
+ * calls: nothing here may allocate. */
 static unsigned int possible_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
-	/* rseq cpu_id can be any possible CPU number: size the slots for all of them. */
+	char buf[256];
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len > 0) {
+			long max = -1, cur = 0;
+			bool digits = false;
+			buf[len] = 0;
+			for (char *p = buf;; p++) {
+				if (*p >= '0' && *p <= '9') {
+					cur = cur * 10 + (*p - '0');
+					digits = true;
+					if (cur > 1L << 20)
+						break;
+				} else {
+					if (digits && cur > max)
+						max = cur;
+					cur = 0;
+					digits = false;
+					if (!*p)
+						break;
+				}
+			}
+			if (max + 1 > n)
+				n = max + 1;
+		}
+	}
 	if (n < 1)
 		n = 1;
-	if (n > 4096)
-		n = 4096;
+	if (n > 8192)
+		n = 8192;
 	return (unsigned int)n;
 }
 

@@ -185,12 +185,12 @@ static void *get_freelist(struct slab *slab)
 	return fl;
 }
 
-/* Unfreeze a cpu slab, merging the private freelist fl back into it, and put it
- * where it belongs: freed when empty beyond min_partial, node partial when it has
- * free objects, nowhere when full. */
-static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
+/* Unfreeze a cpu slab, merging the private freelist fl back into it (one CAS
+ * loop). Returns the slab's counters after it; *remote_frees says whether frees
+ * from other CPUs were waiting on it. */
+static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *fl, bool *remote_frees,
+                                   void **new_freelist)
 {
-	struct kmem_cache_node *n = get_node(s, slab);
 	void *tail = NULL, *old_fl, *new_fl;
 	unsigned int cnt = 0;
 	unsigned long c, nc;
@@ -199,9 +199,7 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		tail = p;
 		cnt++;
 	}
-	/* Remote frees already waiting: the slab goes to the tail (the kernel's
-	 * DEACTIVATE_REMOTE_FREES); otherwise to the head, to be reused first. */
-	bool remote_frees = usl_load_ptr(&slab->freelist) != NULL;
+	*remote_frees = usl_load_ptr(&slab->freelist) != NULL;
 	do {
 		slab_snapshot(slab, &old_fl, &c);
 		if (tail) {
@@ -212,6 +210,19 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		}
 		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), false);
 	} while (!slab_update_freelist(slab, old_fl, c, new_fl, nc));
+	*new_freelist = new_fl;
+	return nc;
+}
+
+/* Unfreeze a cpu slab and put it where it belongs: freed when empty beyond
+ * min_partial; node partial when it has free objects (tail if remote frees were
+ * waiting, else head: the kernel's DEACTIVATE_TO_TAIL / TO_HEAD); nowhere when full. */
+static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
+{
+	struct kmem_cache_node *n = get_node(s, slab);
+	bool remote_frees;
+	void *new_fl;
+	unsigned long nc = unfreeze_slab(s, slab, fl, &remote_frees, &new_fl);
 
 	if (counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		discard_slab(s, slab);
@@ -380,6 +391,15 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 			           s->name, head);
 			return;
 		}
+		if (unlikely(counters_inuse(c) < cnt)) {
+			/* More frees than objects in use: a double free that was not at
+			 * the freelist head. Refuse it rather than wrap the counter. */
+			if (n)
+				pthread_mutex_unlock(&n->list_lock);
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (slab has %u objects in use); not freed",
+			           s->name, head, counters_inuse(c));
+			return;
+		}
 		was_frozen = counters_frozen(c);
 		set_freepointer(s, tail, prior);
 		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), was_frozen);
@@ -500,7 +520,8 @@ static void *alloc_direct(struct kmem_cache *s)
 }
 
 /* Find a new cpu slab: cpu partial, then node partial, then a new slab. Returns
- * the slab (frozen) and its objects in *fl. */
+ * the slab (frozen) and its objects in *fl. Locked mode (lc): called and returns
+ * with lc->lock held, but drops it in between. */
 static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void **fl)
 {
 	struct slab *slab, *extra;
@@ -528,32 +549,41 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		 * list through a free); it is full and on no list. */
 	}
 
+	/* Locked mode: drop the slot lock for the node list and the page provider,
+	 * as the kernel drops its per-CPU lock around new_slab: a constructor may
+	 * allocate, and mprotect/madvise must not run under a spin lock. */
+	if (lc)
+		usl_spin_unlock(&lc->lock);
 	slab = get_partial_node(s, s->node[0], &extra);
 	if (slab) {
-		while (extra) {
-			struct slab *e = extra;
-			extra = e->next;
-			/* Pushed in list order, so the last one taken is used first,
-			 * and never drained here (the kernel's put_cpu_partial(drain=0)). */
-			if (lc) {
-				e->next = lc->partial;
-				e->slabs = lc->partial ? lc->partial->slabs + 1 : 1;
-				lc->partial = e;
-			} else {
-				int r;
-				while ((r = rseq_partial_push(s, e, ~0u)) == RS_MARKED)
-					wait_flush(s);
-				if (r != RS_OK) {       /* no CPU: to the node list */
-					e->next = NULL;
-					put_partials(s, e);
-				}
+		*fl = freeze_slab(slab);
+		if (!*fl)
+			slab = NULL;  /* full after all: it stays off the list */
+	}
+	if (!slab)
+		slab = new_slab(s, fl);
+	if (lc)
+		usl_spin_lock(&lc->lock);
+	while (extra) {
+		struct slab *e = extra;
+		extra = e->next;
+		/* Pushed in list order, so the last one taken is used first, and
+		 * never drained here (the kernel's put_cpu_partial(drain=0)). */
+		if (lc) {
+			e->next = lc->partial;
+			e->slabs = lc->partial ? lc->partial->slabs + 1 : 1;
+			lc->partial = e;
+		} else {
+			int r;
+			while ((r = rseq_partial_push(s, e, ~0u)) == RS_MARKED)
+				wait_flush(s);
+			if (r != RS_OK) {       /* no CPU: to the node list */
+				e->next = NULL;
+				put_partials(s, e);
 			}
 		}
-		*fl = freeze_slab(slab);
-		if (*fl)
-			return slab;
 	}
-	return new_slab(s, fl);
+	return slab;
 }
 
 static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
@@ -574,6 +604,14 @@ static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp
 			if (!slab) {
 				usl_spin_unlock(&c->lock);
 				goto nomem;
+			}
+			if (c->slab) {
+				/* Another thread refilled the slot while the lock was
+				 * dropped: keep one object, give the rest back. */
+				obj = fl;
+				usl_spin_unlock(&c->lock);
+				deactivate_slab(s, slab, get_freepointer(s, obj));
+				return obj;
 			}
 		}
 		obj = fl;
@@ -796,13 +834,16 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
  */
 void usl_slub_flush_all(struct kmem_cache *s)
 {
+	struct slab *chain = NULL;
+
 	pthread_mutex_lock(&flush_mutex);
 	if (usl_rseq_mode) {
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			__atomic_store_n(&s->cpu_slab[i].lock, 1, __ATOMIC_SEQ_CST);
 		if (usl_membarrier_rseq() != 0) {
-			/* Registered at start-up, so this cannot fail; if it does, a
-			 * section could still commit: leave the slots alone. */
+			/* Registered at start-up (and again after fork), so this cannot
+			 * fail; if it does, a section could still commit: leave the
+			 * slots alone. */
 			for (unsigned int i = 0; i < usl_nr_cpus; i++)
 				__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&flush_mutex);
@@ -810,31 +851,70 @@ void usl_slub_flush_all(struct kmem_cache *s)
 			return;
 		}
 	}
+	/* While a slot is held, only take its state and unfreeze its cpu slab (CAS
+	 * work); lists and the page provider wait until every slot is released. */
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		void *fl;
-		struct slab *slab, *chain;
+		void *fl, *new_fl;
+		struct slab *slab, *partial;
+		bool remote;
 
 		if (usl_rseq_mode) {
 			fl = c->freelist;
 			slab = c->slab;
-			chain = c->partial;
+			partial = c->partial;
 			c->freelist = NULL;
 			c->slab = NULL;
 			c->partial = NULL;
 		} else {
 			usl_spin_lock(&c->lock);
 			locked_detach(c, &fl, &slab);
-			chain = c->partial;
+			partial = c->partial;
 			c->partial = NULL;
 		}
-		if (slab)
-			deactivate_slab(s, slab, fl);
-		if (chain)
-			put_partials(s, chain);
+		/* An unfrozen slab with free objects is placed like a cpu partial
+		 * slab (put_partials); a full one stays on no list. */
+		if (slab) {
+			unfreeze_slab(s, slab, fl, &remote, &new_fl);
+			if (!new_fl)
+				slab = NULL;
+		}
 		usl_spin_unlock(&c->lock);
+		if (slab) {
+			slab->next = chain;
+			chain = slab;
+		}
+		while (partial) {
+			struct slab *p = partial;
+			partial = p->next;
+			p->next = chain;
+			chain = p;
+		}
 	}
 	pthread_mutex_unlock(&flush_mutex);
+	put_partials(s, chain);
+}
+
+/* fork(): the prepare handler takes every lock of the cache (slot locks in
+ * locked mode, then list_lock) after flush_mutex, so the child inherits none
+ * held and no flush marks. */
+void usl_slub_fork_lock_global(void) { pthread_mutex_lock(&flush_mutex); }
+void usl_slub_fork_unlock_global(void) { pthread_mutex_unlock(&flush_mutex); }
+
+void usl_slub_fork_lock(struct kmem_cache *s)
+{
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_lock(&s->cpu_slab[i].lock);
+	pthread_mutex_lock(&s->node[0]->list_lock);
+}
+
+void usl_slub_fork_unlock(struct kmem_cache *s)
+{
+	pthread_mutex_unlock(&s->node[0]->list_lock);
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_unlock(&s->cpu_slab[i].lock);
 }
 
 /* Objects allocated and not freed (after a flush this is exact when quiescent). */

@@ -355,6 +355,67 @@ static void test_nomem(void)
 	uslab_set_report_handler(NULL, NULL);
 }
 
+/* Constructors that allocate: from their own cache, and from each other's. */
+static struct kmem_cache *re_a, *re_b;
+static __thread int re_depth;
+static unsigned long re_calls;
+static void re_ctor_a(void *p)
+{
+	(void)p;
+	re_calls++;
+	if (re_depth++ == 0) {
+		void *q = kmem_cache_alloc(re_a, GFP_KERNEL);
+		void *r = kmem_cache_alloc(re_b, GFP_KERNEL);
+		kmem_cache_free(re_a, q);
+		kmem_cache_free(re_b, r);
+	}
+	re_depth--;
+}
+
+static void test_reentrant_ctor(void)
+{
+	alarm(20);   /* a deadlock fails the test */
+	re_a = kmem_cache_create("re-a", 64, 0, 0, re_ctor_a);
+	re_b = kmem_cache_create("re-b", 128, 0, 0, re_ctor_a);
+	void *objs[2000];
+	for (int i = 0; i < 2000; i++)
+		objs[i] = kmem_cache_alloc(i & 1 ? re_b : re_a, GFP_KERNEL);
+	for (int i = 0; i < 2000; i++)
+		kmem_cache_free(i & 1 ? re_b : re_a, objs[i]);
+	CHECK(re_calls >= 2000);
+	CHECK_EQ(in_use(re_a), 0);
+	CHECK_EQ(in_use(re_b), 0);
+	kmem_cache_destroy(re_a);
+	kmem_cache_destroy(re_b);
+	alarm(0);
+}
+
+/* A double free that is not at the freelist head, into a slab with nothing else
+ * in use, must not wrap the slab's counters. */
+static void test_double_free_not_head(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("dfree", 64, 0, 0, NULL);
+	unsigned int n = s->objects;
+	void *o[256];
+	for (unsigned int i = 0; i < n + 1; i++)   /* one full slab, one more in a new cpu slab */
+		o[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	struct slab *full = usl_virt_to_slab(o[0]);
+	for (unsigned int i = 0; i < n; i++)
+		kmem_cache_free(s, o[i]);               /* the full slab empties */
+	if (full->slab_cache == s && counters_inuse(full->counters) == 0) {
+		kmem_cache_free(s, o[1]);           /* not the head: o[n-1] is */
+		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 1);
+		CHECK_EQ(counters_inuse(full->counters), 0);
+		CHECK_EQ(counters_objects(full->counters), n);
+		CHECK(!counters_frozen(full->counters));
+	}
+	kmem_cache_free(s, o[n]);
+	CHECK_EQ(in_use(s), 0);
+	kmem_cache_destroy(s);
+	uslab_set_report_handler(NULL, NULL);
+}
+
 int main(void)
 {
 	printf("per-CPU mode: %s\n", uslab_percpu_mode());
@@ -366,5 +427,7 @@ int main(void)
 	test_bad_frees();
 	test_bad_create();
 	test_nomem();
+	test_reentrant_ctor();
+	test_double_free_not_head();
 	return test_summary();
 }
