@@ -290,6 +290,28 @@ static void measure(const char *scenario, const char *arg, int runs)
 	}
 }
 
+static void measure_n(const char *scenario, long n, int runs)
+{
+	char arg[32];
+	snprintf(arg, sizeof(arg), "%ld", n);
+	measure(scenario, arg, runs);
+}
+
+static void ratios(double x, int k);
+
+/* One row per allocator: its median value k and its ratios to each peer. */
+static void print_rows(int k, const char *fmt)
+{
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].present)
+			continue;
+		printf("%-16s ", variants[v].name);
+		printf(fmt, medians[v][k], medians[v][k + 1]);
+		ratios(medians[v][k], k);
+		printf("\n");
+	}
+}
+
 static int find_variant(const char *name)
 {
 	for (int v = 0; v < NVAR; v++)
@@ -317,28 +339,18 @@ static void ratios(double x, int k)
 
 static void bench_single(int runs, long iters)
 {
-	char arg[32];
-	snprintf(arg, sizeof(arg), "%ld", iters);
-	measure("single", arg, runs);
+	measure_n("single", iters, runs);
 	printf("\n== single: 256-byte alloc+free pair, %ld pairs in %d batches; median batch, median of %d runs ==\n", iters, BATCHES, runs);
 	printf("uslab: kmem_cache_alloc/kmem_cache_free; peers: malloc(256)/free\n");
 	printf("%-16s %9s %11s", "allocator", "ns/pair", "ticks/pair");
 	ratio_header();
 	printf("\n");
-	for (int v = 0; v < NVAR; v++) {
-		if (!variants[v].present)
-			continue;
-		printf("%-16s %9.2f %11.1f", variants[v].name, medians[v][0], medians[v][1]);
-		ratios(medians[v][0], 0);
-		printf("\n");
-	}
+	print_rows(0, "%9.2f %11.1f");
 }
 
 static void bench_nalloc(int runs, long n)
 {
-	char arg[32];
-	snprintf(arg, sizeof(arg), "%ld", n);
-	measure("nalloc", arg, runs);
+	measure_n("nalloc", n, runs);
 	printf("\n== nalloc (seed 003): %ld allocations each timed, then %ld frees each timed; "
 	       "ticks per op, median of %d runs ==\n", n, n, runs);
 	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
@@ -385,21 +397,13 @@ static void bench_nalloc(int runs, long n)
 
 static void bench_remote(int runs, long n)
 {
-	char arg[32];
-	snprintf(arg, sizeof(arg), "%ld", n);
-	measure("remote", arg, runs);
+	measure_n("remote", n, runs);
 	printf("\n== remote: one thread allocates 256 bytes, another frees (ring), %ld objects, "
 	       "median of %d runs ==\n", n, runs);
 	printf("%-16s %9s", "allocator", "ns/object");
 	ratio_header();
 	printf("\n");
-	for (int v = 0; v < NVAR; v++) {
-		if (!variants[v].present)
-			continue;
-		printf("%-16s %9.2f", variants[v].name, medians[v][0]);
-		ratios(medians[v][0], 0);
-		printf("\n");
-	}
+	print_rows(0, "%9.2f");
 }
 
 int main(int argc, char **argv)

@@ -45,6 +45,23 @@
 
 #define RSEQ_PROLOGUE RSEQ_PROLOGUE_TO("9f", "5f")
 
+/* The end of a section that returns a code in %[ret]: label 2 is the
+ * post-commit address (RS_OK); 5: marked slot, 7: the section's own refusal,
+ * 9: no CPU. */
+#define RSEQ_RET_EPILOGUE                                                        \
+	"2:\n\t"                                                                 \
+	"xorl %[ret], %[ret]\n\t"                                                \
+	"jmp 6f\n"                                                               \
+	"5:\n\t"                                                                 \
+	"movl $1, %[ret]\n\t"                                                    \
+	"jmp 6f\n"                                                               \
+	"7:\n\t"                                                                 \
+	"movl $2, %[ret]\n\t"                                                    \
+	"jmp 6f\n"                                                               \
+	"9:\n\t"                                                                 \
+	"movl $3, %[ret]\n"                                                      \
+	"6:\n"
+
 #define RSEQ_COMMON_IN                                                           \
 	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(s->cpu_slab)
 
@@ -71,28 +88,6 @@
 	/* after the commit: warm the next object's free pointer (the kernel's   \
 	 * prefetch_freepointer); a prefetch of NULL+off never faults */          \
 	"prefetcht0 (%[next],%[off])\n"
-
-static inline void *rseq_alloc(struct kmem_cache *s)
-{
-	void *obj;
-	unsigned long next;
-
-	__asm__ __volatile__ goto(
-		RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movq 8(%%rax), %[obj]\n\t"
-		"testq %[obj], %[obj]\n\t"
-		"jz %l[slow]\n\t"
-		"movq (%[obj],%[off]), %[next]\n\t"
-		"movq %[next], 8(%%rax)\n"
-		"2:\n"
-		: [obj] "=&r"(obj), [next] "=&r"(next)
-		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset)
-		: "rax", "memory", "cc"
-		: slow);
-	return obj;
-slow:
-	return NULL;
-}
 
 /* Push obj onto this CPU's freelist if its slab is this CPU's slab. Returns
  * RS_OK, RS_OTHER when obj is already the freelist head (double free), or
@@ -135,15 +130,7 @@ static inline int rseq_detach(struct kmem_cache *s, void **freelist, struct slab
 		"movq 16(%%rax), %[sl]\n\t"
 		"pxor %%xmm0, %%xmm0\n\t"
 		"movups %%xmm0, 8(%%rax)\n"
-		"2:\n\t"
-		"xorl %[ret], %[ret]\n\t"
-		"jmp 6f\n"
-		"5:\n\t"
-		"movl $1, %[ret]\n\t"
-		"jmp 6f\n"
-		"9:\n\t"
-		"movl $3, %[ret]\n"
-		"6:\n"
+		RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [fl] "=&r"(fl), [sl] "=&r"(sl)
 		: RSEQ_COMMON_IN
 		: "rax", "xmm0", "memory", "cc");
@@ -167,18 +154,7 @@ static inline int rseq_install(struct kmem_cache *s, void *freelist, struct slab
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
 		"movups %%xmm0, 8(%%rax)\n"
-		"2:\n\t"
-		"xorl %[ret], %[ret]\n\t"
-		"jmp 6f\n"
-		"5:\n\t"
-		"movl $1, %[ret]\n\t"
-		"jmp 6f\n"
-		"7:\n\t"
-		"movl $2, %[ret]\n\t"
-		"jmp 6f\n"
-		"9:\n\t"
-		"movl $3, %[ret]\n"
-		"6:\n"
+		RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
 		: RSEQ_COMMON_IN, [pair] "m"(pair)
 		: "rax", "xmm0", "memory", "cc");
@@ -208,18 +184,7 @@ static inline int rseq_partial_push(struct kmem_cache *s, struct slab *slab, uns
 		"movq %[head], 32(%[slab])\n\t"
 		"movl %[cnt], 40(%[slab])\n\t"
 		"movq %[slab], 24(%%rax)\n"
-		"2:\n\t"
-		"xorl %[ret], %[ret]\n\t"
-		"jmp 6f\n"
-		"5:\n\t"
-		"movl $1, %[ret]\n\t"
-		"jmp 6f\n"
-		"7:\n\t"
-		"movl $2, %[ret]\n\t"
-		"jmp 6f\n"
-		"9:\n\t"
-		"movl $3, %[ret]\n"
-		"6:\n"
+		RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [cnt] "=&r"(cnt)
 		: RSEQ_COMMON_IN, [slab] "r"(slab), [limit] "r"(limit)
 		: "rax", "memory", "cc");
@@ -243,18 +208,7 @@ static inline int rseq_partial_take(struct kmem_cache *s, struct slab **out, int
 		"movq 32(%[head]), %[next]\n"
 		"8:\n\t"
 		"movq %[next], 24(%%rax)\n"
-		"2:\n\t"
-		"xorl %[ret], %[ret]\n\t"
-		"jmp 6f\n"
-		"5:\n\t"
-		"movl $1, %[ret]\n\t"
-		"jmp 6f\n"
-		"7:\n\t"
-		"movl $2, %[ret]\n\t"
-		"jmp 6f\n"
-		"9:\n\t"
-		"movl $3, %[ret]\n"
-		"6:\n"
+		RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [next] "=&r"(next)
 		: RSEQ_COMMON_IN, [all] "r"(all)
 		: "rax", "memory", "cc");
