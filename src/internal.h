@@ -255,7 +255,6 @@ extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
 extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
 extern unsigned int usl_page_shift USL_HIDDEN;
-extern unsigned int usl_entry_shift USL_HIDDEN;  /* page_shift - log2(sizeof(struct slab)) */
 extern size_t usl_page_size USL_HIDDEN;
 
 USL_HIDDEN int usl_pages_init(void);

@@ -10,13 +10,13 @@
 
 #include "internal.h"
 
-#define USL_RANGE_DEFAULT (64UL << 30)  /* 64 GiB of address space */
+#define USL_RANGE_DEFAULT (64UL << 30)  /* 64 GiB of address space ... */
+#define USL_RANGE_MIN (256UL << 20)     /* ... or at least 256 MiB */
 
 uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
 unsigned int usl_page_shift;
-unsigned int usl_entry_shift;
 size_t usl_page_size;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,32 +31,34 @@ static inline size_t pfn_of(const struct slab *e) { return (size_t)(e - usl_tabl
 int usl_pages_init(void)
 {
 	long ps = sysconf(_SC_PAGESIZE);
-	size_t max_block, table_bytes;
+	size_t max_block;
 	void *r, *t;
 
 	if (ps <= 0 || (ps & (ps - 1)))
 		return -1;
 	usl_page_size = (size_t)ps;
 	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
-	if (usl_page_shift < 6)
-		return -1;
-	usl_entry_shift = usl_page_shift - 6;   /* sizeof(struct slab) == 64 */
 	max_block = usl_page_size << USL_MAX_ORDER;
-	usl_range = USL_RANGE_DEFAULT;
 
-	/* Reserve the range with room to align it to the largest block. */
-	r = mmap(NULL, usl_range + max_block, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (r == MAP_FAILED)
-		return -1;
+	/* Reserve the range with room to align it to the largest block. Where
+	 * address space is limited (valgrind, ulimit -v) take a smaller one. */
+	for (usl_range = USL_RANGE_DEFAULT;; usl_range /= 4) {
+		if (usl_range < USL_RANGE_MIN)
+			return -1;
+		r = mmap(NULL, usl_range + max_block, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (r == MAP_FAILED)
+			continue;
+		t = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct slab), PROT_NONE,
+		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (t != MAP_FAILED)
+			break;
+		munmap(r, usl_range + max_block);
+	}
 	usl_base = USL_ALIGN((uintptr_t)r, max_block);
 	if (usl_base > (uintptr_t)r)
 		munmap(r, usl_base - (uintptr_t)r);
 	munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
 
-	table_bytes = (usl_range >> usl_page_shift) * sizeof(struct slab);
-	t = mmap(NULL, table_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t == MAP_FAILED)
-		return -1;
 	usl_table = t;
 	for (int i = 0; i <= USL_MAX_ORDER; i++)
 		usl_list_init(&free_area[i]);

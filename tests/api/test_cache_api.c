@@ -416,9 +416,12 @@ static void test_double_free_not_head(void)
 	uslab_set_report_handler(NULL, NULL);
 }
 
-int main(void)
+/* Usage: test_cache_api [expected per-CPU mode] */
+int main(int argc, char **argv)
 {
 	printf("per-CPU mode: %s\n", uslab_percpu_mode());
+	if (argc > 1)
+		CHECK(strcmp(uslab_percpu_mode(), argv[1]) == 0);
 	test_basic();
 	test_zalloc_node_align();
 	test_ctor();
