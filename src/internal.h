@@ -297,8 +297,6 @@ USL_HIDDEN void usl_slub_fork_unlock_global(void);
 USL_HIDDEN void usl_slub_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 USL_HIDDEN unsigned int usl_calculate_order(unsigned int size);
-USL_HIDDEN bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab,
-                              const void *x, unsigned int *idx);
 
 /* Slab states, for tests and introspection (a snapshot, racy under load). */
 struct usl_state_counts {

@@ -62,11 +62,6 @@ static inline bool obj_index_at(const struct kmem_cache *s, const struct slab *s
 	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
 }
 
-bool usl_obj_index(const struct kmem_cache *s, const struct slab *slab, const void *x, unsigned int *idx)
-{
-	return obj_index_at(s, slab, (uint32_t)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)), idx);
-}
-
 static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
                                         void *new_fl, unsigned long new_c)
 {
