@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # deps.sh - install what uslab needs on Debian, only if missing: the build tools,
-# clang with its sanitizer runtimes, and the peer allocators the benchmarks run
-# against. Nothing else is downloaded.
+# clang with its sanitizer runtimes, valgrind and pkg-config (tests), and the peer
+# allocators the benchmarks run against. Nothing else is downloaded.
 set -euo pipefail
 pkgs=()
 command -v cmake >/dev/null || pkgs+=(cmake)
 command -v ninja >/dev/null || pkgs+=(ninja-build)
 command -v cc >/dev/null || pkgs+=(gcc)
-command -v c++ >/dev/null || pkgs+=(g++)
 command -v clang >/dev/null || pkgs+=(clang)
+command -v valgrind >/dev/null || pkgs+=(valgrind)
+command -v pkg-config >/dev/null || pkgs+=(pkg-config)
 [ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.tsan-x86_64.a ] || \
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a >/dev/null 2>&1 || pkgs+=(libclang-rt-14-dev)
 lib=/usr/lib/x86_64-linux-gnu
@@ -17,7 +18,13 @@ lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libmimalloc.so.2 ] || pkgs+=(libmimalloc2.0)
 if [ ${#pkgs[@]} -gt 0 ]; then
   sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      echo "deps: missing ${pkgs[*]}; run as root (or install sudo) to install them" >&2
+      exit 1
+    fi
+    sudo=sudo
+  fi
   echo "deps: installing ${pkgs[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${pkgs[@]}" >/dev/null

@@ -1,6 +1,6 @@
-/* platform.c - the bottom layer: USLAB_* options, one-line reports, clock, CPU id,
- * and the once-per-process choice of per-CPU mode (rseq or locked).
- * Locks: init_lock (start-up only); never allocates. */
+/* platform.c - the bottom layer: USLAB_* options, reports, clock, CPU id, and the
+ * once-per-process choice of per-CPU mode. Locks: init_lock (start-up), report_lock
+ * (copies the report handler); never allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +67,18 @@ static void write_all(int fd, const char *buf, size_t len)
 	}
 }
 
+/* Reports made while usl_init holds init_lock wait until it is released, so a
+ * handler may call into uslab (deferring is this thread's, set only in usl_init). */
+#define PENDING_MAX 8
+static struct {
+	enum uslab_error kind;
+	char line[256];
+} pending[PENDING_MAX];
+static int npending;
+static __thread int deferring __attribute__((tls_model("initial-exec")));
+
+static void deliver(enum uslab_error kind, char *line, size_t cap);
+
 void usl_report(enum uslab_error kind, const char *fmt, ...)
 {
 	char line[512];
@@ -77,6 +89,23 @@ void usl_report(enum uslab_error kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
+	if (deferring) {
+		if (npending < PENDING_MAX) {
+			pending[npending].kind = kind;
+			snprintf(pending[npending].line, sizeof(pending[npending].line), "%s", line);
+			npending++;
+		}
+		errno = saved;
+		return;
+	}
+	deliver(kind, line, sizeof(line));
+	errno = saved;
+}
+
+static void deliver(enum uslab_error kind, char *line, size_t cap)
+{
+	size_t n;
+
 	if (kind != USLAB_ERR_NONE)
 		__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&report_lock);
@@ -87,10 +116,11 @@ void usl_report(enum uslab_error kind, const char *fmt, ...)
 		fn(kind, line, arg);
 	} else {
 		n = strlen(line);
-		line[n < sizeof(line) - 1 ? n : sizeof(line) - 2] = '\n';
-		write_all(2, line, (n < sizeof(line) - 1 ? n : sizeof(line) - 2) + 1);
+		if (n > cap - 2)
+			n = cap - 2;
+		line[n] = '\n';
+		write_all(2, line, n + 1);
 	}
-	errno = saved;
 }
 
 /* ---- options ---- */
@@ -252,14 +282,16 @@ static bool rseq_usable(void)
 void usl_init(void)
 {
 	pthread_mutex_lock(&init_lock);
+	deferring = 1;
 	if (!usl_inited) {
 		read_options();
 		usl_nr_cpus = possible_cpus();
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 		usl_online_cpus = online < 1 ? 1 : (online > (long)usl_nr_cpus ? usl_nr_cpus : (unsigned int)online);
 		if (usl_pages_init() != 0) {
+			deferring = 0;
 			pthread_mutex_unlock(&init_lock);
-			usl_report(USLAB_ERR_NOMEM, "cannot reserve address space; aborting");
+			usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
 			abort();
 		}
 		usl_rseq_mode = rseq_usable();
@@ -270,7 +302,12 @@ void usl_init(void)
 			usl_report(USLAB_ERR_OPTION, "USLAB_RSEQ=1 but rseq is not registered here; using locked mode");
 		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);
 	}
+	deferring = 0;
+	int n = npending;
+	npending = 0;
 	pthread_mutex_unlock(&init_lock);
+	for (int i = 0; i < n; i++)
+		deliver(pending[i].kind, pending[i].line, sizeof(pending[i].line));
 }
 
 const char *uslab_percpu_mode(void)
