@@ -1,7 +1,6 @@
-/* cache.c - the front layer's cache registry: kmem_cache_create argument checks,
- * the list of caches, destroy (with the "Objects remaining" check), shrink, and
- * metadata blocks for cache structures.
- * Locks: slab_mutex (outermost); calls into the SLUB core, which takes the rest. */
+/* cache.c - the cache registry: kmem_cache_create checks, destroy ("Objects
+ * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex
+ * (outermost); the fork handlers take every lock of the library. */
 #include <stdlib.h>
 #include <string.h>
 

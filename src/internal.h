@@ -1,10 +1,6 @@
-/* internal.h - every internal layout (struct slab, kmem_cache, per-CPU slot, node)
- * and the usl_* interfaces between files, grouped by the file that owns them.
- * Takes no locks itself; each prototype says which locks its callee takes.
- *
- * Glossary: a "page" is an OS page (size read at run time); a "block" is 2^order
- * naturally aligned pages from the page provider; a "slab" is a block carved into
- * objects of one cache; an "object" is what kmem_cache_alloc returns. */
+/* internal.h - every internal layout (struct slab, kmem_cache, slot, node) and the
+ * usl_* interfaces between files, grouped by owning file. Takes no locks.
+ * Vocabulary (page, block, slab, object, slot): docs/ARCHITECTURE.md section 1. */
 #ifndef USL_INTERNAL_H
 #define USL_INTERNAL_H
 
@@ -16,8 +12,8 @@
 #include "uslab.h"
 
 #define USL_HIDDEN __attribute__((visibility("hidden")))
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define usl_likely(x) __builtin_expect(!!(x), 1)
+#define usl_unlikely(x) __builtin_expect(!!(x), 0)
 #define USL_ALIGN(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
 #define USL_CACHELINE 64
 
@@ -103,10 +99,10 @@ _Static_assert(offsetof(struct slab, counters) == offsetof(struct slab, freelist
 #define USL_FROZEN_BIT (1UL << 31)
 #define USL_MAX_OBJS_PER_SLAB 32767
 
-static inline unsigned int counters_inuse(unsigned long c) { return (unsigned int)(c & USL_INUSE_MASK); }
-static inline unsigned int counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
-static inline bool counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
-static inline unsigned long counters_make(unsigned int inuse, unsigned int objects, bool frozen)
+static inline unsigned int usl_counters_inuse(unsigned long c) { return (unsigned int)(c & USL_INUSE_MASK); }
+static inline unsigned int usl_counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
+static inline bool usl_counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
+static inline unsigned long usl_counters_make(unsigned int inuse, unsigned int objects, bool frozen)
 {
 	return ((unsigned long)inuse & USL_INUSE_MASK) | (((unsigned long)objects & USL_OBJECTS_MASK) << USL_OBJECTS_SHIFT) |
 	       (frozen ? USL_FROZEN_BIT : 0);
@@ -233,7 +229,7 @@ USL_HIDDEN void usl_init(void);                 /* once; no allocation */
 extern int usl_inited USL_HIDDEN;
 static inline void usl_ensure_init(void)
 {
-	if (unlikely(!__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE)))
+	if (usl_unlikely(!__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE)))
 		usl_init();
 }
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
@@ -272,7 +268,7 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - usl_base;
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
-	if (unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
 	return usl_table[off >> usl_page_shift].head;
 }

@@ -1,6 +1,5 @@
-/* pages.c - the page provider: one reserved address range, the struct slab table
- * (one entry per page), naturally aligned 2^order blocks with buddy merging, and
- * returning free blocks to the OS (madvise after a delay, or at once on purge).
+/* pages.c - the page provider: the reserved range, the struct slab table, buddy
+ * blocks of 2^order pages, and giving free blocks back to the OS (madvise).
  * Locks: pages_lock, the innermost lock of the library. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -133,7 +132,7 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	if (order > USL_MAX_ORDER)
 		return NULL;
 	pthread_mutex_lock(&pages_lock);
-	if (unlikely(fail_after >= 0)) {
+	if (usl_unlikely(fail_after >= 0)) {
 		if (fail_after == 0) {
 			pthread_mutex_unlock(&pages_lock);
 			return NULL;

@@ -1,24 +1,22 @@
-/* rseq_x86.h - the restartable-sequence critical sections on a per-CPU slot
- * (x86-64). Each section reads this thread's rseq cpu_id, finds the slot, checks
- * the slot's flush mark, and ends in exactly one committing store; preemption,
- * migration or a signal before that store makes the kernel restart it from the top.
- * No locks. See docs/ARCHITECTURE.md, "Per-CPU protocol". */
+/* rseq_x86.h - the restartable sequences on a per-CPU slot (x86-64): each ends in
+ * one committing store and restarts on preemption, migration or a signal.
+ * No locks; the protocol is in docs/ARCHITECTURE.md section 6. */
 #ifndef USL_RSEQ_X86_H
 #define USL_RSEQ_X86_H
 
 #include "../internal.h"
 
 /* Return codes of the sections. */
-#define RS_OK 0
-#define RS_MARKED 1   /* a flusher owns the slot: wait, then retry */
-#define RS_OTHER 2    /* section-specific: empty / full / double free */
-#define RS_NOCPU 3    /* rseq not registered for this thread (or cpu out of range) */
+#define USL_RS_OK 0
+#define USL_RS_MARKED 1   /* a flusher owns the slot: wait, then retry */
+#define USL_RS_OTHER 2    /* section-specific: empty / full / double free */
+#define USL_RS_NOCPU 3    /* rseq not registered for this thread (or cpu out of range) */
 
 /* Descriptor (struct rseq_cs: version, flags, start, post-commit offset, abort) in
  * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
  * handler jumps back to label 0, which re-arms rseq_cs and starts again.
  * Labels: 0 arm, 1 start, 2 post-commit, 3 descriptor, 4 abort. */
-#define RSEQ_PROLOGUE_TO(nocpu, marked)                                          \
+#define USL_RSEQ_PROLOGUE_TO(nocpu, marked)                                          \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
 	".balign 32\n"                                                           \
 	"3:\n\t"                                                                 \
@@ -43,12 +41,12 @@
 	"cmpl $0, 32(%%rax)\n\t"                                                 \
 	"jne " marked "\n\t"
 
-#define RSEQ_PROLOGUE RSEQ_PROLOGUE_TO("9f", "5f")
+#define USL_RSEQ_PROLOGUE USL_RSEQ_PROLOGUE_TO("9f", "5f")
 
 /* The end of a section that returns a code in %[ret]: label 2 is the
- * post-commit address (RS_OK); 5: marked slot, 7: the section's own refusal,
+ * post-commit address (USL_RS_OK); 5: marked slot, 7: the section's own refusal,
  * 9: no CPU. */
-#define RSEQ_RET_EPILOGUE                                                        \
+#define USL_RSEQ_RET_EPILOGUE                                                        \
 	"2:\n\t"                                                                 \
 	"xorl %[ret], %[ret]\n\t"                                                \
 	"jmp 6f\n"                                                               \
@@ -62,23 +60,23 @@
 	"movl $3, %[ret]\n"                                                      \
 	"6:\n"
 
-#define RSEQ_COMMON_IN                                                           \
+#define USL_RSEQ_COMMON_IN                                                           \
 	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(s->cpu_slab)
 
 /* Pop one object from this CPU's freelist into obj, or jump to the caller's C
  * label `slow` (also taken in locked mode, where usl_rseq_nr is 0). */
-#define RSEQ_ALLOC(s, obj)                                                         \
+#define USL_RSEQ_ALLOC(s, obj)                                                         \
 	do {                                                                       \
 		unsigned long next_;                                               \
-		__asm__ __volatile__ goto(RSEQ_ALLOC_ASM                           \
+		__asm__ __volatile__ goto(USL_RSEQ_ALLOC_ASM                           \
 			: [obj] "=&r"(obj), [next] "=&r"(next_)                    \
-			: RSEQ_COMMON_IN, [off] "r"((unsigned long)(s)->offset)    \
+			: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)(s)->offset)    \
 			: "rax", "memory", "cc"                                    \
 			: slow);                                                   \
 	} while (0)
 
-#define RSEQ_ALLOC_ASM                                                             \
-	RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")                                \
+#define USL_RSEQ_ALLOC_ASM                                                             \
+	USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")                                \
 	"movq 8(%%rax), %[obj]\n\t"                                               \
 	"testq %[obj], %[obj]\n\t"                                                \
 	"jz %l[slow]\n\t"                                                         \
@@ -90,14 +88,14 @@
 	"prefetcht0 (%[next],%[off])\n"
 
 /* Push obj onto this CPU's freelist if its slab is this CPU's slab. Returns
- * RS_OK, RS_OTHER when obj is already the freelist head (double free), or
- * RS_MARKED for everything else (slow path). */
-static inline int rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
+ * USL_RS_OK, USL_RS_OTHER when obj is already the freelist head (double free), or
+ * USL_RS_MARKED for everything else (slow path). */
+static inline int usl_rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
 {
 	unsigned long tmp;
 
 	__asm__ __volatile__ goto(
-		RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
+		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
 		"cmpq %[slab], 16(%%rax)\n\t"
 		"jne %l[slow]\n\t"
 		"movq 8(%%rax), %[tmp]\n\t"
@@ -107,32 +105,32 @@ static inline int rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
 		"movq %[obj], 8(%%rax)\n"
 		"2:\n"
 		: [tmp] "=&r"(tmp)
-		: RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
+		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
 		: "rax", "memory", "cc"
 		: slow, dbl);
-	return RS_OK;
+	return USL_RS_OK;
 slow:
-	return RS_MARKED;
+	return USL_RS_MARKED;
 dbl:
-	return RS_OTHER;
+	return USL_RS_OTHER;
 }
 
 /* Take {freelist, slab} out of this CPU's slot, leaving it empty (one 16-byte store). */
-static inline int rseq_detach(struct kmem_cache *s, void **freelist, struct slab **slab)
+static inline int usl_rseq_detach(struct kmem_cache *s, void **freelist, struct slab **slab)
 {
 	int ret;
 	void *fl;
 	struct slab *sl;
 
 	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+		USL_RSEQ_PROLOGUE
 		"movq 8(%%rax), %[fl]\n\t"
 		"movq 16(%%rax), %[sl]\n\t"
 		"pxor %%xmm0, %%xmm0\n\t"
 		"movups %%xmm0, 8(%%rax)\n"
-		RSEQ_RET_EPILOGUE
+		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [fl] "=&r"(fl), [sl] "=&r"(sl)
-		: RSEQ_COMMON_IN
+		: USL_RSEQ_COMMON_IN
 		: "rax", "xmm0", "memory", "cc");
 	*freelist = fl;
 	*slab = sl;
@@ -140,38 +138,38 @@ static inline int rseq_detach(struct kmem_cache *s, void **freelist, struct slab
 }
 
 /* Put {freelist, slab} into this CPU's slot if it is empty (one 16-byte store).
- * RS_OTHER: the slot is not empty (another thread on this CPU, or we migrated). */
-static inline int rseq_install(struct kmem_cache *s, void *freelist, struct slab *slab)
+ * USL_RS_OTHER: the slot is not empty (another thread on this CPU, or we migrated). */
+static inline int usl_rseq_install(struct kmem_cache *s, void *freelist, struct slab *slab)
 {
 	int ret;
 	struct usl_pair pair = { (unsigned long)freelist, (unsigned long)slab };
 
 	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+		USL_RSEQ_PROLOGUE
 		"cmpq $0, 8(%%rax)\n\t"
 		"jne 7f\n\t"
 		"cmpq $0, 16(%%rax)\n\t"
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
 		"movups %%xmm0, 8(%%rax)\n"
-		RSEQ_RET_EPILOGUE
+		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
-		: RSEQ_COMMON_IN, [pair] "m"(pair)
+		: USL_RSEQ_COMMON_IN, [pair] "m"(pair)
 		: "rax", "xmm0", "memory", "cc");
 	return ret;
 }
 
 /* Push slab on this CPU's partial chain unless that makes it longer than limit
- * (RS_OTHER: drain first). slab->next and slab->slabs are written before the
+ * (USL_RS_OTHER: drain first). slab->next and slab->slabs are written before the
  * commit; slab is private to the caller until the commit, so a restart is harmless. */
-static inline int rseq_partial_push(struct kmem_cache *s, struct slab *slab, unsigned int limit)
+static inline int usl_rseq_partial_push(struct kmem_cache *s, struct slab *slab, unsigned int limit)
 {
 	int ret;
 	unsigned long head;
 	unsigned int cnt;
 
 	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+		USL_RSEQ_PROLOGUE
 		"movq 24(%%rax), %[head]\n\t"
 		"movl $1, %[cnt]\n\t"
 		"testq %[head], %[head]\n\t"
@@ -184,21 +182,21 @@ static inline int rseq_partial_push(struct kmem_cache *s, struct slab *slab, uns
 		"movq %[head], 32(%[slab])\n\t"
 		"movl %[cnt], 40(%[slab])\n\t"
 		"movq %[slab], 24(%%rax)\n"
-		RSEQ_RET_EPILOGUE
+		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [cnt] "=&r"(cnt)
-		: RSEQ_COMMON_IN, [slab] "r"(slab), [limit] "r"(limit)
+		: USL_RSEQ_COMMON_IN, [slab] "r"(slab), [limit] "r"(limit)
 		: "rax", "memory", "cc");
 	return ret;
 }
 
-/* Pop the first cpu partial slab (RS_OTHER: none), or with all=1 take the whole chain. */
-static inline int rseq_partial_take(struct kmem_cache *s, struct slab **out, int all)
+/* Pop the first cpu partial slab (USL_RS_OTHER: none), or with all=1 take the whole chain. */
+static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out, int all)
 {
 	int ret;
 	unsigned long head, next;
 
 	__asm__ __volatile__(
-		RSEQ_PROLOGUE
+		USL_RSEQ_PROLOGUE
 		"movq 24(%%rax), %[head]\n\t"
 		"testq %[head], %[head]\n\t"
 		"jz 7f\n\t"
@@ -208,9 +206,9 @@ static inline int rseq_partial_take(struct kmem_cache *s, struct slab **out, int
 		"movq 32(%[head]), %[next]\n"
 		"8:\n\t"
 		"movq %[next], 24(%%rax)\n"
-		RSEQ_RET_EPILOGUE
+		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [next] "=&r"(next)
-		: RSEQ_COMMON_IN, [all] "r"(all)
+		: USL_RSEQ_COMMON_IN, [all] "r"(all)
 		: "rax", "memory", "cc");
 	*out = (struct slab *)head;
 	return ret;

@@ -1,8 +1,6 @@
-/* slub.c - the SLUB core: per-CPU fast paths (rseq or locked cmpxchg16b), the slow
- * paths over cpu slab -> cpu partial -> node partial -> new slab, remote frees
- * (slab_free_slow, the kernel's __slab_free), flush, shrink and sizing.
- * Locks, in order: the per-CPU slot lock (locked mode only), node list_lock,
- * then pages_lock inside the page provider. flush_mutex serialises flushers. */
+/* slub.c - the SLUB core: fast and slow paths, remote frees (slab_free_slow),
+ * flush, shrink, sizing. Locks: flush_mutex, then the slot lock (locked mode),
+ * then node list_lock; pages_lock is taken inside the page provider. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <string.h>
@@ -123,7 +121,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
 	}
 	slab->freelist = NULL;
-	slab->counters = counters_make(objects, objects, true);
+	slab->counters = usl_counters_make(objects, objects, true);
 	slab->next = NULL;
 	slab->slabs = 0;
 	slab->node_partial = 0;
@@ -138,7 +136,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 static void discard_slab(struct kmem_cache *s, struct slab *slab)
 {
 	struct kmem_cache_node *n = get_node(s, slab);
-	unsigned int objects = counters_objects(slab->counters);
+	unsigned int objects = usl_counters_objects(slab->counters);
 
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
@@ -162,7 +160,7 @@ static void *freeze_slab(struct slab *slab)
 		if (!fl)
 			return NULL;
 	} while (!slab_update_freelist(slab, fl, c, NULL,
-	                               counters_make(counters_objects(c), counters_objects(c), true)));
+	                               usl_counters_make(usl_counters_objects(c), usl_counters_objects(c), true)));
 	return fl;
 }
 
@@ -176,7 +174,7 @@ static void *get_freelist(struct slab *slab)
 	do {
 		slab_snapshot(slab, &fl, &c);
 	} while (!slab_update_freelist(slab, fl, c, NULL,
-	                               counters_make(counters_objects(c), counters_objects(c), fl != NULL)));
+	                               usl_counters_make(usl_counters_objects(c), usl_counters_objects(c), fl != NULL)));
 	return fl;
 }
 
@@ -203,7 +201,7 @@ static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void
 		} else {
 			new_fl = old_fl;
 		}
-		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), false);
+		nc = usl_counters_make(usl_counters_inuse(c) - cnt, usl_counters_objects(c), false);
 	} while (!slab_update_freelist(slab, old_fl, c, new_fl, nc));
 	*new_freelist = new_fl;
 	return nc;
@@ -219,7 +217,7 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 	void *new_fl;
 	unsigned long nc = unfreeze_slab(s, slab, fl, &remote_frees, &new_fl);
 
-	if (counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
+	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		discard_slab(s, slab);
 	} else if (new_fl) {
 		pthread_mutex_lock(&n->list_lock);
@@ -247,7 +245,7 @@ static void put_partials(struct kmem_cache *s, struct slab *chain)
 		}
 		/* Under list_lock inuse == 0 is final: nobody can allocate from a slab on
 		 * no list, and a free that empties it takes list_lock before its CAS. */
-		if (counters_inuse(usl_load(&slab->counters)) == 0 && n->nr_partial >= s->min_partial) {
+		if (usl_counters_inuse(usl_load(&slab->counters)) == 0 && n->nr_partial >= s->min_partial) {
 			slab->next = discard;
 			discard = slab;
 		} else {
@@ -276,7 +274,7 @@ static inline unsigned long tid_step(void) { return tid_step_v; }
 static inline struct kmem_cache_cpu *hint_slot(struct kmem_cache *s)
 {
 	int h = cpu_hint;
-	if (unlikely(h < 0 || (unsigned int)h >= usl_nr_cpus))
+	if (usl_unlikely(h < 0 || (unsigned int)h >= usl_nr_cpus))
 		h = cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
 	return &s->cpu_slab[h];
 }
@@ -321,22 +319,22 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 {
 	if (usl_rseq_mode) {
 		for (;;) {
-			int r = rseq_partial_push(s, slab, s->cpu_partial_slabs);
-			if (r == RS_OK)
+			int r = usl_rseq_partial_push(s, slab, s->cpu_partial_slabs);
+			if (r == USL_RS_OK)
 				return;
-			if (r == RS_MARKED) {
+			if (r == USL_RS_MARKED) {
 				wait_flush(s);
 				continue;
 			}
-			if (r == RS_NOCPU)
+			if (r == USL_RS_NOCPU)
 				break;
 			struct slab *chain;
-			r = rseq_partial_take(s, &chain, 1);
-			if (r == RS_OK)
+			r = usl_rseq_partial_take(s, &chain, 1);
+			if (r == USL_RS_OK)
 				put_partials(s, chain);
-			else if (r == RS_MARKED)
+			else if (r == USL_RS_MARKED)
 				wait_flush(s);
-			else if (r == RS_NOCPU)
+			else if (r == USL_RS_NOCPU)
 				break;
 		}
 		slab->next = NULL;
@@ -376,29 +374,29 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 	unsigned long c, nc;
 
 	do {
-		if (unlikely(n)) {
+		if (usl_unlikely(n)) {
 			pthread_mutex_unlock(&n->list_lock);
 			n = NULL;
 		}
 		slab_snapshot(slab, &prior, &c);
-		if (unlikely(cnt == 1 && prior == head)) {
+		if (usl_unlikely(cnt == 1 && prior == head)) {
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
 			           s->name, head);
 			return;
 		}
-		if (unlikely(counters_inuse(c) < cnt)) {
+		if (usl_unlikely(usl_counters_inuse(c) < cnt)) {
 			/* More frees than objects in use: a double free that was not at
 			 * the freelist head. Refuse it rather than wrap the counter. */
 			if (n)
 				pthread_mutex_unlock(&n->list_lock);
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (slab has %u objects in use); not freed",
-			           s->name, head, counters_inuse(c));
+			           s->name, head, usl_counters_inuse(c));
 			return;
 		}
-		was_frozen = counters_frozen(c);
+		was_frozen = usl_counters_frozen(c);
 		set_freepointer(s, tail, prior);
-		nc = counters_make(counters_inuse(c) - cnt, counters_objects(c), was_frozen);
-		if ((counters_inuse(nc) == 0 || !prior) && !was_frozen) {
+		nc = usl_counters_make(usl_counters_inuse(c) - cnt, usl_counters_objects(c), was_frozen);
+		if ((usl_counters_inuse(nc) == 0 || !prior) && !was_frozen) {
 			if (!has_cpu_partial || prior) {
 				/* May need list changes: lock before the CAS so that a
 				 * concurrent put_partials sees a consistent inuse. */
@@ -409,7 +407,7 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 		}
 	} while (!slab_update_freelist(slab, prior, c, head, nc));
 
-	if (likely(!n)) {
+	if (usl_likely(!n)) {
 		if (!was_frozen && has_cpu_partial && !prior)
 			put_cpu_partial(s, slab);   /* was full: now ours to place */
 		return;
@@ -419,7 +417,7 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 		pthread_mutex_unlock(&n->list_lock);
 		return;
 	}
-	if (counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
+	if (usl_counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
 		if (prior)
 			remove_partial(n, slab);
 		pthread_mutex_unlock(&n->list_lock);
@@ -490,7 +488,7 @@ static void *alloc_direct(struct kmem_cache *s)
 		if (!next)
 			remove_partial(n, slab);
 		if (slab_update_freelist(slab, fl, c, next,
-		                         counters_make(counters_inuse(c) + 1, counters_objects(c), false))) {
+		                         usl_counters_make(usl_counters_inuse(c) + 1, usl_counters_objects(c), false))) {
 			pthread_mutex_unlock(&n->list_lock);
 			return fl;
 		}
@@ -505,7 +503,7 @@ static void *alloc_direct(struct kmem_cache *s)
 	obj = fl;
 	fl = get_freepointer(s, obj);
 	slab->freelist = fl;
-	slab->counters = counters_make(1, counters_objects(slab->counters), false);
+	slab->counters = usl_counters_make(1, usl_counters_objects(slab->counters), false);
 	if (fl) {
 		pthread_mutex_lock(&n->list_lock);
 		add_partial(n, slab, false);
@@ -527,12 +525,12 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 			if (slab)
 				lc->partial = slab->next;
 		} else {
-			int r = rseq_partial_take(s, &slab, 0);
-			if (r == RS_MARKED) {
+			int r = usl_rseq_partial_take(s, &slab, 0);
+			if (r == USL_RS_MARKED) {
 				wait_flush(s);
 				continue;
 			}
-			if (r != RS_OK)
+			if (r != USL_RS_OK)
 				slab = NULL;
 		}
 		if (!slab)
@@ -570,9 +568,9 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 			lc->partial = e;
 		} else {
 			int r;
-			while ((r = rseq_partial_push(s, e, ~0u)) == RS_MARKED)
+			while ((r = usl_rseq_partial_push(s, e, ~0u)) == USL_RS_MARKED)
 				wait_flush(s);
-			if (r != RS_OK) {       /* no CPU: to the node list */
+			if (r != USL_RS_OK) {       /* no CPU: to the node list */
 				e->next = NULL;
 				put_partials(s, e);
 			}
@@ -616,12 +614,12 @@ static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp
 	}
 
 	for (;;) {
-		int r = rseq_detach(s, &fl, &slab);
-		if (r == RS_MARKED) {
+		int r = usl_rseq_detach(s, &fl, &slab);
+		if (r == USL_RS_MARKED) {
 			wait_flush(s);
 			continue;
 		}
-		if (r == RS_NOCPU) {
+		if (r == USL_RS_NOCPU) {
 			obj = alloc_direct(s);
 			if (!obj)
 				goto nomem;
@@ -640,12 +638,12 @@ static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp
 	obj = fl;
 	fl = get_freepointer(s, obj);
 	for (;;) {
-		int r = rseq_install(s, fl, slab);
-		if (r == RS_MARKED) {
+		int r = usl_rseq_install(s, fl, slab);
+		if (r == USL_RS_MARKED) {
 			wait_flush(s);
 			continue;
 		}
-		if (r != RS_OK)  /* migrated, or another thread refilled this CPU */
+		if (r != USL_RS_OK)  /* migrated, or another thread refilled this CPU */
 			deactivate_slab(s, slab, fl);
 		break;
 	}
@@ -671,7 +669,7 @@ static __attribute__((noinline)) void *alloc_fast_locked(struct kmem_cache *s)
 	do {
 		tid = usl_load(&c->tid);
 		obj = usl_load_ptr(&c->freelist);
-		if (unlikely(!obj))
+		if (usl_unlikely(!obj))
 			return NULL;
 	} while (!usl_cas16(c, tid, (unsigned long)obj, tid + tid_step(),
 	                    (unsigned long)get_freepointer_safe(s, obj)));
@@ -681,7 +679,7 @@ static __attribute__((noinline)) void *alloc_fast_locked(struct kmem_cache *s)
 /* Everything but the common case: NULL cache, empty freelist, __GFP_ZERO. */
 static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
 {
-	if (unlikely(!s)) {
+	if (usl_unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
 		return NULL;
 	}
@@ -696,11 +694,11 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj;
 
-	if (unlikely(!s))
+	if (usl_unlikely(!s))
 		return alloc_tail(s, gfp, NULL);
 	/* One section serves both modes: in locked mode it jumps to `other` at once. */
-	RSEQ_ALLOC(s, obj);
-	if (unlikely(gfp & __GFP_ZERO))
+	USL_RSEQ_ALLOC(s, obj);
+	if (usl_unlikely(gfp & __GFP_ZERO))
 		return alloc_tail(s, gfp, obj);
 	return obj;
 slow:
@@ -748,7 +746,7 @@ static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, v
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
 static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)
 {
-	if (unlikely(__atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE) != s)) {
+	if (usl_unlikely(__atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE) != s)) {
 		report_bad_free(s, x, slab);
 		return;
 	}
@@ -767,7 +765,7 @@ static __attribute__((noinline)) void free_locked(struct kmem_cache *s, struct s
 		if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
 			break;
 		fl = usl_load_ptr(&c->freelist);
-		if (unlikely(fl == x)) {
+		if (usl_unlikely(fl == x)) {
 			report_double_free(s, x);
 			return;
 		}
@@ -783,15 +781,15 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 	struct slab *slab;
 	unsigned int idx;
 
-	if (unlikely(!x))
+	if (usl_unlikely(!x))
 		return;
-	if (unlikely(!s)) {
+	if (usl_unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
 	/* usl_virt_to_slab, keeping the range offset for the object index. */
 	uintptr_t off = (uintptr_t)x - usl_base;
-	if (unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
 		report_bad_free(s, x, NULL);
 		return;
 	}
@@ -801,15 +799,15 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 	 * (A free block's head has a stale addr: its index check may pass, but its
 	 * slab_cache is NULL, which the slow path reports.) */
 	uint32_t in_slab = (uint32_t)((uintptr_t)x - (uintptr_t)slab->addr);
-	if (unlikely(!obj_index_at(s, slab, in_slab, &idx))) {
+	if (usl_unlikely(!obj_index_at(s, slab, in_slab, &idx))) {
 		report_bad_free(s, x, slab);
 		return;
 	}
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
-	int r = rseq_free(s, slab, x);
-	if (likely(r == RS_OK))
+	int r = usl_rseq_free(s, slab, x);
+	if (usl_likely(r == USL_RS_OK))
 		return;
-	if (r == RS_OTHER) {
+	if (r == USL_RS_OTHER) {
 		report_double_free(s, x);
 		return;
 	}
@@ -923,7 +921,7 @@ unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
 	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
 		unsigned long c = usl_load(&slab->counters);
-		free_objs += counters_objects(c) - counters_inuse(c);
+		free_objs += usl_counters_objects(c) - usl_counters_inuse(c);
 	}
 	pthread_mutex_unlock(&n->list_lock);
 	return total - free_objs;
@@ -946,9 +944,9 @@ static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 	while (it != &n->partial) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
 		unsigned long c = usl_load(&slab->counters);
-		unsigned int free_objs = counters_objects(c) - counters_inuse(c);
+		unsigned int free_objs = usl_counters_objects(c) - usl_counters_inuse(c);
 		it = it->next;
-		if (free_objs == counters_objects(c)) {
+		if (free_objs == usl_counters_objects(c)) {
 			remove_partial(n, slab);
 			slab->next = discard;
 			discard = slab;
@@ -1005,7 +1003,7 @@ void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
 	out->node_partial = n->nr_partial;
 	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
-		if (counters_inuse(usl_load(&slab->counters)) == 0)
+		if (usl_counters_inuse(usl_load(&slab->counters)) == 0)
 			out->empty_node_partial++;
 	}
 	pthread_mutex_unlock(&n->list_lock);

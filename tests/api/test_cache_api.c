@@ -403,12 +403,12 @@ static void test_double_free_not_head(void)
 	struct slab *full = usl_virt_to_slab(o[0]);
 	for (unsigned int i = 0; i < n; i++)
 		kmem_cache_free(s, o[i]);               /* the full slab empties */
-	if (full->slab_cache == s && counters_inuse(full->counters) == 0) {
+	if (full->slab_cache == s && usl_counters_inuse(full->counters) == 0) {
 		kmem_cache_free(s, o[1]);           /* not the head: o[n-1] is */
 		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 1);
-		CHECK_EQ(counters_inuse(full->counters), 0);
-		CHECK_EQ(counters_objects(full->counters), n);
-		CHECK(!counters_frozen(full->counters));
+		CHECK_EQ(usl_counters_inuse(full->counters), 0);
+		CHECK_EQ(usl_counters_objects(full->counters), n);
+		CHECK(!usl_counters_frozen(full->counters));
 	}
 	kmem_cache_free(s, o[n]);
 	CHECK_EQ(in_use(s), 0);

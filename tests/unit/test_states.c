@@ -14,7 +14,7 @@ static struct kmem_cache_cpu *my_slot(struct kmem_cache *s)
 	return &s->cpu_slab[sched_getcpu()];
 }
 
-static bool frozen(struct slab *slab) { return counters_frozen(slab->counters); }
+static bool frozen(struct slab *slab) { return usl_counters_frozen(slab->counters); }
 
 int main(void)
 {
@@ -107,7 +107,7 @@ int main(void)
 	bad = 0;
 	for (struct usl_list *it = s->node[0]->partial.next; it != &s->node[0]->partial; it = it->next) {
 		struct slab *sl = usl_container_of(it, struct slab, slab_list);
-		unsigned int f = counters_objects(sl->counters) - counters_inuse(sl->counters);
+		unsigned int f = usl_counters_objects(sl->counters) - usl_counters_inuse(sl->counters);
 		bad += f < prev_free || f == 0;
 		prev_free = f;
 	}
