@@ -55,6 +55,12 @@ USLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC
 USLAB_API void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int node) USLAB_MALLOC_ATTR;
 USLAB_API void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
 USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
+/* Bulk: all or nothing. Returns nr, or 0 with nothing allocated. */
+USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr, void **p);
+/* Frees p[0..nr) (NULL entries are skipped); s == NULL: objects of any caches.
+ * The order of p is changed. Bad pointers and duplicates are reported, not freed. */
+USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+USLAB_API void kfree_bulk(size_t nr, void **p);
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);
 USLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
 USLAB_API const char *kmem_cache_name(struct kmem_cache *s);

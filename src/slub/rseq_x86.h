@@ -11,6 +11,8 @@
 #define USL_RS_MARKED 1   /* a flusher owns the slot: wait, then retry */
 #define USL_RS_OTHER 2    /* section-specific: empty / full / double free */
 #define USL_RS_NOCPU 3    /* rseq not registered for this thread (or cpu out of range) */
+#define USL_RS_DOUBLE 4   /* usl_rseq_free_chain: the chain's head is already the freelist head */
+#define USL_RS_DOUBLE_TAIL 5 /* usl_rseq_free_chain: the chain's tail is already the freelist head */
 
 /* Descriptor (struct rseq_cs: version, flags, start, post-commit offset, abort) in
  * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
@@ -113,6 +115,41 @@ slow:
 	return USL_RS_MARKED;
 dbl:
 	return USL_RS_OTHER;
+}
+
+/* Push the chain head..tail (objects of slab) onto this CPU's freelist if slab is
+ * this CPU's slab (USL_RS_OTHER: it is not; USL_RS_DOUBLE / _TAIL: the head / tail
+ * is the freelist's head already, and nothing was written). tail's free pointer is written before
+ * the commit; the chain is private, so a restart rewrites it harmlessly. */
+static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, void *head, void *tail)
+{
+	int ret;
+	unsigned long tmp;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"cmpq %[slab], 16(%%rax)\n\t"
+		"jne 7f\n\t"
+		"movq 8(%%rax), %[tmp]\n\t"
+		"cmpq %[tmp], %[head]\n\t"
+		"je 8f\n\t"
+		"cmpq %[tmp], %[tail]\n\t"
+		"je 11f\n\t"
+		"movq %[tmp], (%[tail],%[off])\n\t"
+		"movq %[head], 8(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		"jmp 10f\n"
+		"8:\n\t"
+		"movl $4, %[ret]\n\t"
+		"jmp 10f\n"
+		"11:\n\t"
+		"movl $5, %[ret]\n"
+		"10:\n"
+		: [ret] "=&r"(ret), [tmp] "=&r"(tmp)
+		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [head] "r"(head), [tail] "r"(tail),
+		  [slab] "r"(slab)
+		: "rax", "memory", "cc");
+	return ret;
 }
 
 /* Take {freelist, slab} out of this CPU's slot, leaving it empty (one 16-byte store). */

@@ -719,22 +719,31 @@ void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
 }
 
 /* Why x cannot be freed to s (reported, not freed). */
-static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s, const void *x, struct slab *slab)
+/* Why x cannot be freed (reported, not freed). fn names the entry point; s is the
+ * cache the caller named, or NULL for kfree_bulk (any cache). */
+static void __attribute__((noinline, cold)) report_bad_free_in(const char *fn, struct kmem_cache *s, const void *x,
+                                                            struct slab *slab)
 {
+	const char *name = s ? s->name : "any cache";
+
 	if (!slab) {
-		usl_report(USLAB_ERR_FOREIGN, "kmem_cache_free(%s): %p is not a uslab pointer; not freed", s->name, x);
+		usl_report(USLAB_ERR_FOREIGN, "%s(%s): %p is not a uslab pointer; not freed", fn, name, x);
 		return;
 	}
 	struct kmem_cache *owner = __atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE);
 	if (!owner) {
-		usl_report(USLAB_ERR_NOT_OBJECT, "kmem_cache_free(%s): %p is not in a slab; not freed", s->name, x);
-	} else if (owner != s) {
-		usl_report(USLAB_ERR_WRONG_CACHE, "kmem_cache_free(%s): %p belongs to cache %s; not freed",
-		           s->name, x, owner->name);
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not in a slab; not freed", fn, name, x);
+	} else if (s && owner != s) {
+		usl_report(USLAB_ERR_WRONG_CACHE, "%s(%s): %p belongs to cache %s; not freed", fn, name, x, owner->name);
 	} else {
-		usl_report(USLAB_ERR_NOT_OBJECT, "kmem_cache_free(%s): %p is not the start of an object (offset %lu in its slab); not freed",
-		           s->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (offset %lu in its slab); not freed",
+		           fn, owner->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
 	}
+}
+
+static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s, const void *x, struct slab *slab)
+{
+	report_bad_free_in("kmem_cache_free", s, x, slab);
 }
 
 static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, void *x)
@@ -815,6 +824,360 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		free_checked_slow(s, slab, x);
 	else
 		free_locked(s, slab, x);
+}
+
+/* ===========================================================================
+ * Bulk allocation and freeing (seed 000: detached freelists)
+ */
+
+/* The slot's state, taken private for a bulk allocation (the kernel disables
+ * interrupts around its loop; here the slot is detached once and installed once). */
+struct bulk_slot {
+	struct kmem_cache_cpu *lc;   /* locked mode: the slot, its lock held */
+	void *fl;
+	struct slab *slab;
+};
+
+/* Take the slot. False: this thread has no slot (rseq not registered). */
+static bool bulk_take_slot(struct kmem_cache *s, struct bulk_slot *b)
+{
+	b->lc = NULL;
+	if (!usl_rseq_mode) {
+		cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+		b->lc = &s->cpu_slab[cpu_hint];
+		usl_spin_lock(&b->lc->lock);
+		locked_detach(b->lc, &b->fl, &b->slab);
+		return true;
+	}
+	for (;;) {
+		int r = usl_rseq_detach(s, &b->fl, &b->slab);
+		if (r == USL_RS_OK)
+			return true;
+		if (r == USL_RS_NOCPU)
+			return false;
+		wait_flush(s);
+	}
+}
+
+/* More objects for b->fl: what remote frees left on the slab, else a new cpu slab. */
+static bool bulk_refill(struct kmem_cache *s, struct bulk_slot *b)
+{
+	if (b->slab) {
+		b->fl = get_freelist(b->slab);   /* NULL: the slab is full and unfrozen */
+		if (b->fl)
+			return true;
+		b->slab = NULL;
+	}
+	b->slab = refill(s, b->lc, &b->fl);
+	return b->slab != NULL;
+}
+
+/* Give the slot back: install what is left, or return it to the slab. */
+static void bulk_put_slot(struct kmem_cache *s, struct bulk_slot *b)
+{
+	if (b->lc) {
+		if (b->slab && !b->lc->slab) {
+			locked_install(b->lc, b->fl, b->slab);
+			b->slab = NULL;
+		}
+		usl_spin_unlock(&b->lc->lock);
+		if (b->slab)           /* another thread filled the slot meanwhile */
+			deactivate_slab(s, b->slab, b->fl);
+		return;
+	}
+	if (!b->slab)
+		return;
+	for (;;) {
+		int r = usl_rseq_install(s, b->fl, b->slab);
+		if (r == USL_RS_MARKED) {
+			wait_flush(s);
+			continue;
+		}
+		if (r != USL_RS_OK)
+			deactivate_slab(s, b->slab, b->fl);
+		return;
+	}
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	struct bulk_slot b;
+	size_t i = 0;
+
+	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_bulk(%s): %s (nr %zu)", s ? s->name : "NULL",
+		           !s ? "NULL cache" : !p ? "NULL array" : "nr above INT_MAX", nr);
+		return 0;
+	}
+	if (!nr)
+		return 0;
+	if (!bulk_take_slot(s, &b)) {
+		/* No per-CPU slot for this thread: one object at a time. */
+		for (; i < nr; i++)
+			if (!(p[i] = alloc_direct(s)))
+				goto fail;
+	} else {
+		for (; i < nr; i++) {
+			if (usl_unlikely(!b.fl) && !bulk_refill(s, &b)) {
+				bulk_put_slot(s, &b);
+				goto fail;
+			}
+			p[i] = b.fl;
+			b.fl = get_freepointer(s, b.fl);
+		}
+		bulk_put_slot(s, &b);
+	}
+	if (gfp & __GFP_ZERO)
+		for (i = 0; i < nr; i++)
+			memset(p[i], 0, s->object_size);
+	return (int)nr;
+
+fail:
+	/* All or nothing: give back what we got. */
+	kmem_cache_free_bulk(s, i, p);
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
+		           s->name, i, nr);
+	return 0;
+}
+
+/* A chain of objects of one slab, linked through their free pointers. */
+struct detached_freelist {
+	struct kmem_cache *s;
+	struct slab *slab;
+	void *head, *tail;
+	void *head_fp;      /* the head's free pointer before it was linked */
+	unsigned int cnt;
+};
+
+#define BULK_MAP_WORDS ((USL_MAX_OBJS_PER_SLAB + 64) / 64)
+
+/* The slab and object index of x, or NULL with the reason reported. s: the cache
+ * x must belong to, or NULL for any. */
+static struct slab *bulk_check(const char *fn, struct kmem_cache *s, void *x, unsigned int *idx)
+{
+	struct slab *slab = usl_virt_to_slab(x);
+	struct kmem_cache *owner = slab ? __atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE) : NULL;
+
+	if (usl_unlikely(!owner || (s && owner != s) ||
+	                 !obj_index_at(owner, slab, (uint32_t)((uintptr_t)x - (uintptr_t)slab->addr), idx))) {
+		report_bad_free_in(fn, s, x, slab);
+		return NULL;
+	}
+	return slab;
+}
+
+/* Build one detached freelist from the end of p[0..size): take the last object,
+ * then link every object of the same slab found before it, stopping after three
+ * objects of other slabs in a row (the look-ahead of seed 000). Linked objects are
+ * swapped to the end, so p[0..return) is what is left. NULL entries are skipped;
+ * bad pointers and duplicates are reported and dropped. df->slab is NULL when
+ * nothing was linked. map: a bitmap of linked object indexes (duplicates). */
+static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size_t size, void **p,
+                                      struct detached_freelist *df, uint64_t *map)
+{
+	unsigned int lookahead = 3, idx;
+	size_t same;
+	void *object = NULL;
+
+	df->slab = NULL;
+	while (size && !object)
+		object = p[--size];
+	if (!object || !(df->slab = bulk_check(fn, s, object, &idx)))
+		return size;
+	df->s = df->slab->slab_cache;
+	df->head = df->tail = object;
+	df->cnt = 1;
+	/* The tail's free pointer is written when the list is handed over, after
+	 * the double-free check: nothing is written into a lone object here. */
+	unsigned int words = (usl_counters_objects(usl_load(&df->slab->counters)) + 63) / 64;
+	memset(map, 0, words * sizeof(uint64_t));
+	map[idx / 64] |= 1ULL << (idx % 64);
+
+	same = size;
+	while (size) {
+		object = p[--size];
+		if (!object)
+			continue;
+		if (usl_virt_to_slab(object) != df->slab) {
+			if (!--lookahead)
+				break;
+			continue;
+		}
+		same--;
+		if (size != same) {
+			void *t = p[size];
+			p[size] = p[same];
+			p[same] = t;
+		}
+		if (!bulk_check(fn, s ? s : df->s, object, &idx))
+			continue;
+		if (map[idx / 64] & (1ULL << (idx % 64))) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p appears twice in the array; freed once",
+			           fn, df->s->name, object);
+			continue;
+		}
+		map[idx / 64] |= 1ULL << (idx % 64);
+		df->head_fp = get_freepointer(df->s, object);
+		set_freepointer(df->s, object, df->head);
+		df->head = object;
+		df->cnt++;
+	}
+	return same;
+}
+
+/* One validated object: the single-object free path, which checks for a double
+ * free before it writes into the object. */
+static void free_object_checked(struct kmem_cache *s, struct slab *slab, void *x, const char *fn)
+{
+	if (usl_rseq_mode) {
+		int r = usl_rseq_free(s, slab, x);
+		if (r == USL_RS_OK)
+			return;
+		if (r == USL_RS_OTHER) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
+			           s->name, x);
+			return;
+		}
+		slab_free_slow(s, slab, x, x, 1);
+		return;
+	}
+	free_locked(s, slab, x);
+}
+
+static bool drop_double_head(struct detached_freelist *df, const char *fn);
+static bool drop_double_tail(struct detached_freelist *df, const char *fn);
+
+/* A chain for a slab that is not this CPU's slab: one CAS in slab_free_slow,
+ * after checking that its head does not already head the slab's freelist. */
+static void slab_free_chain(struct detached_freelist *df, const char *fn)
+{
+	for (;;) {
+		void *prior = usl_load_ptr(&df->slab->freelist);
+		if (df->cnt > 1 && prior == df->head) {
+			if (!drop_double_head(df, fn))
+				return;
+		} else if (df->cnt > 1 && prior == df->tail) {
+			if (!drop_double_tail(df, fn))
+				return;
+		} else {
+			break;
+		}
+	}
+	if (df->cnt == 1)
+		free_object_checked(df->s, df->slab, df->head, fn);
+	else
+		slab_free_slow(df->s, df->slab, df->head, df->tail, df->cnt);
+}
+
+/* The chain's tail is already free (it heads a freelist): its free pointer was
+ * never written, so just cut it off the chain and report it. */
+static bool drop_double_tail(struct detached_freelist *df, const char *fn)
+{
+	void *pred = df->head;
+
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
+	           df->tail);
+	for (unsigned int i = 2; i < df->cnt; i++)
+		pred = get_freepointer(df->s, pred);
+	df->tail = pred;
+	return --df->cnt != 0;
+}
+
+/* The chain's head is already free (it heads a freelist): put back the free
+ * pointer it had there, report it, and keep the rest of the chain. */
+static bool drop_double_head(struct detached_freelist *df, const char *fn)
+{
+	void *next = get_freepointer(df->s, df->head);
+
+	set_freepointer(df->s, df->head, df->head_fp);
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
+	           df->head);
+	df->head = next;
+	df->head_fp = NULL;     /* unknown below the head: not needed again */
+	return --df->cnt != 0;
+}
+
+/* Hand a detached freelist over: onto this CPU's freelist if it is the cpu
+ * slab, else to the slab with one 16-byte CAS (slab_free_slow). A single object
+ * takes the single-object path. */
+static void free_detached(struct detached_freelist *df, const char *fn)
+{
+	struct kmem_cache *s = df->s;
+
+	if (df->cnt == 1) {
+		free_object_checked(s, df->slab, df->head, fn);
+		return;
+	}
+	if (usl_rseq_mode) {
+		for (;;) {
+			int r = usl_rseq_free_chain(s, df->slab, df->head, df->tail);
+			if (r == USL_RS_OK)
+				return;
+			if (r == USL_RS_DOUBLE) {
+				if (!drop_double_head(df, fn))
+					return;
+			} else if (r == USL_RS_DOUBLE_TAIL) {
+				if (!drop_double_tail(df, fn))
+					return;
+			} else {
+				break;
+			}
+			if (df->cnt == 1)
+				break;
+		}
+	} else {
+		struct kmem_cache_cpu *c = hint_slot(s);
+		unsigned long tid;
+		void *fl;
+		for (;;) {
+			tid = usl_load(&c->tid);
+			if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != df->slab)
+				break;
+			fl = usl_load_ptr(&c->freelist);
+			if (usl_unlikely(fl == df->head || fl == df->tail)) {
+				if (!(fl == df->head ? drop_double_head(df, fn) : drop_double_tail(df, fn)))
+					return;
+				if (df->cnt == 1)
+					break;
+				continue;
+			}
+			set_freepointer(s, df->tail, fl);
+			if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)df->head))
+				return;
+		}
+	}
+	if (df->cnt == 1) {
+		free_object_checked(s, df->slab, df->head, fn);
+		return;
+	}
+	slab_free_chain(df, fn);
+}
+
+static void free_bulk(const char *fn, struct kmem_cache *s, size_t nr, void **p)
+{
+	uint64_t map[BULK_MAP_WORDS];
+	struct detached_freelist df;
+
+	if (usl_unlikely(!p && nr)) {
+		usl_report(USLAB_ERR_BAD_ARG, "%s: NULL array of %zu objects", fn, nr);
+		return;
+	}
+	while (nr) {
+		nr = build_detached_freelist(fn, s, nr, p, &df, map);
+		if (df.slab)
+			free_detached(&df, fn);
+	}
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	free_bulk(s ? "kmem_cache_free_bulk" : "kfree_bulk", s, nr, p);
+}
+
+void kfree_bulk(size_t nr, void **p)
+{
+	free_bulk("kfree_bulk", NULL, nr, p);
 }
 
 /* ===========================================================================

@@ -1,0 +1,270 @@
+/* test_bulk.c - kmem_cache_alloc_bulk / kmem_cache_free_bulk / kfree_bulk: sizes
+ * 0..10000, arrays mixing many slabs, caches and CPUs in random order (so detached
+ * freelists interleave), NULL entries, bad pointers and duplicates, all-or-nothing
+ * allocation under a failing page provider, and __GFP_ZERO. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../harness.h"
+#include "internal.h"
+
+static uint64_t seed = 12345;
+static uint64_t rnd(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return seed;
+}
+
+static void shuffle(void **p, size_t n)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = rnd() % i;
+		void *t = p[i - 1];
+		p[i - 1] = p[j];
+		p[j] = t;
+	}
+}
+
+static unsigned long in_use(struct kmem_cache *s)
+{
+	usl_slub_flush_all(s);
+	return usl_slub_objects_in_use(s);
+}
+
+/* Objects are distinct, writable and tagged; the tags survive until the free. */
+static int tag_all(void **p, size_t n, unsigned int size)
+{
+	int dup = 0;
+	for (size_t i = 0; i < n; i++)
+		memset(p[i], (int)(i & 0xff), size);
+	for (size_t i = 0; i < n; i++)
+		dup += ((unsigned char *)p[i])[size - 1] != (unsigned char)(i & 0xff);
+	return dup;
+}
+
+static void test_sizes(void)
+{
+	struct kmem_cache *s = kmem_cache_create("bulk-232", 232, 0, SLAB_HWCACHE_ALIGN, NULL);
+	static void *p[10000];
+	size_t sizes[] = { 0, 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250, 1000, 10000 };
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		for (int round = 0; round < 3; round++) {
+			CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, n, p), (int)n);
+			CHECK_EQ(tag_all(p, n, 232), 0);
+			if (round == 1)
+				shuffle(p, n);
+			kmem_cache_free_bulk(s, n, p);
+		}
+		CHECK_EQ(in_use(s), 0);
+	}
+	/* Bulk and single calls mix freely. */
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 500, p), 500);
+	for (int i = 0; i < 250; i++)
+		kmem_cache_free(s, p[i]);
+	for (int i = 0; i < 250; i++)
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(tag_all(p, 500, 232), 0);
+	kmem_cache_free_bulk(s, 500, p);
+	CHECK_EQ(in_use(s), 0);
+	kmem_cache_destroy(s);
+}
+
+static void test_mixed_kfree_bulk(void)
+{
+	struct kmem_cache *c[3] = {
+		kmem_cache_create("mix-16", 16, 0, 0, NULL),
+		kmem_cache_create("mix-200", 200, 0, 0, NULL),
+		kmem_cache_create("mix-3000", 3000, 0, 0, NULL),
+	};
+	enum { N = 6000 };
+	static void *p[N + 600];
+	size_t n = 0;
+	for (int k = 0; k < 3; k++) {
+		CHECK_EQ(kmem_cache_alloc_bulk(c[k], GFP_KERNEL, N / 3, p + n), N / 3);
+		n += N / 3;
+	}
+	/* Free some singly, so slabs are partly free, then reallocate them. */
+	for (size_t i = 0; i < n; i += 7) {
+		kmem_cache_free(c[i / (N / 3)], p[i]);
+		p[i] = kmem_cache_alloc(c[i / (N / 3)], GFP_KERNEL);
+	}
+	for (int i = 0; i < 600; i++)
+		p[n++] = NULL;            /* NULL entries are skipped */
+	shuffle(p, n);
+	kfree_bulk(n, p);
+	for (int k = 0; k < 3; k++) {
+		CHECK_EQ(in_use(c[k]), 0);
+		kmem_cache_destroy(c[k]);
+	}
+	kfree_bulk(0, NULL);
+	kmem_cache_free_bulk(NULL, 0, NULL);
+}
+
+static void test_bad_entries(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("bad-64", 64, 0, 0, NULL);
+	struct kmem_cache *t = kmem_cache_create("other-64", 64, 0, 0, NULL);
+	void *p[64], *theirs;
+	int local;
+
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 40, p), 40);
+	theirs = kmem_cache_alloc(t, GFP_KERNEL);
+	char *keep = p[10];
+	p[40] = theirs;                  /* another cache's object */
+	p[41] = &local;                  /* foreign */
+	p[42] = keep + 8;                /* inside a slab, not an object */
+	p[43] = p[5];                    /* duplicate, close by */
+	p[44] = p[30];                   /* duplicate */
+	p[45] = NULL;
+	kmem_cache_free_bulk(s, 46, p);
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), 1);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), 1);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), 1);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 2);
+	/* The 40 good objects were freed, the other cache's object was not. */
+	CHECK_EQ(in_use(s), 0);
+	CHECK_EQ(in_use(t), 1);
+	kmem_cache_free(t, theirs);
+
+	/* A bulk free of an object that is already free (it heads the freelist). */
+	void *a = kmem_cache_alloc(s, GFP_KERNEL);
+	void *b = kmem_cache_alloc(s, GFP_KERNEL);
+	void *q[2] = { b, a };
+	kmem_cache_free(s, a);
+	kmem_cache_free_bulk(s, 2, q);   /* a again (the list's tail), and b */
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 3);
+	CHECK_EQ(in_use(s), 0);
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	b = kmem_cache_alloc(s, GFP_KERNEL);
+	q[0] = a;
+	q[1] = b;
+	kmem_cache_free(s, a);
+	kmem_cache_free_bulk(s, 2, q);   /* a again (the list's head), and b */
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 4);
+	CHECK_EQ(in_use(s), 0);
+	/* Nothing is handed out twice afterwards. */
+	void *r[100];
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 100, r), 100);
+	int same = 0;
+	for (int i = 0; i < 100; i++)
+		for (int j = i + 1; j < 100; j++)
+			same += r[i] == r[j];
+	CHECK_EQ(same, 0);
+	kmem_cache_free_bulk(s, 100, r);
+
+	/* Bad arguments. */
+	CHECK_EQ(kmem_cache_alloc_bulk(NULL, GFP_KERNEL, 4, r), 0);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 4, NULL), 0);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, (size_t)1 << 40, r), 0);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 0, r), 0);
+	kmem_cache_free_bulk(s, 3, NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 4);
+	/* kfree_bulk of objects of any cache, with a foreign pointer among them. */
+	void *u[3];
+	u[0] = kmem_cache_alloc(s, GFP_KERNEL);
+	u[1] = &local;
+	u[2] = kmem_cache_alloc(t, GFP_KERNEL);
+	kfree_bulk(3, u);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), 2);
+	CHECK_EQ(in_use(s), 0);
+	CHECK_EQ(in_use(t), 0);
+	kmem_cache_destroy(s);
+	kmem_cache_destroy(t);
+	uslab_set_report_handler(NULL, NULL);
+}
+
+static void test_all_or_nothing(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("aon-512", 512, 0, 0, NULL);
+	static void *p[5000];
+	for (long budget = 0; budget < 6; budget++) {
+		usl_pages_fail_after(budget);
+		int got = kmem_cache_alloc_bulk(s, GFP_KERNEL, 5000, p);
+		usl_pages_fail_after(-1);
+		CHECK_EQ(got, 0);
+		CHECK_EQ(in_use(s), 0);       /* nothing is held */
+	}
+	CHECK_EQ(reports(USLAB_ERR_NOMEM), 6);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 5000, p), 5000);
+	kmem_cache_free_bulk(s, 5000, p);
+	usl_pages_fail_after(0);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL | __GFP_NOWARN, 50000, p), 0);
+	usl_pages_fail_after(-1);
+	CHECK_EQ(reports(USLAB_ERR_NOMEM), 6);
+	kmem_cache_destroy(s);
+	uslab_set_report_handler(NULL, NULL);
+}
+
+static void test_zero(void)
+{
+	struct kmem_cache *s = kmem_cache_create("zero-100", 100, 0, 0, NULL);
+	void *p[300];
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 300, p), 300);
+	for (int i = 0; i < 300; i++)
+		memset(p[i], 0xee, 100);
+	kmem_cache_free_bulk(s, 300, p);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL | __GFP_ZERO, 300, p), 300);
+	int nz = 0;
+	for (int i = 0; i < 300; i++)
+		for (int b = 0; b < 100; b++)
+			nz += ((unsigned char *)p[i])[b] != 0;
+	CHECK_EQ(nz, 0);
+	kmem_cache_free_bulk(s, 300, p);
+	kmem_cache_destroy(s);
+}
+
+/* Objects allocated on other threads (other CPUs), freed in bulk here. */
+#define XT 6
+#define XN 3000
+static struct kmem_cache *xs;
+static void *xobjs[XT][XN];
+static void *xalloc(void *arg)
+{
+	long id = (long)arg;
+	if (kmem_cache_alloc_bulk(xs, GFP_KERNEL, XN / 2, xobjs[id]) != XN / 2)
+		return (void *)1;
+	for (int i = XN / 2; i < XN; i++)
+		xobjs[id][i] = kmem_cache_alloc(xs, GFP_KERNEL);
+	return NULL;
+}
+
+static void test_cross_thread(void)
+{
+	pthread_t t[XT];
+	void *rv;
+	int failed = 0;
+	xs = kmem_cache_create("xthread", 96, 0, 0, NULL);
+	for (long i = 0; i < XT; i++)
+		pthread_create(&t[i], NULL, xalloc, (void *)i);
+	for (int i = 0; i < XT; i++) {
+		pthread_join(t[i], &rv);
+		failed += rv != NULL;
+	}
+	CHECK_EQ(failed, 0);
+	CHECK_EQ(in_use(xs), XT * XN);
+	shuffle(&xobjs[0][0], XT * XN);
+	kmem_cache_free_bulk(xs, XT * XN, &xobjs[0][0]);
+	CHECK_EQ(in_use(xs), 0);
+	kmem_cache_destroy(xs);
+}
+
+int main(void)
+{
+	printf("per-CPU mode: %s\n", uslab_percpu_mode());
+	test_sizes();
+	test_mixed_kfree_bulk();
+	test_bad_entries();
+	test_all_or_nothing();
+	test_zero();
+	test_cross_thread();
+	/* bad entries: 1 wrong cache + 2 foreign + 1 not an object + 4 double + 4 bad
+	 * arguments; all-or-nothing: 6 out of memory */
+	CHECK_EQ(uslab_error_count(), 12 + 6);
+	return test_summary();
+}
