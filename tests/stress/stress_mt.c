@@ -1,7 +1,8 @@
 /* stress_mt.c - many more threads than CPUs on several caches of random sizes:
- * local and cross-thread frees, every object filled with a pattern derived from
- * its owner and checked before it is freed, a shrinker thread flushing every CPU
- * meanwhile, and optionally a storm of signals (which aborts rseq sections).
+ * single and bulk calls, local and cross-thread frees, every object filled with a
+ * pattern derived from its owner and checked before it is freed, a shrinker thread
+ * flushing every CPU meanwhile, and optionally a storm of signals (which aborts
+ * rseq sections).
  * Usage: stress_mt [threads] [ops-per-thread] [signals 0|1] [seed] */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -65,7 +66,7 @@ static void fill(struct obj_ref *r)
 		r->p[i] = r->tag ^ (i * 0x9E3779B97F4A7C15ull);
 }
 
-static void check_and_free(struct obj_ref *r)
+static void check(struct obj_ref *r)
 {
 	unsigned int words = sizes[r->cache] / 8;
 	for (unsigned int i = has_ctor[r->cache]; i < words; i++)
@@ -75,6 +76,26 @@ static void check_and_free(struct obj_ref *r)
 		}
 	if (has_ctor[r->cache] && r->p[0] != CTOR_MAGIC)
 		__atomic_fetch_add(&corrupt, 1, __ATOMIC_RELAXED);
+}
+
+/* Check n objects and free them with one kfree_bulk (any caches, NULLs mixed in). */
+static void check_and_free_bulk(struct obj_ref *r, unsigned n)
+{
+	void *arr[RING + RING / 8];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		check(&r[i]);
+		arr[k++] = r[i].p;
+		if (i % 8 == 3)
+			arr[k++] = NULL;
+	}
+	kfree_bulk(k, arr);
+	__atomic_fetch_add(&frees, n, __ATOMIC_RELAXED);
+}
+
+static void check_and_free(struct obj_ref *r)
+{
+	check(r);
 	kmem_cache_free(caches[r->cache], r->p);
 	__atomic_fetch_add(&frees, 1, __ATOMIC_RELAXED);
 }
@@ -92,8 +113,12 @@ static void drain_box(int me)
 		b->count--;
 	}
 	pthread_mutex_unlock(&b->lock);
-	for (unsigned i = 0; i < n; i++)
-		check_and_free(&tmp[i]);
+	/* Objects from other threads, of several caches: freed in bulk half the time. */
+	if (n && (n & 1))
+		check_and_free_bulk(tmp, n);
+	else
+		for (unsigned i = 0; i < n; i++)
+			check_and_free(&tmp[i]);
 }
 
 static int post(int to, struct obj_ref *r)
@@ -135,6 +160,30 @@ static void *worker(void *arg)
 			o.tag = ((uint64_t)me << 48) ^ (++seq * 0x100000001B3ull);
 			fill(&o);
 			local[nlocal++] = o;
+		} else if (action < 55 && nlocal + 64 <= LOCAL_MAX) {
+			/* bulk allocation of up to 64 objects of one cache */
+			int c = (int)((r >> 8) % NCACHES);
+			unsigned k = 1 + (unsigned)((r >> 20) % 64);
+			void *arr[64];
+			if (kmem_cache_alloc_bulk(caches[c], GFP_KERNEL, k, arr) != (int)k) {
+				__atomic_fetch_add(&nulls, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			__atomic_fetch_add(&allocs, k, __ATOMIC_RELAXED);
+			for (unsigned j = 0; j < k; j++) {
+				struct obj_ref o = { arr[j], ((uint64_t)me << 48) ^ (++seq * 0x100000001B3ull), c };
+				if (has_ctor[c] && o.p[0] != CTOR_MAGIC)
+					__atomic_fetch_add(&corrupt, 1, __ATOMIC_RELAXED);
+				fill(&o);
+				local[nlocal++] = o;
+			}
+		} else if (action < 60 && nlocal) {
+			/* bulk free of a random run of local objects (mixed caches) */
+			unsigned k = 1 + (unsigned)((r >> 20) % (unsigned)nlocal);
+			if (k > 64)
+				k = 64;
+			check_and_free_bulk(&local[nlocal - (int)k], k);
+			nlocal -= (int)k;
 		} else if (action < 80 && nlocal) {
 			int k = (int)((r >> 16) % (unsigned)nlocal);
 			check_and_free(&local[k]);
