@@ -3,7 +3,7 @@
  * allocator: uslab in rseq and locked mode (kmem_cache_*), and malloc/free from
  * glibc, jemalloc, tcmalloc and mimalloc (loaded with LD_PRELOAD). Runs are
  * interleaved; the table shows medians and ratios against the peers of the same run.
- * Usage: uslab-bench [single|nalloc|remote|all] [--runs N] [--quick]
+ * Usage: uslab-bench [single|nalloc|bulk|remote|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -179,6 +179,60 @@ static void child_remote(long n)
 	printf("%.3f\n", (now_ns() - t0) / (double)n);
 }
 
+/* bulk (seed 000): for each bulk size N, objects allocated N at a time and then
+ * freed N at a time; "fallback" with single calls, "bulk" with the bulk API
+ * (uslab only). Per object (one alloc + one free): ticks and ns, median of 5
+ * batches. Prints 4 numbers per size for uslab, 2 for malloc. */
+static const unsigned int bulk_sizes[] = { 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250 };
+#define NBULK (sizeof(bulk_sizes) / sizeof(bulk_sizes[0]))
+#define BULK_BATCHES 5
+
+static void child_bulk(long total)
+{
+	void *p[256];
+	alloc_fn m = sys_malloc;
+	free_fn f = sys_free;
+	if (use_uslab)
+		cache = kmem_cache_create("bulk-256", 256, 0, SLAB_HWCACHE_ALIGN, NULL);
+	for (unsigned k = 0; k < NBULK; k++) {
+		unsigned int n = bulk_sizes[k];
+		long loops = total / BULK_BATCHES / n;
+		for (int mode = 0; mode < (use_uslab ? 2 : 1); mode++) {
+			double tk[BULK_BATCHES], ns[BULK_BATCHES];
+			for (int b = 0; b < BULK_BATCHES; b++) {
+				double t0 = now_ns();
+				uint64_t k0 = ticks();
+				for (long l = 0; l < loops; l++) {
+					if (mode == 1) {
+						kmem_cache_alloc_bulk(cache, GFP_ATOMIC, n, p);
+						ESCAPE(p[0]);
+						kmem_cache_free_bulk(cache, n, p);
+					} else if (use_uslab) {
+						for (unsigned i = 0; i < n; i++)
+							p[i] = kmem_cache_alloc(cache, GFP_ATOMIC);
+						ESCAPE(p[0]);
+						for (unsigned i = 0; i < n; i++)
+							kmem_cache_free(cache, p[i]);
+					} else {
+						for (unsigned i = 0; i < n; i++)
+							p[i] = m(256);
+						ESCAPE(p[0]);
+						for (unsigned i = 0; i < n; i++)
+							f(p[i]);
+					}
+				}
+				double objs = (double)loops * n;
+				tk[b] = (double)(ticks() - k0) / objs;
+				ns[b] = (now_ns() - t0) / objs;
+			}
+			qsort(tk, BULK_BATCHES, sizeof(double), cmp_d);
+			qsort(ns, BULK_BATCHES, sizeof(double), cmp_d);
+			printf("%.2f %.3f ", tk[BULK_BATCHES / 2], ns[BULK_BATCHES / 2]);
+		}
+	}
+	printf("\n");
+}
+
 /* ---------------------------------------------------------------- driver */
 
 struct variant {
@@ -198,7 +252,7 @@ static struct variant variants[] = {
 	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, 1 },
 };
 #define NVAR (int)(sizeof(variants) / sizeof(variants[0]))
-#define MAXVALS 32
+#define MAXVALS 64
 #define MAXRUNS 31
 
 static const char *self_path;
@@ -395,6 +449,44 @@ static void bench_nalloc(int runs, long n)
 	}
 }
 
+static void bench_bulk(int runs, long n)
+{
+	measure_n("bulk", n, runs);
+	printf("\n== bulk (seed 000): 256-byte objects, N allocated then N freed, per object (alloc+free), "
+	       "%ld objects per size, median of %d runs ==\n", n, runs);
+	for (int v = 0; v < 2; v++) {
+		if (!variants[v].present)
+			continue;
+		printf("-- %s: fallback = N x kmem_cache_alloc, N x kmem_cache_free; bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk\n",
+		       variants[v].name);
+		for (unsigned k = 0; k < NBULK; k++) {
+			double ft = medians[v][4 * k], fn = medians[v][4 * k + 1];
+			double bt = medians[v][4 * k + 2], bn = medians[v][4 * k + 3];
+			printf("%3u - %4.0f cycles(tsc) %6.3f ns - %4.0f cycles(tsc) %6.3f ns - improved %5.1f%%\n",
+			       bulk_sizes[k], ft, fn, bt, bn, 100.0 * (1.0 - bt / ft));
+		}
+	}
+	printf("peers: N x malloc(256), N x free; ns per object, and uslab bulk / best peer\n");
+	printf("%5s", "N");
+	for (int v = 2; v < NVAR; v++)
+		if (variants[v].present)
+			printf(" %10s", variants[v].name);
+	printf(" %12s %12s %12s\n", "bulk(rseq)", "/best peer", "bulk(locked)");
+	for (unsigned k = 0; k < NBULK; k++) {
+		double best = 1e30;
+		printf("%5u", bulk_sizes[k]);
+		for (int v = 2; v < NVAR; v++) {
+			if (!variants[v].present)
+				continue;
+			printf(" %10.3f", medians[v][2 * k + 1]);
+			if (medians[v][2 * k + 1] < best)
+				best = medians[v][2 * k + 1];
+		}
+		printf(" %12.3f %12.2f %12.3f\n", medians[0][4 * k + 3], medians[0][4 * k + 3] / best,
+		       medians[1][4 * k + 3]);
+	}
+}
+
 static void bench_remote(int runs, long n)
 {
 	measure_n("remote", n, runs);
@@ -417,6 +509,8 @@ int main(int argc, char **argv)
 			child_nalloc(n, 5);
 		else if (!strcmp(argv[2], "remote"))
 			child_remote(n);
+		else if (!strcmp(argv[2], "bulk"))
+			child_bulk(n);
 		else
 			return 2;
 		return 0;
@@ -432,7 +526,7 @@ int main(int argc, char **argv)
 		else if (argv[i][0] != '-')
 			what = argv[i];
 		else {
-			fprintf(stderr, "usage: uslab-bench [single|nalloc|remote|all] [--runs N] [--quick]\n");
+			fprintf(stderr, "usage: uslab-bench [single|nalloc|bulk|remote|all] [--runs N] [--quick]\n");
 			return 2;
 		}
 	}
@@ -460,6 +554,8 @@ int main(int argc, char **argv)
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))
 		bench_nalloc(runs, 10000);
+	if (all || !strcmp(what, "bulk"))
+		bench_bulk(runs, quick ? 1000000 : 10000000);
 	if (all || !strcmp(what, "remote"))
 		bench_remote(runs, quick ? 500000 : 4000000);
 	return 0;

@@ -152,6 +152,37 @@ static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, v
 	return ret;
 }
 
+/* Pop up to n objects from this CPU's freelist into p[]; returns how many (0 when
+ * the slot is marked or there is no CPU: *status says which). p[] is written
+ * before the commit; a restart rewrites it. */
+static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
+{
+	int ret;
+	unsigned long cnt, obj;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movq 8(%%rax), %[obj]\n\t"
+		"xorl %k[cnt], %k[cnt]\n"
+		"12:\n\t"
+		"cmpq %[n], %[cnt]\n\t"
+		"jae 13f\n\t"
+		"testq %[obj], %[obj]\n\t"
+		"jz 13f\n\t"
+		"movq %[obj], (%[p],%[cnt],8)\n\t"
+		"movq (%[obj],%[off]), %[obj]\n\t"
+		"incq %[cnt]\n\t"
+		"jmp 12b\n"
+		"13:\n\t"
+		"movq %[obj], 8(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [cnt] "=&r"(cnt), [obj] "=&r"(obj)
+		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [n] "r"(n), [p] "r"(p)
+		: "rax", "memory", "cc");
+	*status = ret;
+	return ret == USL_RS_OK ? cnt : 0;
+}
+
 /* Take {freelist, slab} out of this CPU's slot, leaving it empty (one 16-byte store). */
 static inline int usl_rseq_detach(struct kmem_cache *s, void **freelist, struct slab **slab)
 {

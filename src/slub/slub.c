@@ -911,6 +911,11 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
+	/* Most calls are served by this CPU's freelist in one section. */
+	int st;
+	i = usl_rseq_alloc_bulk(s, nr, p, &st);
+	if (i == nr)
+		goto done;
 	if (!bulk_take_slot(s, &b)) {
 		/* No per-CPU slot for this thread: one object at a time. */
 		for (; i < nr; i++)
@@ -927,6 +932,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		}
 		bulk_put_slot(s, &b);
 	}
+done:
 	if (gfp & __GFP_ZERO)
 		for (i = 0; i < nr; i++)
 			memset(p[i], 0, s->object_size);
@@ -990,17 +996,24 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	df->cnt = 1;
 	/* The tail's free pointer is written when the list is handed over, after
 	 * the double-free check: nothing is written into a lone object here. */
-	unsigned int words = (usl_counters_objects(usl_load(&df->slab->counters)) + 63) / 64;
-	memset(map, 0, words * sizeof(uint64_t));
-	map[idx / 64] |= 1ULL << (idx % 64);
+	unsigned int first_idx = idx;
+	bool map_ready = false;   /* cleared when a second object of the slab shows up */
+
+	/* The scan: one table lookup per object; index and duplicate checks with
+	 * the cache's parameters at hand. */
+	struct slab *slab = df->slab;
+	const struct kmem_cache *ds = df->s;
+	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
+	const uint32_t inv = ds->div_inv, k = ds->div_shift;
+	const uintptr_t saddr = (uintptr_t)slab->addr;
 
 	same = size;
 	while (size) {
 		object = p[--size];
-		if (!object)
-			continue;
-		if (usl_virt_to_slab(object) != df->slab) {
-			if (!--lookahead)
+		uintptr_t off = (uintptr_t)object - base;
+		if (off >= top || usl_table[off >> pshift].head != slab) {
+			if (object && !--lookahead)
 				break;
 			continue;
 		}
@@ -1010,16 +1023,27 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 			p[size] = p[same];
 			p[same] = t;
 		}
-		if (!bulk_check(fn, s ? s : df->s, object, &idx))
-			continue;
-		if (map[idx / 64] & (1ULL << (idx % 64))) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p appears twice in the array; freed once",
-			           fn, df->s->name, object);
+		uint32_t q = (uint32_t)((uintptr_t)object - saddr) * inv;
+		q = (q >> k) | (q << ((32 - k) & 31));
+		if (usl_unlikely(q >= objects)) {
+			report_bad_free_in(fn, s, object, slab);
 			continue;
 		}
-		map[idx / 64] |= 1ULL << (idx % 64);
-		df->head_fp = get_freepointer(df->s, object);
-		set_freepointer(df->s, object, df->head);
+		if (!map_ready) {
+			/* A plain loop: a memset here costs more than the few words. */
+			for (volatile uint64_t *w = map; w < map + (objects + 63) / 64; w++)
+				*w = 0;
+			map[first_idx / 64] |= 1ULL << (first_idx % 64);
+			map_ready = true;
+		}
+		if (usl_unlikely(map[q / 64] & (1ULL << (q % 64)))) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p appears twice in the array; freed once",
+			           fn, ds->name, object);
+			continue;
+		}
+		map[q / 64] |= 1ULL << (q % 64);
+		df->head_fp = get_freepointer(ds, object);
+		set_freepointer(ds, object, df->head);
 		df->head = object;
 		df->cnt++;
 	}
@@ -1161,6 +1185,13 @@ static void free_bulk(const char *fn, struct kmem_cache *s, size_t nr, void **p)
 
 	if (usl_unlikely(!p && nr)) {
 		usl_report(USLAB_ERR_BAD_ARG, "%s: NULL array of %zu objects", fn, nr);
+		return;
+	}
+	if (nr == 1) {                 /* nothing to gather: the single-object path */
+		unsigned int idx;
+		struct slab *slab;
+		if (p[0] && (slab = bulk_check(fn, s, p[0], &idx)))
+			free_object_checked(slab->slab_cache, slab, p[0], fn);
 		return;
 	}
 	while (nr) {
