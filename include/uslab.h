@@ -58,7 +58,9 @@ USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
 /* Bulk: all or nothing. Returns nr, or 0 with nothing allocated. */
 USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr, void **p);
 /* Frees p[0..nr) (NULL entries are skipped); s == NULL: objects of any caches.
- * The order of p is changed. Bad pointers and duplicates are reported, not freed. */
+ * The order of p is changed. Bad pointers are reported and not freed; so are
+ * duplicates gathered into one slab's list (objects of one slab within the
+ * look-ahead of each other) and objects that are visibly free already. */
 USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USLAB_API void kfree_bulk(size_t nr, void **p);
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);

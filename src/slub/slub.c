@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <string.h>
+#include <sys/rseq.h>
 
 #include "../internal.h"
 #include "rseq_x86.h"
@@ -899,6 +900,8 @@ static void bulk_put_slot(struct kmem_cache *s, struct bulk_slot *b)
 	}
 }
 
+#define BULK_SECTION_MAX 64
+
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	struct bulk_slot b;
@@ -911,9 +914,11 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
-	/* Most calls are served by this CPU's freelist in one section. */
+	/* Most calls are served by this CPU's freelist in one section. The section
+	 * is capped, so a restart (preemption, a signal) repeats little work; the
+	 * rest takes the slot private below. */
 	int st;
-	i = usl_rseq_alloc_bulk(s, nr, p, &st);
+	i = usl_rseq_alloc_bulk(s, nr < BULK_SECTION_MAX ? nr : BULK_SECTION_MAX, p, &st);
 	if (i == nr)
 		goto done;
 	if (!bulk_take_slot(s, &b)) {
@@ -947,13 +952,21 @@ fail:
 	return 0;
 }
 
-/* A chain of objects of one slab, linked through their free pointers. */
+/* The objects of one slab gathered from a bulk-free array: the range objs[0..n)
+ * of the array (NULL where an entry was dropped), and a bitmap of their object
+ * indexes. Nothing is written into the objects until they are handed over. */
 struct detached_freelist {
 	struct kmem_cache *s;
 	struct slab *slab;
-	void *head, *tail;
+	void **objs;
+	size_t n;
+	void *first;        /* the object the list was started with */
+	unsigned int cnt;   /* objects still in it */
+	void *head, *tail;  /* after linking */
 	void *head_fp;      /* the head's free pointer before it was linked */
-	unsigned int cnt;
+	uint64_t *map;
+	bool map_ready;
+	unsigned int first_idx;
 };
 
 #define BULK_MAP_WORDS ((USL_MAX_OBJS_PER_SLAB + 64) / 64)
@@ -973,17 +986,26 @@ static struct slab *bulk_check(const char *fn, struct kmem_cache *s, void *x, un
 	return slab;
 }
 
-/* Build one detached freelist from the end of p[0..size): take the last object,
- * then link every object of the same slab found before it, stopping after three
- * objects of other slabs in a row (the look-ahead of seed 000). Linked objects are
- * swapped to the end, so p[0..return) is what is left. NULL entries are skipped;
- * bad pointers and duplicates are reported and dropped. df->slab is NULL when
- * nothing was linked. map: a bitmap of linked object indexes (duplicates). */
+static void df_map_init(struct detached_freelist *df, unsigned int objects)
+{
+	/* A plain loop: a memset here costs more than the few words. */
+	for (volatile uint64_t *w = df->map; w < df->map + (objects + 63) / 64; w++)
+		*w = 0;
+	df->map[df->first_idx / 64] |= 1ULL << (df->first_idx % 64);
+	df->map_ready = true;
+}
+
+/* Gather one slab's objects from the end of p[0..size): take the last object,
+ * then every object of the same slab found before it, stopping after three
+ * objects of other slabs in a row (the look-ahead of seed 000). Gathered entries
+ * are swapped to the end, so p[0..return) is what is left. NULL entries are
+ * skipped; bad pointers and duplicates are reported and dropped. df->slab is NULL
+ * when nothing was gathered. */
 static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size_t size, void **p,
-                                      struct detached_freelist *df, uint64_t *map)
+                                      struct detached_freelist *df)
 {
 	unsigned int lookahead = 3, idx;
-	size_t same;
+	size_t same, end;
 	void *object = NULL;
 
 	df->slab = NULL;
@@ -991,13 +1013,12 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 		object = p[--size];
 	if (!object || !(df->slab = bulk_check(fn, s, object, &idx)))
 		return size;
+	end = size + 1;
 	df->s = df->slab->slab_cache;
-	df->head = df->tail = object;
+	df->first = object;
 	df->cnt = 1;
-	/* The tail's free pointer is written when the list is handed over, after
-	 * the double-free check: nothing is written into a lone object here. */
-	unsigned int first_idx = idx;
-	bool map_ready = false;   /* cleared when a second object of the slab shows up */
+	df->first_idx = idx;
+	df->map_ready = false;
 
 	/* The scan: one table lookup per object; index and duplicate checks with
 	 * the cache's parameters at hand. */
@@ -1007,6 +1028,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
 	const uint32_t inv = ds->div_inv, k = ds->div_shift;
 	const uintptr_t saddr = (uintptr_t)slab->addr;
+	uint64_t *map = df->map;
 
 	same = size;
 	while (size) {
@@ -1027,27 +1049,118 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 		q = (q >> k) | (q << ((32 - k) & 31));
 		if (usl_unlikely(q >= objects)) {
 			report_bad_free_in(fn, s, object, slab);
+			p[same] = NULL;
 			continue;
 		}
-		if (!map_ready) {
-			/* A plain loop: a memset here costs more than the few words. */
-			for (volatile uint64_t *w = map; w < map + (objects + 63) / 64; w++)
-				*w = 0;
-			map[first_idx / 64] |= 1ULL << (first_idx % 64);
-			map_ready = true;
-		}
+		if (!df->map_ready)
+			df_map_init(df, objects);
 		if (usl_unlikely(map[q / 64] & (1ULL << (q % 64)))) {
 			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p appears twice in the array; freed once",
 			           fn, ds->name, object);
+			p[same] = NULL;
 			continue;
 		}
 		map[q / 64] |= 1ULL << (q % 64);
-		df->head_fp = get_freepointer(ds, object);
-		set_freepointer(ds, object, df->head);
-		df->head = object;
 		df->cnt++;
 	}
+	df->objs = p + same;
+	df->n = end - same;
 	return same;
+}
+
+/* Drop x from the gathered objects: it is free already. */
+static void df_drop(struct detached_freelist *df, void *x, unsigned int idx, const char *fn)
+{
+	for (size_t i = 0; i < df->n; i++)
+		if (df->objs[i] == x) {
+			df->objs[i] = NULL;
+			df->map[idx / 64] &= ~(1ULL << (idx % 64));
+			df->cnt--;
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
+			           df->s->name, x);
+			return;
+		}
+}
+
+/* If x is one of the gathered objects, drop it. */
+static void df_drop_if_member(struct detached_freelist *df, void *x, const char *fn)
+{
+	uint32_t q;
+	uintptr_t off = (uintptr_t)x - (uintptr_t)df->slab->addr;
+
+	if (!x || off >= usl_order_bytes(df->slab->order))
+		return;
+	q = (uint32_t)off * df->s->div_inv;
+	q = (q >> df->s->div_shift) | (q << ((32 - df->s->div_shift) & 31));
+	if (q < usl_counters_objects(usl_load(&df->slab->counters)) && (df->map[q / 64] & (1ULL << (q % 64))))
+		df_drop(df, x, q, fn);
+}
+
+/* Before anything is written into the gathered objects: leave out those that are
+ * free already, where that is cheap to see. An object heading this CPU's freelist
+ * or the slab's freelist is dropped; if the slab has fewer objects in use than are
+ * being freed, its freelist is walked to find the free ones. */
+static bool df_precheck(struct detached_freelist *df, const char *fn)
+{
+	struct kmem_cache *s = df->s;
+	struct slab *slab = df->slab;
+	unsigned int objects = usl_counters_objects(usl_load(&slab->counters));
+
+	if (usl_rseq_mode) {
+		const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + usl_rseq_off);
+		unsigned int cpu = __atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+		if (cpu < usl_rseq_nr && __atomic_load_n(&s->cpu_slab[cpu].slab, __ATOMIC_RELAXED) == slab)
+			df_drop_if_member(df, __atomic_load_n(&s->cpu_slab[cpu].freelist, __ATOMIC_RELAXED), fn);
+	} else {
+		struct kmem_cache_cpu *c = hint_slot(s);
+		if (__atomic_load_n(&c->slab, __ATOMIC_RELAXED) == slab)
+			df_drop_if_member(df, usl_load_ptr(&c->freelist), fn);
+	}
+	df_drop_if_member(df, usl_load_ptr(&slab->freelist), fn);
+
+	unsigned long c = usl_load(&slab->counters);
+	if (!usl_counters_frozen(c) && usl_counters_inuse(c) < df->cnt) {
+		/* Some are free already: find them on the slab's freelist (bounded,
+		 * and stopping at anything that is not an object of this slab). */
+		unsigned int steps = 0;
+		for (void *x = usl_load_ptr(&slab->freelist); x && steps < objects; steps++) {
+			uintptr_t off = (uintptr_t)x - (uintptr_t)slab->addr;
+			if (off >= usl_order_bytes(slab->order))
+				break;
+			void *next = get_freepointer_safe(s, x);
+			df_drop_if_member(df, x, fn);
+			x = next;
+		}
+		if (usl_counters_inuse(usl_load(&slab->counters)) < df->cnt) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %u objects of one slab freed but only %u in use; none of them freed",
+			           fn, s->name, df->cnt, usl_counters_inuse(usl_load(&slab->counters)));
+			return false;
+		}
+	}
+	return df->cnt != 0;
+}
+
+/* Link the gathered objects through their free pointers: head ... tail. */
+static void df_link(struct detached_freelist *df)
+{
+	void *prev = NULL;
+
+	df->head = df->tail = NULL;
+	for (size_t i = 0; i < df->n; i++) {
+		void *x = df->objs[i];
+		if (!x)
+			continue;
+		if (!prev) {
+			df->tail = x;       /* its free pointer is written at handover */
+		} else {
+			df->head_fp = get_freepointer(df->s, x);
+			set_freepointer(df->s, x, prev);
+		}
+		prev = x;
+	}
+	df->head = prev;
+	if (df->head == df->tail)
+		df->head_fp = NULL;
 }
 
 /* One validated object: the single-object free path, which checks for a double
@@ -1069,11 +1182,34 @@ static void free_object_checked(struct kmem_cache *s, struct slab *slab, void *x
 	free_locked(s, slab, x);
 }
 
-static bool drop_double_head(struct detached_freelist *df, const char *fn);
-static bool drop_double_tail(struct detached_freelist *df, const char *fn);
+/* A race: since the pre-check, the linked head started heading a freelist.
+ * Put back its free pointer, report it, keep the rest. */
+static bool drop_double_head(struct detached_freelist *df, const char *fn)
+{
+	void *next = get_freepointer(df->s, df->head);
 
-/* A chain for a slab that is not this CPU's slab: one CAS in slab_free_slow,
- * after checking that its head does not already head the slab's freelist. */
+	set_freepointer(df->s, df->head, df->head_fp);
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
+	           df->head);
+	df->head = next;
+	df->head_fp = NULL;
+	return --df->cnt != 0;
+}
+
+/* The same for the tail, whose free pointer was never written. */
+static bool drop_double_tail(struct detached_freelist *df, const char *fn)
+{
+	void *pred = df->head;
+
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
+	           df->tail);
+	for (unsigned int i = 2; i < df->cnt; i++)
+		pred = get_freepointer(df->s, pred);
+	df->tail = pred;
+	return --df->cnt != 0;
+}
+
+/* A chain for a slab that is not this CPU's slab: one CAS in slab_free_slow. */
 static void slab_free_chain(struct detached_freelist *df, const char *fn)
 {
 	for (;;) {
@@ -1094,41 +1230,20 @@ static void slab_free_chain(struct detached_freelist *df, const char *fn)
 		slab_free_slow(df->s, df->slab, df->head, df->tail, df->cnt);
 }
 
-/* The chain's tail is already free (it heads a freelist): its free pointer was
- * never written, so just cut it off the chain and report it. */
-static bool drop_double_tail(struct detached_freelist *df, const char *fn)
-{
-	void *pred = df->head;
-
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
-	           df->tail);
-	for (unsigned int i = 2; i < df->cnt; i++)
-		pred = get_freepointer(df->s, pred);
-	df->tail = pred;
-	return --df->cnt != 0;
-}
-
-/* The chain's head is already free (it heads a freelist): put back the free
- * pointer it had there, report it, and keep the rest of the chain. */
-static bool drop_double_head(struct detached_freelist *df, const char *fn)
-{
-	void *next = get_freepointer(df->s, df->head);
-
-	set_freepointer(df->s, df->head, df->head_fp);
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
-	           df->head);
-	df->head = next;
-	df->head_fp = NULL;     /* unknown below the head: not needed again */
-	return --df->cnt != 0;
-}
-
-/* Hand a detached freelist over: onto this CPU's freelist if it is the cpu
- * slab, else to the slab with one 16-byte CAS (slab_free_slow). A single object
- * takes the single-object path. */
+/* Hand the gathered objects over: onto this CPU's freelist if their slab is the
+ * cpu slab, else to the slab with one 16-byte CAS. A single object takes the
+ * single-object path. */
 static void free_detached(struct detached_freelist *df, const char *fn)
 {
 	struct kmem_cache *s = df->s;
 
+	if (df->cnt == 1) {
+		free_object_checked(s, df->slab, df->first, fn);
+		return;
+	}
+	if (!df_precheck(df, fn))
+		return;
+	df_link(df);
 	if (df->cnt == 1) {
 		free_object_checked(s, df->slab, df->head, fn);
 		return;
@@ -1194,8 +1309,9 @@ static void free_bulk(const char *fn, struct kmem_cache *s, size_t nr, void **p)
 			free_object_checked(slab->slab_cache, slab, p[0], fn);
 		return;
 	}
+	df.map = map;
 	while (nr) {
-		nr = build_detached_freelist(fn, s, nr, p, &df, map);
+		nr = build_detached_freelist(fn, s, nr, p, &df);
 		if (df.slab)
 			free_detached(&df, fn);
 	}

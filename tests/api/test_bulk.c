@@ -147,9 +147,31 @@ static void test_bad_entries(void)
 	kmem_cache_free_bulk(s, 2, q);   /* a again (the list's head), and b */
 	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), 4);
 	CHECK_EQ(in_use(s), 0);
+	/* An object already free in the middle of a whole slab's worth of objects:
+	 * found on the slab's freelist before anything is written, reported, and
+	 * the rest freed. */
+	{
+		unsigned int n = s->objects;
+		void *o[512];
+		for (unsigned int i = 0; i < n + 1; i++)   /* one full slab, one more */
+			o[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		struct slab *full = usl_virt_to_slab(o[0]);
+		int same_slab = 1;
+		for (unsigned int i = 0; i < n; i++)
+			same_slab &= usl_virt_to_slab(o[i]) == full;
+		CHECK(same_slab);
+		kmem_cache_free(s, o[n / 3]);
+		unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+		kmem_cache_free_bulk(s, n, o);       /* o[n/3] again */
+		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+		CHECK(strstr(last_report, "double free") != NULL);
+		kmem_cache_free(s, o[n]);
+		CHECK_EQ(in_use(s), 0);
+	}
 	/* Nothing is handed out twice afterwards. */
 	void *r[100];
 	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 100, r), 100);
+	CHECK_EQ(tag_all(r, 100, 64), 0);
 	int same = 0;
 	for (int i = 0; i < 100; i++)
 		for (int j = i + 1; j < 100; j++)
@@ -263,8 +285,8 @@ int main(void)
 	test_all_or_nothing();
 	test_zero();
 	test_cross_thread();
-	/* bad entries: 1 wrong cache + 2 foreign + 1 not an object + 4 double + 4 bad
+	/* bad entries: 1 wrong cache + 2 foreign + 1 not an object + 5 double + 4 bad
 	 * arguments; all-or-nothing: 6 out of memory */
-	CHECK_EQ(uslab_error_count(), 12 + 6);
+	CHECK_EQ(uslab_error_count(), 13 + 6);
 	return test_summary();
 }
