@@ -580,74 +580,94 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 	return slab;
 }
 
+/* A slot's state, taken private by an allocation slow path (the kernel disables
+ * interrupts; here the slot is detached once and installed once). */
+struct private_slot {
+	struct kmem_cache_cpu *lc;   /* locked mode: the slot, its lock held */
+	void *fl;
+	struct slab *slab;
+};
+
+/* Take this CPU's slot. False: this thread has no slot (rseq not registered). */
+static bool slot_take(struct kmem_cache *s, struct private_slot *b)
+{
+	b->lc = NULL;
+	if (!usl_rseq_mode) {
+		cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+		b->lc = &s->cpu_slab[cpu_hint];
+		usl_spin_lock(&b->lc->lock);
+		locked_detach(b->lc, &b->fl, &b->slab);
+		return true;
+	}
+	for (;;) {
+		int r = usl_rseq_detach(s, &b->fl, &b->slab);
+		if (r == USL_RS_OK)
+			return true;
+		if (r == USL_RS_NOCPU)
+			return false;
+		wait_flush(s);
+	}
+}
+
+/* More objects for b->fl: what remote frees left on the slab, else a new cpu slab. */
+static bool slot_refill(struct kmem_cache *s, struct private_slot *b)
+{
+	if (b->slab) {
+		b->fl = get_freelist(b->slab);   /* NULL: the slab is full and unfrozen */
+		if (b->fl)
+			return true;
+		b->slab = NULL;
+	}
+	b->slab = refill(s, b->lc, &b->fl);
+	return b->slab != NULL;
+}
+
+/* Give the slot back: install what is left, or return it to the slab. */
+static void slot_put(struct kmem_cache *s, struct private_slot *b)
+{
+	if (b->lc) {
+		if (b->slab && !b->lc->slab) {
+			locked_install(b->lc, b->fl, b->slab);
+			b->slab = NULL;
+		}
+		usl_spin_unlock(&b->lc->lock);
+		if (b->slab)           /* another thread filled the slot meanwhile */
+			deactivate_slab(s, b->slab, b->fl);
+		return;
+	}
+	if (!b->slab)
+		return;
+	for (;;) {
+		int r = usl_rseq_install(s, b->fl, b->slab);
+		if (r == USL_RS_MARKED) {
+			wait_flush(s);
+			continue;
+		}
+		if (r != USL_RS_OK)
+			deactivate_slab(s, b->slab, b->fl);
+		return;
+	}
+}
+
 static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
-	void *fl, *obj;
-	struct slab *slab;
+	struct private_slot b;
+	void *obj;
 
-	if (!usl_rseq_mode) {
-		struct kmem_cache_cpu *c;
-		cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
-		c = &s->cpu_slab[cpu_hint];
-		usl_spin_lock(&c->lock);
-		locked_detach(c, &fl, &slab);
-		if (!fl && slab)
-			fl = get_freelist(slab);
-		if (!fl) {
-			slab = refill(s, c, &fl);
-			if (!slab) {
-				usl_spin_unlock(&c->lock);
-				goto nomem;
-			}
-			if (c->slab) {
-				/* Another thread refilled the slot while the lock was
-				 * dropped: keep one object, give the rest back. */
-				obj = fl;
-				usl_spin_unlock(&c->lock);
-				deactivate_slab(s, slab, get_freepointer(s, obj));
-				return obj;
-			}
-		}
-		obj = fl;
-		locked_install(c, get_freepointer(s, obj), slab);
-		usl_spin_unlock(&c->lock);
+	if (!slot_take(s, &b)) {
+		obj = alloc_direct(s);
+		if (!obj)
+			goto nomem;
 		return obj;
 	}
-
-	for (;;) {
-		int r = usl_rseq_detach(s, &fl, &slab);
-		if (r == USL_RS_MARKED) {
-			wait_flush(s);
-			continue;
-		}
-		if (r == USL_RS_NOCPU) {
-			obj = alloc_direct(s);
-			if (!obj)
-				goto nomem;
-			return obj;
-		}
-		break;
-	}
 	/* The slot is empty and what it held is ours. */
-	if (!fl && slab)
-		fl = get_freelist(slab);
-	if (!fl) {
-		slab = refill(s, NULL, &fl);
-		if (!slab)
-			goto nomem;
+	if (!b.fl && !slot_refill(s, &b)) {
+		slot_put(s, &b);
+		goto nomem;
 	}
-	obj = fl;
-	fl = get_freepointer(s, obj);
-	for (;;) {
-		int r = usl_rseq_install(s, fl, slab);
-		if (r == USL_RS_MARKED) {
-			wait_flush(s);
-			continue;
-		}
-		if (r != USL_RS_OK)  /* migrated, or another thread refilled this CPU */
-			deactivate_slab(s, slab, fl);
-		break;
-	}
+	obj = b.fl;
+	b.fl = get_freepointer(s, obj);
+	slot_put(s, &b);   /* installs, or gives back if the slot was filled meanwhile */
 	return obj;
 
 nomem:
@@ -831,80 +851,11 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
  * Bulk allocation and freeing (seed 000: detached freelists)
  */
 
-/* The slot's state, taken private for a bulk allocation (the kernel disables
- * interrupts around its loop; here the slot is detached once and installed once). */
-struct bulk_slot {
-	struct kmem_cache_cpu *lc;   /* locked mode: the slot, its lock held */
-	void *fl;
-	struct slab *slab;
-};
-
-/* Take the slot. False: this thread has no slot (rseq not registered). */
-static bool bulk_take_slot(struct kmem_cache *s, struct bulk_slot *b)
-{
-	b->lc = NULL;
-	if (!usl_rseq_mode) {
-		cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
-		b->lc = &s->cpu_slab[cpu_hint];
-		usl_spin_lock(&b->lc->lock);
-		locked_detach(b->lc, &b->fl, &b->slab);
-		return true;
-	}
-	for (;;) {
-		int r = usl_rseq_detach(s, &b->fl, &b->slab);
-		if (r == USL_RS_OK)
-			return true;
-		if (r == USL_RS_NOCPU)
-			return false;
-		wait_flush(s);
-	}
-}
-
-/* More objects for b->fl: what remote frees left on the slab, else a new cpu slab. */
-static bool bulk_refill(struct kmem_cache *s, struct bulk_slot *b)
-{
-	if (b->slab) {
-		b->fl = get_freelist(b->slab);   /* NULL: the slab is full and unfrozen */
-		if (b->fl)
-			return true;
-		b->slab = NULL;
-	}
-	b->slab = refill(s, b->lc, &b->fl);
-	return b->slab != NULL;
-}
-
-/* Give the slot back: install what is left, or return it to the slab. */
-static void bulk_put_slot(struct kmem_cache *s, struct bulk_slot *b)
-{
-	if (b->lc) {
-		if (b->slab && !b->lc->slab) {
-			locked_install(b->lc, b->fl, b->slab);
-			b->slab = NULL;
-		}
-		usl_spin_unlock(&b->lc->lock);
-		if (b->slab)           /* another thread filled the slot meanwhile */
-			deactivate_slab(s, b->slab, b->fl);
-		return;
-	}
-	if (!b->slab)
-		return;
-	for (;;) {
-		int r = usl_rseq_install(s, b->fl, b->slab);
-		if (r == USL_RS_MARKED) {
-			wait_flush(s);
-			continue;
-		}
-		if (r != USL_RS_OK)
-			deactivate_slab(s, b->slab, b->fl);
-		return;
-	}
-}
-
 #define BULK_SECTION_MAX 64
 
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
-	struct bulk_slot b;
+	struct private_slot b;
 	size_t i = 0;
 
 	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
@@ -916,26 +867,26 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		return 0;
 	/* Most calls are served by this CPU's freelist in one section. The section
 	 * is capped, so a restart (preemption, a signal) repeats little work; the
-	 * rest takes the slot private below. */
+	 * rest takes the slot private below (slot_take). */
 	int st;
 	i = usl_rseq_alloc_bulk(s, nr < BULK_SECTION_MAX ? nr : BULK_SECTION_MAX, p, &st);
 	if (i == nr)
 		goto done;
-	if (!bulk_take_slot(s, &b)) {
+	if (!slot_take(s, &b)) {
 		/* No per-CPU slot for this thread: one object at a time. */
 		for (; i < nr; i++)
 			if (!(p[i] = alloc_direct(s)))
 				goto fail;
 	} else {
 		for (; i < nr; i++) {
-			if (usl_unlikely(!b.fl) && !bulk_refill(s, &b)) {
-				bulk_put_slot(s, &b);
+			if (usl_unlikely(!b.fl) && !slot_refill(s, &b)) {
+				slot_put(s, &b);
 				goto fail;
 			}
 			p[i] = b.fl;
 			b.fl = get_freepointer(s, b.fl);
 		}
-		bulk_put_slot(s, &b);
+		slot_put(s, &b);
 	}
 done:
 	if (gfp & __GFP_ZERO)
