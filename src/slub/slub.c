@@ -767,10 +767,9 @@ static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s
 	report_bad_free_in("kmem_cache_free", s, x, slab);
 }
 
-static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, void *x)
+static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-	           s->name, x);
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
@@ -783,25 +782,44 @@ static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, st
 	slab_free_slow(s, slab, x, x, 1);
 }
 
-/* locked mode: push onto the hinted slot's freelist if x is from its cpu slab. */
-static __attribute__((noinline)) void free_locked(struct kmem_cache *s, struct slab *slab, void *x)
+/* locked mode: push the chain head..tail of slab onto the hinted slot's freelist
+ * if slab is its cpu slab. The same return codes as usl_rseq_free_chain. */
+static int locked_push_chain(struct kmem_cache *s, struct slab *slab, void *head, void *tail)
 {
 	struct kmem_cache_cpu *c = hint_slot(s);
-	unsigned long tid;
-	void *fl;
 
 	for (;;) {
-		tid = usl_load(&c->tid);
+		unsigned long tid = usl_load(&c->tid);
 		if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
-			break;
-		fl = usl_load_ptr(&c->freelist);
-		if (usl_unlikely(fl == x)) {
-			report_double_free(s, x);
+			return USL_RS_OTHER;
+		void *fl = usl_load_ptr(&c->freelist);
+		if (usl_unlikely(fl == head))
+			return USL_RS_DOUBLE;
+		if (usl_unlikely(fl == tail))
+			return USL_RS_DOUBLE_TAIL;
+		set_freepointer(s, tail, fl);
+		if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)head))
+			return USL_RS_OK;
+	}
+}
+
+/* A single object whose section (usl_rseq_free, result r) did not push it:
+ * a double free, the locked-mode push, or a slab that is not this CPU's. */
+static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct slab *slab, void *x, int r,
+                                                  const char *fn)
+{
+	if (r == USL_RS_OTHER) {
+		report_double_free(s, x, fn);
+		return;
+	}
+	if (!usl_rseq_mode) {
+		r = locked_push_chain(s, slab, x, x);
+		if (r == USL_RS_OK)
+			return;
+		if (r != USL_RS_OTHER) {
+			report_double_free(s, x, fn);
 			return;
 		}
-		set_freepointer(s, x, fl);
-		if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)x))
-			return;
 	}
 	free_checked_slow(s, slab, x);
 }
@@ -837,14 +855,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK))
 		return;
-	if (r == USL_RS_OTHER) {
-		report_double_free(s, x);
-		return;
-	}
-	if (usl_rseq_mode)
-		free_checked_slow(s, slab, x);
-	else
-		free_locked(s, slab, x);
+	free_one_slow(s, slab, x, r, "kmem_cache_free");
 }
 
 /* ===========================================================================
@@ -977,7 +988,6 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	const struct kmem_cache *ds = df->s;
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
-	const uint32_t inv = ds->div_inv, k = ds->div_shift;
 	const uintptr_t saddr = (uintptr_t)slab->addr;
 	uint64_t *map = df->map;
 
@@ -996,9 +1006,8 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 			p[size] = p[same];
 			p[same] = t;
 		}
-		uint32_t q = (uint32_t)((uintptr_t)object - saddr) * inv;
-		q = (q >> k) | (q << ((32 - k) & 31));
-		if (usl_unlikely(q >= objects)) {
+		unsigned int q;
+		if (usl_unlikely(!obj_index_at(ds, slab, (uint32_t)((uintptr_t)object - saddr), &q))) {
 			report_bad_free_in(fn, s, object, slab);
 			p[same] = NULL;
 			continue;
@@ -1036,14 +1045,11 @@ static void df_drop(struct detached_freelist *df, void *x, unsigned int idx, con
 /* If x is one of the gathered objects, drop it. */
 static void df_drop_if_member(struct detached_freelist *df, void *x, const char *fn)
 {
-	uint32_t q;
+	unsigned int q;
 	uintptr_t off = (uintptr_t)x - (uintptr_t)df->slab->addr;
 
-	if (!x || off >= usl_order_bytes(df->slab->order))
-		return;
-	q = (uint32_t)off * df->s->div_inv;
-	q = (q >> df->s->div_shift) | (q << ((32 - df->s->div_shift) & 31));
-	if (q < usl_counters_objects(usl_load(&df->slab->counters)) && (df->map[q / 64] & (1ULL << (q % 64))))
+	if (x && off < usl_order_bytes(df->slab->order) && obj_index_at(df->s, df->slab, (uint32_t)off, &q) &&
+	    (df->map[q / 64] & (1ULL << (q % 64))))
 		df_drop(df, x, q, fn);
 }
 
@@ -1118,19 +1124,9 @@ static void df_link(struct detached_freelist *df)
  * free before it writes into the object. */
 static void free_object_checked(struct kmem_cache *s, struct slab *slab, void *x, const char *fn)
 {
-	if (usl_rseq_mode) {
-		int r = usl_rseq_free(s, slab, x);
-		if (r == USL_RS_OK)
-			return;
-		if (r == USL_RS_OTHER) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
-			           s->name, x);
-			return;
-		}
-		slab_free_slow(s, slab, x, x, 1);
-		return;
-	}
-	free_locked(s, slab, x);
+	int r = usl_rseq_free(s, slab, x);
+	if (r != USL_RS_OK)
+		free_one_slow(s, slab, x, r, fn);
 }
 
 /* A race: since the pre-check, the linked head started heading a freelist.
@@ -1199,49 +1195,24 @@ static void free_detached(struct detached_freelist *df, const char *fn)
 		free_object_checked(s, df->slab, df->head, fn);
 		return;
 	}
-	if (usl_rseq_mode) {
-		for (;;) {
-			int r = usl_rseq_free_chain(s, df->slab, df->head, df->tail);
-			if (r == USL_RS_OK)
+	for (;;) {
+		int r = usl_rseq_mode ? usl_rseq_free_chain(s, df->slab, df->head, df->tail)
+		                      : locked_push_chain(s, df->slab, df->head, df->tail);
+		if (r == USL_RS_OK)
+			return;
+		if (r == USL_RS_DOUBLE) {
+			if (!drop_double_head(df, fn))
 				return;
-			if (r == USL_RS_DOUBLE) {
-				if (!drop_double_head(df, fn))
-					return;
-			} else if (r == USL_RS_DOUBLE_TAIL) {
-				if (!drop_double_tail(df, fn))
-					return;
-			} else {
-				break;
-			}
-			if (df->cnt == 1)
-				break;
-		}
-	} else {
-		struct kmem_cache_cpu *c = hint_slot(s);
-		unsigned long tid;
-		void *fl;
-		for (;;) {
-			tid = usl_load(&c->tid);
-			if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != df->slab)
-				break;
-			fl = usl_load_ptr(&c->freelist);
-			if (usl_unlikely(fl == df->head || fl == df->tail)) {
-				if (!(fl == df->head ? drop_double_head(df, fn) : drop_double_tail(df, fn)))
-					return;
-				if (df->cnt == 1)
-					break;
-				continue;
-			}
-			set_freepointer(s, df->tail, fl);
-			if (usl_cas16(c, tid, (unsigned long)fl, tid + tid_step(), (unsigned long)df->head))
+		} else if (r == USL_RS_DOUBLE_TAIL) {
+			if (!drop_double_tail(df, fn))
 				return;
+		} else {
+			break;          /* not this CPU's slab */
 		}
+		if (df->cnt == 1)
+			break;
 	}
-	if (df->cnt == 1) {
-		free_object_checked(s, df->slab, df->head, fn);
-		return;
-	}
-	slab_free_chain(df, fn);
+	slab_free_chain(df, fn);   /* one object left takes the single path there */
 }
 
 static void free_bulk(const char *fn, struct kmem_cache *s, size_t nr, void **p)
