@@ -784,7 +784,8 @@ static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, st
 
 /* locked mode: push the chain head..tail of slab onto the hinted slot's freelist
  * if slab is its cpu slab. The same return codes as usl_rseq_free_chain. */
-static int locked_push_chain(struct kmem_cache *s, struct slab *slab, void *head, void *tail)
+static inline __attribute__((always_inline)) int locked_push_chain(struct kmem_cache *s, struct slab *slab, void *head,
+                                                                  void *tail)
 {
 	struct kmem_cache_cpu *c = hint_slot(s);
 
