@@ -5,6 +5,9 @@
 #define USLAB_H
 
 #include <stddef.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +53,30 @@ typedef unsigned int gfp_t;
 USLAB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
                                                unsigned int align, slab_flags_t flags,
                                                void (*ctor)(void *));
+/* Creation with arguments: the kernel's struct kmem_cache_args. Zeroed fields
+ * mean "default". sheaf_capacity > 0 gives the cache per-CPU sheaves of at least
+ * that many objects whatever USLAB_SHEAVES says; 0 leaves it to USLAB_SHEAVES
+ * (on unless USLAB_SHEAVES=0). useroffset/usersize are checked, with no effect. */
+struct kmem_cache_args {
+	unsigned int align;
+	unsigned int useroffset;
+	unsigned int usersize;
+	unsigned int freeptr_offset;   /* with use_freeptr_offset: where the free pointer lives */
+	bool use_freeptr_offset;
+	void (*ctor)(void *);
+	unsigned int sheaf_capacity;
+};
+USLAB_API struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int size,
+                                                          struct kmem_cache_args *args,
+                                                          slab_flags_t flags);
+#ifndef __cplusplus
+/* As in the kernel, kmem_cache_create(name, size, &args, flags) (or NULL args)
+ * takes the arguments form; the five-argument form is unchanged. */
+#define kmem_cache_create(name, size, args, ...)                                   \
+	_Generic((args), struct kmem_cache_args *: uslab_kmem_cache_create_args,      \
+	         void *: uslab_kmem_cache_create_args,                              \
+	         default: kmem_cache_create)(name, size, args, __VA_ARGS__)
+#endif
 USLAB_API void kmem_cache_destroy(struct kmem_cache *s);
 USLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
 USLAB_API void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int node) USLAB_MALLOC_ATTR;
@@ -64,6 +91,21 @@ USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr
 USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USLAB_API void kfree_bulk(size_t nr, void **p);
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);
+
+/* Prefilled sheaves (the kernel's API for callers that must not fail later):
+ * kmem_cache_prefill_sheaf returns a sheaf holding at least size objects (NULL
+ * when out of memory); kmem_cache_alloc_from_sheaf cannot fail while
+ * kmem_cache_sheaf_size(sheaf) > 0; kmem_cache_refill_sheaf tops a sheaf up to
+ * size objects (0, or -ENOMEM with the sheaf unchanged); kmem_cache_return_sheaf
+ * gives it and its objects back. Works on every cache, with or without sheaves. */
+struct slab_sheaf;                    /* opaque */
+USLAB_API struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, unsigned int size);
+USLAB_API int kmem_cache_refill_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf **sheafp,
+                                      unsigned int size);
+USLAB_API void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sheaf);
+USLAB_API void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sheaf)
+	USLAB_MALLOC_ATTR;
+USLAB_API unsigned int kmem_cache_sheaf_size(struct slab_sheaf *sheaf);
 USLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
 USLAB_API const char *kmem_cache_name(struct kmem_cache *s);
 
@@ -91,6 +133,9 @@ USLAB_API unsigned long uslab_error_count(void);
 
 /* Per-CPU mode chosen at start-up: "rseq" or "locked". */
 USLAB_API const char *uslab_percpu_mode(void);
+
+/* Sheaf capacity of a cache (the kernel's sysfs sheaf_capacity); 0: no sheaves. */
+USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);
 
 /* Return free pages to the OS now (madvise). Returns bytes released. */
 USLAB_API size_t uslab_release_free_memory(void);

@@ -13,22 +13,27 @@ static struct usl_list cache_list = { &cache_list, &cache_list };
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
 /* fork(): take every allocator lock in the documented order (slab_mutex,
- * flush_mutex, each cache's slot locks and list_lock, pages_lock), so the child
+ * flush_mutex, each cache's sheaf locks and barn lock, its slot locks and
+ * list_lock, pages_lock), so the child
  * of a multithreaded parent finds them all free. */
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
+		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
 		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
+	}
 	usl_pages_fork_lock();
 }
 
 static void fork_release(void)
 {
 	usl_pages_fork_unlock();
-	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
+	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
 		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
+		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
+	}
 	usl_slub_fork_unlock_global();
 	pthread_mutex_unlock(&slab_mutex);
 }
@@ -78,12 +83,15 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
 	return NULL;
 }
 
-struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsigned int align,
-                                     slab_flags_t flags, void (*ctor)(void *))
+#define SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
+
+struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
+                                    void (*ctor)(void *), const struct kmem_cache_args *args, bool internal)
 {
 	struct kmem_cache *s;
 	size_t head, bytes;
 	size_t max_object;
+	unsigned int sheaf_capacity = 0;
 
 	usl_ensure_init();
 	pthread_once(&atfork_once, register_atfork);
@@ -100,6 +108,26 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
 		return create_failed(name, flags, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
 		return create_failed(name, flags, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
+	if (args) {
+		if (args->useroffset > size || args->usersize > size - args->useroffset)
+			return create_failed(name, flags, "useroffset + usersize above the object size",
+			                     (unsigned long)args->useroffset + args->usersize);
+		if (args->use_freeptr_offset &&
+		    (args->freeptr_offset % sizeof(void *) || args->freeptr_offset > size - sizeof(void *) ||
+		     size < sizeof(void *)))
+			return create_failed(name, flags, "freeptr_offset is not a word-aligned offset inside the object",
+			                     args->freeptr_offset);
+	}
+	/* Sheaves (reference section 3): never for debug caches or our own; the
+	 * creator's sheaf_capacity, else USLAB_SHEAVES (default on). */
+	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
+		unsigned int want = args ? args->sheaf_capacity : 0;
+		if (want || usl_opt.sheaves != 0) {
+			sheaf_capacity = usl_sheaf_capacity_for(size, want);
+			if (!sheaf_capacity)
+				return create_failed(name, flags, "sheaf_capacity too large", want);
+		}
+	}
 
 	head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
 	bytes = head + sizeof(struct kmem_cache_node) + (size_t)usl_nr_cpus * sizeof(struct kmem_cache_cpu);
@@ -114,14 +142,38 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
 	s->ctor = ctor;
 	s->refcount = 1;
 	strncpy(s->name, name, sizeof(s->name) - 1);
-	if (usl_slub_cache_init(s) != 0) {
+	if (usl_slub_cache_init(s, args) != 0) {
 		usl_meta_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
+	}
+	if (sheaf_capacity) {
+		s->sheaf_capacity = sheaf_capacity;
+		if (usl_sheaf_cache_init(s) != 0) {
+			pthread_mutex_destroy(&s->node[0]->list_lock);
+			usl_meta_free(s);
+			return create_failed(name, flags, "out of memory for its sheaves", sheaf_capacity);
+		}
 	}
 	usl_cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
 	usl_cache_unlock();
 	return s;
+}
+
+/* The name in parentheses: uslab.h also defines kmem_cache_create as a macro
+ * choosing between this and the arguments form. */
+struct kmem_cache *(kmem_cache_create)(const char *name, unsigned int size, unsigned int align,
+                                       slab_flags_t flags, void (*ctor)(void *))
+{
+	return usl_cache_create(name, size, align, flags, ctor, NULL, false);
+}
+
+struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int size,
+                                                struct kmem_cache_args *args, slab_flags_t flags)
+{
+	if (!args)
+		return usl_cache_create(name, size, 0, flags, NULL, NULL, false);
+	return usl_cache_create(name, size, args->align, flags, args->ctor, args, false);
 }
 
 void kmem_cache_destroy(struct kmem_cache *s)
@@ -135,6 +187,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		usl_cache_unlock();
 		return;
 	}
+	usl_sheaf_flush_all(s, true);
 	usl_slub_flush_all(s);
 	remaining = usl_slub_objects_in_use(s);
 	if (remaining) {
@@ -150,6 +203,8 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	usl_cache_unlock();
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
+	if (s->sheaf_capacity)
+		pthread_mutex_destroy(&s->node[0]->barn.lock);
 	usl_meta_free(s);
 	usl_pages_purge(false);
 }

@@ -152,8 +152,10 @@ struct kmem_cache_cpu {
 	struct slab *slab;           /* 16: the cpu slab (frozen) */
 	struct slab *partial;        /* 24: cpu partial slabs (not frozen), chained by ->next */
 	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
-	int pad0;
-	unsigned long pad[3];
+	int sheaf_lock;              /* 36: locked mode: guards main and spare */
+	unsigned long pad;
+	struct slab_sheaf *main;     /* 48: sheaves: never NULL (usl_empty_sheaf when detached) */
+	struct slab_sheaf *spare;    /* 56: empty, full, or NULL */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct kmem_cache_cpu) == 64, "slot size is the fast path's shift");
@@ -162,14 +164,44 @@ _Static_assert(sizeof(struct kmem_cache_cpu) == 64, "slot size is the fast path'
 #define USL_CPU_OFF_SLAB 16
 #define USL_CPU_OFF_PARTIAL 24
 #define USL_CPU_OFF_LOCK 32
+#define USL_CPU_OFF_MAIN 48
 _Static_assert(offsetof(struct kmem_cache_cpu, freelist) == USL_CPU_OFF_FREELIST, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, slab) == USL_CPU_OFF_SLAB, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, partial) == USL_CPU_OFF_PARTIAL, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, lock) == USL_CPU_OFF_LOCK, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, main) == USL_CPU_OFF_MAIN, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, spare) == USL_CPU_OFF_MAIN + 8, "main and spare: one 16-byte store");
 #define USL_SLAB_OFF_NEXT 32
 #define USL_SLAB_OFF_SLABS 40
 _Static_assert(offsetof(struct slab, next) == USL_SLAB_OFF_NEXT, "asm offset");
 _Static_assert(offsetof(struct slab, slabs) == USL_SLAB_OFF_SLABS, "asm offset");
+
+/* A sheaf: an array of object pointers (reference section 3). The cache pointer
+ * sits just before objects[], so objects[-1] of an empty sheaf is never an object
+ * (the free section's double-free check reads it). */
+struct slab_sheaf {
+	struct usl_list barn_list;   /* 0: on a barn list, or a private list */
+	uint32_t size;               /* 16: objects in it */
+	uint32_t capacity;           /* 20 */
+	struct kmem_cache *cache;    /* 24 */
+	void *objects[];             /* 32 */
+};
+#define USL_SHEAF_OFF_SIZE 16
+#define USL_SHEAF_OFF_CAP 20
+#define USL_SHEAF_OFF_OBJECTS 32
+_Static_assert(offsetof(struct slab_sheaf, size) == USL_SHEAF_OFF_SIZE, "asm offset");
+_Static_assert(offsetof(struct slab_sheaf, capacity) == USL_SHEAF_OFF_CAP, "asm offset");
+_Static_assert(offsetof(struct slab_sheaf, objects) == USL_SHEAF_OFF_OBJECTS, "asm offset");
+/* The zero-capacity sheaf a slot's main points at while no sheaf is installed:
+ * both fast paths see it as empty and full, and need no NULL check. */
+extern struct slab_sheaf usl_empty_sheaf USL_HIDDEN;
+
+/* Per node: full and empty sheaves, shared by the node's CPUs. */
+struct usl_barn {
+	pthread_mutex_t lock;        /* protects the lists and counts */
+	struct usl_list full, empty;
+	unsigned int nr_full, nr_empty;
+};
 
 /* Per NUMA node (one node until NUMA placement lands). */
 struct kmem_cache_node {
@@ -178,6 +210,7 @@ struct kmem_cache_node {
 	unsigned long nr_partial;
 	unsigned long nr_slabs;      /* atomic: slabs allocated for this node */
 	unsigned long total_objects; /* atomic: objects in those slabs */
+	struct usl_barn barn;
 } __attribute__((aligned(64)));
 
 #define USL_NAME_MAX 48
@@ -189,6 +222,7 @@ struct kmem_cache {
 	unsigned int size;           /* object stride */
 	uint32_t div_inv;            /* (size >> div_shift)^-1 mod 2^32: object index test */
 	uint32_t div_shift;          /* trailing zero bits of size */
+	unsigned int sheaf_capacity; /* 0: no sheaves (the cpu slab is the fast path) */
 	slab_flags_t flags;
 	unsigned int object_size;    /* what the creator asked for */
 	unsigned int inuse;          /* object_size rounded to a word */
@@ -200,6 +234,9 @@ struct kmem_cache {
 	unsigned int min_partial;    /* node partial slabs kept before empties are freed */
 	unsigned int cpu_partial;    /* objects the cpu partial lists aim for */
 	unsigned int cpu_partial_slabs;
+	unsigned int barn_max_full;  /* barn limits (reference section 3: 10 and 10) */
+	unsigned int barn_max_empty;
+	struct kmem_cache *sheaf_cache; /* where this cache's sheaves come from */
 	void (*ctor)(void *);
 	int refcount;
 	struct usl_list list;        /* registry (slab_mutex) */
@@ -215,6 +252,7 @@ struct usl_options {
 	int min_order;
 	int max_order;
 	int rseq;                    /* -1 auto, 0 off, 1 on */
+	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
 	unsigned int decay_ms;       /* free block age before madvise */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
@@ -282,7 +320,7 @@ static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size 
  * slub/slub.c: the SLUB core. Locks: per-CPU slot lock (locked mode) ->
  * list_lock -> pages_lock.
  */
-USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s);     /* sizes, order, slots */
+USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args); /* sizes, order, slots */
 USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
@@ -293,6 +331,34 @@ USL_HIDDEN void usl_slub_fork_unlock_global(void);
 USL_HIDDEN void usl_slub_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 USL_HIDDEN unsigned int usl_calculate_order(unsigned int size);
+/* The cpu-slab layer's paths, used by the sheaf layer: single objects (obj checked
+ * to be s's), bulk (all or nothing; p[] checked, no NULLs needed), the locked-mode
+ * slot hint, and holding every slot (flush protocol; false: could not). */
+USL_HIDDEN void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp);
+USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
+USL_HIDDEN int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+USL_HIDDEN void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
+USL_HIDDEN bool usl_slub_hold_slots(struct kmem_cache *s);
+USL_HIDDEN void usl_slub_release_slots(struct kmem_cache *s);
+
+/* ---------------------------------------------------------------------------
+ * slub/sheaf.c: per-CPU sheaves and barns. Locks: slot sheaf_lock (locked mode),
+ * barn lock; neither is held across a call into the cpu-slab layer.
+ */
+USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested);
+USL_HIDDEN int usl_sheaf_cache_init(struct kmem_cache *s);
+USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);      /* after the pop section */
+USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x);
+USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves);
+USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
+USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
+struct usl_sheaf_counts {
+	unsigned long cpu_sheaves, cpu_objects, barn_full, barn_empty, barn_objects;
+};
+USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 
 /* Slab states, for tests and introspection (a snapshot, racy under load). */
 struct usl_state_counts {
@@ -306,6 +372,10 @@ USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_cou
 USL_HIDDEN void usl_cache_lock(void);
 USL_HIDDEN void usl_cache_unlock(void);
 USL_HIDDEN void *usl_meta_alloc(size_t size);   /* zeroed, from the page provider */
+/* Create a cache; internal caches (sheaf structures) never get sheaves. */
+USL_HIDDEN struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align,
+                                               slab_flags_t flags, void (*ctor)(void *),
+                                               const struct kmem_cache_args *args, bool internal);
 USL_HIDDEN void usl_meta_free(void *p);
 
 #endif /* USL_INTERNAL_H */

@@ -18,7 +18,7 @@
 
 #include "internal.h"
 
-struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
+struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000 };
 unsigned int usl_nr_cpus = 1;
 unsigned int usl_online_cpus = 1;
@@ -162,6 +162,7 @@ static void read_options(void)
 	option_int("USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER);
 	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
 	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
+	option_int("USLAB_SHEAVES", &usl_opt.sheaves, 0, 1);
 	option_int("USLAB_DECAY_MS", &decay, 0, 3600 * 1000);
 	usl_opt.decay_ms = (unsigned int)decay;
 	if (usl_opt.min_order > usl_opt.max_order) {

@@ -282,4 +282,181 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 	return ret;
 }
 
+/* ---------------------------------------------------------------------------
+ * Sheaf sections: main (offset 48) and spare (56) of the slot. A sheaf is
+ * {size @16, capacity @20, objects[] @32}; each section commits by storing size,
+ * or {main, spare} with one 16-byte store.
+ */
+
+/* Pop the top object of this CPU's main sheaf into obj, or jump to `slow`
+ * (empty sheaf, marked slot, no CPU, locked mode). */
+#define USL_RSEQ_SHEAF_POP(s, obj, slow)                                              \
+	do {                                                                       \
+		unsigned long sh_, n_;                                             \
+		__asm__ __volatile__ goto(                                         \
+			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
+			"movq 48(%%rax), %[sh]\n\t"                                 \
+			"movl 16(%[sh]), %k[n]\n\t"                                 \
+			"subl $1, %k[n]\n\t"                                        \
+			"jb %l[" #slow "]\n\t"                                      \
+			"movq 32(%[sh],%[n],8), %[o]\n\t"                           \
+			"movl %k[n], 16(%[sh])\n"                                   \
+			"2:\n"                                                      \
+			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
+			: USL_RSEQ_COMMON_IN                                        \
+			: "rax", "memory", "cc"                                     \
+			: slow);                                                    \
+	} while (0)
+
+/* Push obj onto this CPU's main sheaf. USL_RS_OK; USL_RS_OTHER when obj is the
+ * sheaf's top object already (a double free); USL_RS_MARKED for everything else
+ * (full sheaf, marked slot, no CPU, locked mode). objects[size] is written before
+ * the commit: above size it is nobody's, so a restart is harmless. */
+static inline int usl_rseq_sheaf_push(struct kmem_cache *s, void *obj)
+{
+	unsigned long sh, n;
+
+	__asm__ __volatile__ goto(
+		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
+		"movq 48(%%rax), %[sh]\n\t"
+		"movl 16(%[sh]), %k[n]\n\t"
+		"cmpl 20(%[sh]), %k[n]\n\t"
+		"jae %l[slow]\n\t"
+		"cmpq %[obj], 24(%[sh],%[n],8)\n\t"
+		"je %l[dbl]\n\t"
+		"movq %[obj], 32(%[sh],%[n],8)\n\t"
+		"addl $1, %k[n]\n\t"
+		"movl %k[n], 16(%[sh])\n"
+		"2:\n"
+		: [sh] "=&r"(sh), [n] "=&r"(n)
+		: USL_RSEQ_COMMON_IN, [obj] "r"(obj)
+		: "rax", "memory", "cc"
+		: slow, dbl);
+	return USL_RS_OK;
+slow:
+	return USL_RS_MARKED;
+dbl:
+	return USL_RS_OTHER;
+}
+
+/* Move up to n objects from the top of this CPU's main sheaf to p[] (in block
+ * order); returns how many, 0 with *status set when the slot is marked or there
+ * is no CPU. p[] is written before the commit; a restart rewrites it. */
+static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
+{
+	int ret;
+	unsigned long sh, size, cnt, i, base;
+
+	/* %q[ret] doubles as the copy register: it is rewritten before every use,
+	 * so a restart (which re-runs from the start with the registers as they
+	 * are) needs nothing back. Inputs are never written. */
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movq 48(%%rax), %[sh]\n\t"
+		"movl 16(%[sh]), %k[size]\n\t"
+		"movq %[n], %[cnt]\n\t"
+		"cmpq %[size], %[cnt]\n\t"
+		"cmovaq %[size], %[cnt]\n\t"
+		"subq %[cnt], %[size]\n\t"
+		"leaq 32(%[sh],%[size],8), %[base]\n\t"
+		"xorl %k[i], %k[i]\n"
+		"12:\n\t"
+		"cmpq %[cnt], %[i]\n\t"
+		"jae 13f\n\t"
+		"movq (%[base],%[i],8), %q[ret]\n\t"
+		"movq %q[ret], (%[p],%[i],8)\n\t"
+		"incq %[i]\n\t"
+		"jmp 12b\n"
+		"13:\n\t"
+		"movl %k[size], 16(%[sh])\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
+		  [base] "=&r"(base)
+		: USL_RSEQ_COMMON_IN, [n] "r"(n), [p] "r"(p)
+		: "rax", "memory", "cc");
+	*status = ret;
+	return ret == USL_RS_OK ? cnt : 0;
+}
+
+/* Move up to n objects from p[] onto this CPU's main sheaf; returns how many (0
+ * with *status set when the slot is marked or there is no CPU). Above size the
+ * array is nobody's, so writing it before the commit is harmless. */
+static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
+{
+	int ret;
+	unsigned long sh, size, cnt, i, base;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movq 48(%%rax), %[sh]\n\t"
+		"movl 16(%[sh]), %k[size]\n\t"
+		"movl 20(%[sh]), %k[cnt]\n\t"
+		"subq %[size], %[cnt]\n\t"
+		"cmpq %[n], %[cnt]\n\t"
+		"cmovaq %[n], %[cnt]\n\t"
+		"leaq 32(%[sh],%[size],8), %[base]\n\t"
+		"xorl %k[i], %k[i]\n"
+		"12:\n\t"
+		"cmpq %[cnt], %[i]\n\t"
+		"jae 13f\n\t"
+		"movq (%[p],%[i],8), %q[ret]\n\t"
+		"movq %q[ret], (%[base],%[i],8)\n\t"
+		"incq %[i]\n\t"
+		"jmp 12b\n"
+		"13:\n\t"
+		"addq %[cnt], %[size]\n\t"
+		"movl %k[size], 16(%[sh])\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
+		  [base] "=&r"(base)
+		: USL_RSEQ_COMMON_IN, [n] "r"(n), [p] "r"(p)
+		: "rax", "memory", "cc");
+	*status = ret;
+	return ret == USL_RS_OK ? cnt : 0;
+}
+
+/* Take {main, spare} out of this CPU's slot, leaving {usl_empty_sheaf, NULL}
+ * (one 16-byte store). */
+static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **main, struct slab_sheaf **spare)
+{
+	int ret;
+	struct slab_sheaf *m, *sp;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movq 48(%%rax), %[m]\n\t"
+		"movq 56(%%rax), %[sp]\n\t"
+		"movq %[empty], %%xmm0\n\t"
+		"movups %%xmm0, 48(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [m] "=&r"(m), [sp] "=&r"(sp)
+		: USL_RSEQ_COMMON_IN, [empty] "r"(&usl_empty_sheaf)
+		: "rax", "xmm0", "memory", "cc");
+	*main = m;
+	*spare = sp;
+	return ret;
+}
+
+/* Put {main, spare} into this CPU's slot if it holds {usl_empty_sheaf, NULL}
+ * (USL_RS_OTHER: it does not: another thread on this CPU, or we migrated). */
+static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *main, struct slab_sheaf *spare)
+{
+	int ret;
+	struct usl_pair pair = { (unsigned long)main, (unsigned long)spare };
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"cmpq %[empty], 48(%%rax)\n\t"
+		"jne 7f\n\t"
+		"cmpq $0, 56(%%rax)\n\t"
+		"jne 7f\n\t"
+		"movups %[pair], %%xmm0\n\t"
+		"movups %%xmm0, 48(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret)
+		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(&usl_empty_sheaf)
+		: "rax", "xmm0", "memory", "cc");
+	return ret;
+}
+
 #endif /* USL_RSEQ_X86_H */

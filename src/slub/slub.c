@@ -280,6 +280,11 @@ static inline struct kmem_cache_cpu *hint_slot(struct kmem_cache *s)
 	return &s->cpu_slab[h];
 }
 
+struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s)
+{
+	return hint_slot(s);
+}
+
 /* locked mode, under c->lock: take the freelist and the slab out of the slot.
  * The slab pointer is cleared first so fast frees that see the new tid go slow. */
 static void locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)
@@ -704,11 +709,23 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
 		return NULL;
 	}
-	if (!obj)
+	if (!obj && !s->sheaf_capacity)
 		obj = slab_alloc_slow(s, gfp);
 	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, s->object_size);
 	return obj;
+}
+
+/* The cpu-slab layer's allocation (no zeroing): the section, then the slow path. */
+void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj;
+
+	USL_RSEQ_ALLOC(s, obj);
+	return obj;
+slow:
+	obj = usl_rseq_mode ? NULL : alloc_fast_locked(s);
+	return obj ? obj : slab_alloc_slow(s, gfp);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
@@ -717,7 +734,19 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 
 	if (usl_unlikely(!s))
 		return alloc_tail(s, gfp, NULL);
-	/* One section serves both modes: in locked mode it jumps to `other` at once. */
+	if (s->sheaf_capacity) {
+		/* Sheaves: pop this CPU's main sheaf. */
+		USL_RSEQ_SHEAF_POP(s, obj, sheaf_slow);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return alloc_tail(s, gfp, obj);
+		return obj;
+sheaf_slow:
+		obj = usl_sheaf_alloc(s, gfp);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return alloc_tail(s, gfp, obj);
+		return obj;
+	}
+	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
 	if (usl_unlikely(gfp & __GFP_ZERO))
 		return alloc_tail(s, gfp, obj);
@@ -852,11 +881,34 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		report_bad_free(s, x, slab);
 		return;
 	}
+	if (s->sheaf_capacity) {
+		/* Sheaves take any object of s, so check the owner here. */
+		if (usl_unlikely(slab->slab_cache != s)) {
+			report_bad_free(s, x, slab);
+			return;
+		}
+		int r = usl_rseq_sheaf_push(s, x);
+		if (usl_likely(r == USL_RS_OK))
+			return;
+		if (r == USL_RS_OTHER)
+			report_double_free(s, x, "kmem_cache_free");
+		else
+			usl_sheaf_free(s, slab, x);
+		return;
+	}
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK))
 		return;
 	free_one_slow(s, slab, x, r, "kmem_cache_free");
+}
+
+/* The cpu-slab layer's free of a checked object of s. */
+void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+	int r = usl_rseq_free(s, slab, x);
+	if (r != USL_RS_OK)
+		free_one_slow(s, slab, x, r, "kmem_cache_free");
 }
 
 /* ===========================================================================
@@ -865,25 +917,19 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 
 #define BULK_SECTION_MAX 64
 
-int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+/* The cpu-slab layer's bulk allocation (no zeroing): all or nothing. */
+int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	struct private_slot b;
 	size_t i = 0;
 
-	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
-		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_bulk(%s): %s (nr %zu)", s ? s->name : "NULL",
-		           !s ? "NULL cache" : !p ? "NULL array" : "nr above INT_MAX", nr);
-		return 0;
-	}
-	if (!nr)
-		return 0;
 	/* Most calls are served by this CPU's freelist in one section. The section
 	 * is capped, so a restart (preemption, a signal) repeats little work; the
 	 * rest takes the slot private below (slot_take). */
 	int st;
 	i = usl_rseq_alloc_bulk(s, nr < BULK_SECTION_MAX ? nr : BULK_SECTION_MAX, p, &st);
 	if (i == nr)
-		goto done;
+		return (int)nr;
 	if (!slot_take(s, &b)) {
 		/* No per-CPU slot for this thread: one object at a time. */
 		for (; i < nr; i++)
@@ -900,19 +946,32 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		}
 		slot_put(s, &b);
 	}
-done:
-	if (gfp & __GFP_ZERO)
-		for (i = 0; i < nr; i++)
-			memset(p[i], 0, s->object_size);
 	return (int)nr;
 
 fail:
 	/* All or nothing: give back what we got. */
-	kmem_cache_free_bulk(s, i, p);
+	usl_slub_free_bulk(s, i, p);
 	if (!(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
 		           s->name, i, nr);
 	return 0;
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_bulk(%s): %s (nr %zu)", s ? s->name : "NULL",
+		           !s ? "NULL cache" : !p ? "NULL array" : "nr above INT_MAX", nr);
+		return 0;
+	}
+	if (!nr)
+		return 0;
+	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
+		return 0;
+	if (gfp & __GFP_ZERO)
+		for (size_t i = 0; i < nr; i++)
+			memset(p[i], 0, s->object_size);
+	return (int)nr;
 }
 
 /* The objects of one slab gathered from a bulk-free array: the range objs[0..n)
@@ -1240,8 +1299,43 @@ static void free_bulk(const char *fn, struct kmem_cache *s, size_t nr, void **p)
 	}
 }
 
+/* The cpu-slab layer's bulk free (detached freelists). */
+void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	free_bulk("kmem_cache_free_bulk", s, nr, p);
+}
+
+/* Sheaves: check every pointer (reported and left out when bad, as is an entry
+ * equal to the one before it), compact, and copy them into the sheaves. */
+static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
+{
+	size_t k = 0;
+	void *prev = NULL;
+	unsigned int idx;
+
+	for (size_t i = 0; i < nr; i++) {
+		void *x = p[i];
+		if (!x)
+			continue;
+		if (usl_unlikely(!bulk_check("kmem_cache_free_bulk", s, x, &idx)))
+			continue;
+		if (usl_unlikely(x == prev)) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
+			           s->name, x);
+			continue;
+		}
+		p[k++] = prev = x;
+	}
+	if (k)
+		usl_sheaf_free_bulk(s, k, p);
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
+	if (s && s->sheaf_capacity && p) {
+		sheaf_free_bulk_checked(s, nr, p);
+		return;
+	}
 	free_bulk(s ? "kmem_cache_free_bulk" : "kfree_bulk", s, nr, p);
 }
 
@@ -1258,7 +1352,16 @@ void kfree_bulk(size_t nr, void **p)
  * so from then on no section commits to a marked slot and the flusher owns them.
  * locked mode: take each slot's lock.
  */
+static void flush_cpu_slabs(struct kmem_cache *s);
+
+/* Sheaves first: their objects may land on this CPU's cpu slab, flushed next. */
 void usl_slub_flush_all(struct kmem_cache *s)
+{
+	usl_sheaf_flush_all(s, false);
+	flush_cpu_slabs(s);
+}
+
+static void flush_cpu_slabs(struct kmem_cache *s)
 {
 	struct slab *chain = NULL;
 
@@ -1319,6 +1422,33 @@ void usl_slub_flush_all(struct kmem_cache *s)
 	}
 	pthread_mutex_unlock(&flush_mutex);
 	put_partials(s, chain);
+}
+
+/* Hold every slot of s with the protocol above (rseq: marks and membarrier;
+ * locked mode: flush_mutex only, the caller takes the slot locks it needs).
+ * False if the slots cannot be held (membarrier failed). */
+bool usl_slub_hold_slots(struct kmem_cache *s)
+{
+	pthread_mutex_lock(&flush_mutex);
+	if (!usl_rseq_mode)
+		return true;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->cpu_slab[i].lock, 1, __ATOMIC_SEQ_CST);
+	if (usl_membarrier_rseq() == 0)
+		return true;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&flush_mutex);
+	usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
+	return false;
+}
+
+void usl_slub_release_slots(struct kmem_cache *s)
+{
+	if (usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&flush_mutex);
 }
 
 /* fork(): the prepare handler takes every lock of the cache (slot locks in
@@ -1501,13 +1631,17 @@ static uint32_t inverse_mod32(uint32_t d)
 	return x;
 }
 
-int usl_slub_cache_init(struct kmem_cache *s)
+int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args)
 {
 	unsigned int size = USL_ALIGN(s->object_size, (unsigned int)sizeof(void *));
 	unsigned int align = s->align;
 
 	s->inuse = size;
-	if (s->ctor) {
+	if (args && args->use_freeptr_offset) {
+		/* The creator keeps the free pointer inside the object (checked by
+		 * the caller: word aligned, within object_size). */
+		s->offset = args->freeptr_offset;
+	} else if (s->ctor) {
 		/* Constructed state must survive a free: keep the pointer after it. */
 		s->offset = size;
 		size += sizeof(void *);

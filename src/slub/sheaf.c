@@ -1,0 +1,789 @@
+/* sheaf.c - per-CPU sheaves and per-node barns (reference section 3): the slow
+ * paths behind the sheaf sections, bulk through sheaves, flushing, prefilled
+ * sheaves. Locks: a slot's sheaf_lock (locked mode, never held across a call out),
+ * the barn lock (innermost here); refills and flushes call the SLUB bulk paths
+ * with no lock of this file held. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "rseq_x86.h"
+
+struct slab_sheaf usl_empty_sheaf;
+
+/* ===========================================================================
+ * Sheaf structures: from one internal cache per size class (a sheaf fills its
+ * class exactly, as the kernel rounds sheaves up to a kmalloc bucket). A sheaf
+ * larger than the cache's capacity (a prefilled "oversize" sheaf) is a block of
+ * its own.
+ */
+
+static const unsigned int sheaf_classes[] = { 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
+                                              16384, 32768, 65536, 131072, 262144, 524288 };
+#define NR_SHEAF_CLASSES (sizeof(sheaf_classes) / sizeof(sheaf_classes[0]))
+#define SHEAF_HEADER ((unsigned int)offsetof(struct slab_sheaf, objects))
+#define SHEAF_MAX_CAPACITY ((524288u - SHEAF_HEADER) / 8u)
+
+static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kmem_cache *sheaf_class_cache[NR_SHEAF_CLASSES];
+
+static inline unsigned int sheaf_bytes(unsigned int capacity) { return SHEAF_HEADER + 8u * capacity; }
+
+static bool sheaf_is_oversize(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	return sh->capacity != s->sheaf_capacity;
+}
+
+static struct slab_sheaf *sheaf_new(struct kmem_cache *s, unsigned int capacity, gfp_t gfp)
+{
+	struct slab_sheaf *sh;
+
+	if (capacity == s->sheaf_capacity && s->sheaf_cache)
+		sh = kmem_cache_alloc(s->sheaf_cache, gfp | __GFP_NOWARN);
+	else
+		sh = usl_meta_alloc(sheaf_bytes(capacity));
+	if (!sh)
+		return NULL;
+	usl_list_init(&sh->barn_list);
+	sh->size = 0;
+	sh->capacity = capacity;
+	sh->cache = s;
+	return sh;
+}
+
+static void sheaf_free(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (sheaf_is_oversize(s, sh))
+		usl_meta_free(sh);
+	else
+		kmem_cache_free(s->sheaf_cache, sh);
+}
+
+/* ===========================================================================
+ * Refill and flush: the bulk paths of the cpu-slab layer (detached freelists).
+ */
+
+/* Fill sh up to want objects. All or nothing: 0, or -ENOMEM with sh unchanged. */
+static int sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int want, gfp_t gfp)
+{
+	if (sh->size >= want)
+		return 0;
+	if (!usl_slub_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
+		return -ENOMEM;
+	sh->size = want;
+	return 0;
+}
+
+/* Give every object of sh back to its slab. The pointers were checked when they
+ * were pushed; a batch sorted by address lets the detached freelists gather
+ * each slab's objects into one chain. */
+static void sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (sh->size)
+		usl_slub_free_bulk(s, sh->size, sh->objects);
+	sh->size = 0;
+}
+
+/* ===========================================================================
+ * The barn: full and empty sheaves of one node, under barn->lock.
+ */
+
+static struct usl_barn *get_barn(struct kmem_cache *s)
+{
+	return &s->node[0]->barn;
+}
+
+static struct slab_sheaf *barn_get(struct usl_barn *barn, bool full)
+{
+	struct slab_sheaf *sh = NULL;
+	struct usl_list *l = full ? &barn->full : &barn->empty;
+
+	if (!__atomic_load_n(full ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
+		return NULL;        /* peeked unlocked: a miss only costs a refill */
+	pthread_mutex_lock(&barn->lock);
+	if (!usl_list_empty(l)) {
+		sh = usl_container_of(l->next, struct slab_sheaf, barn_list);
+		usl_list_del(&sh->barn_list);
+		if (full)
+			__atomic_store_n(&barn->nr_full, barn->nr_full - 1, __ATOMIC_RELAXED);
+		else
+			__atomic_store_n(&barn->nr_empty, barn->nr_empty - 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&barn->lock);
+	return sh;
+}
+
+/* Put a full (or empty) sheaf in the barn unless it holds its limit already
+ * (false: the caller keeps it). */
+static bool barn_put(struct kmem_cache *s, struct usl_barn *barn, struct slab_sheaf *sh, bool full)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&barn->lock);
+	if (full && barn->nr_full < s->barn_max_full) {
+		usl_list_add_head(&sh->barn_list, &barn->full);
+		__atomic_store_n(&barn->nr_full, barn->nr_full + 1, __ATOMIC_RELAXED);
+		ok = true;
+	} else if (!full && barn->nr_empty < s->barn_max_empty) {
+		usl_list_add_head(&sh->barn_list, &barn->empty);
+		__atomic_store_n(&barn->nr_empty, barn->nr_empty + 1, __ATOMIC_RELAXED);
+		ok = true;
+	}
+	pthread_mutex_unlock(&barn->lock);
+	return ok;
+}
+
+/* An empty sheaf we no longer need: to the barn, or freed. */
+static void put_empty(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (!barn_put(s, get_barn(s), sh, false))
+		sheaf_free(s, sh);
+}
+
+/* A sheaf we cannot keep (an install lost a race, a returned prefilled sheaf):
+ * full ones to the barn if there is room, the rest flushed to slabs. */
+static void give_back(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (!sh || sh == &usl_empty_sheaf)
+		return;
+	if (sh->size == sh->capacity && barn_put(s, get_barn(s), sh, true))
+		return;
+	sheaf_flush(s, sh);
+	put_empty(s, sh);
+}
+
+/* ===========================================================================
+ * The slot's sheaves, taken private by a slow path: one take, one put, in both
+ * modes (rseq: one 16-byte store each; locked: under the slot's sheaf_lock).
+ */
+struct pcs {
+	struct kmem_cache_cpu *lc;   /* locked mode: the slot */
+	struct slab_sheaf *main, *spare;
+};
+
+/* False: this thread has no slot (rseq not registered); use the cpu-slab paths. */
+static bool pcs_take(struct kmem_cache *s, struct pcs *b)
+{
+	b->lc = NULL;
+	if (!usl_rseq_mode) {
+		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+		usl_spin_lock(&c->sheaf_lock);
+		b->main = c->main;
+		b->spare = c->spare;
+		c->main = &usl_empty_sheaf;
+		c->spare = NULL;
+		usl_spin_unlock(&c->sheaf_lock);
+		b->lc = c;
+	} else {
+		for (;;) {
+			int r = usl_rseq_sheaf_take(s, &b->main, &b->spare);
+			if (r == USL_RS_OK)
+				break;
+			if (r == USL_RS_NOCPU)
+				return false;
+			sched_yield();     /* a flusher holds the slot */
+		}
+	}
+	if (b->main == &usl_empty_sheaf)  /* another thread on this CPU has them */
+		b->main = NULL;
+	return true;
+}
+
+static void pcs_put(struct kmem_cache *s, struct pcs *b)
+{
+	struct slab_sheaf *main = b->main ? b->main : &usl_empty_sheaf;
+	bool done = false;
+
+	if (main == &usl_empty_sheaf && !b->spare)
+		return;
+	if (b->lc) {
+		struct kmem_cache_cpu *c = b->lc;
+		usl_spin_lock(&c->sheaf_lock);
+		if (c->main == &usl_empty_sheaf && !c->spare) {
+			c->main = main;
+			c->spare = b->spare;
+			done = true;
+		}
+		usl_spin_unlock(&c->sheaf_lock);
+	} else {
+		for (;;) {
+			int r = usl_rseq_sheaf_install(s, main, b->spare);
+			if (r == USL_RS_MARKED) {
+				sched_yield();
+				continue;
+			}
+			done = r == USL_RS_OK;
+			break;
+		}
+	}
+	if (!done) {
+		/* The slot was filled meanwhile (or we migrated): keep its sheaves,
+		 * give ours back. */
+		give_back(s, b->main);
+		give_back(s, b->spare);
+	}
+}
+
+static inline void swap_sheaves(struct pcs *b)
+{
+	struct slab_sheaf *t = b->main;
+	b->main = b->spare;
+	b->spare = t;
+}
+
+/* Make b->main non-empty: the spare, a full sheaf from the barn, or a refill from
+ * slabs (filling the empty main, the spare, a barn empty, or a new sheaf).
+ * False when out of memory. */
+static bool replace_empty_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
+{
+	if (b->main && b->main->size)
+		return true;
+	if (b->spare && b->spare->size) {
+		swap_sheaves(b);
+		return true;
+	}
+	struct slab_sheaf *full = barn_get(get_barn(s), true);
+	if (full) {
+		if (b->main) {
+			if (!b->spare)
+				b->spare = b->main;
+			else
+				put_empty(s, b->main);
+		}
+		b->main = full;
+		return true;
+	}
+	if (!b->main) {
+		if (b->spare) {                 /* empty: fill it */
+			b->main = b->spare;
+			b->spare = NULL;
+		} else if (!(b->main = barn_get(get_barn(s), false)) &&
+		           !(b->main = sheaf_new(s, s->sheaf_capacity, gfp))) {
+			return false;
+		}
+	}
+	return sheaf_refill(s, b->main, b->main->capacity, gfp) == 0;
+}
+
+/* Make room in b->main: the spare if it has room, else an empty sheaf for main
+ * with the full one kept as spare or put in the barn (with the barn at its limit
+ * the full spare is flushed to slabs instead, as the kernel does). */
+static bool replace_full_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
+{
+	if (b->main && b->main->size < b->main->capacity)
+		return true;
+	if (b->spare && b->spare->size < b->spare->capacity) {
+		swap_sheaves(b);
+		return true;
+	}
+	if (b->main) {                          /* full */
+		if (!b->spare) {
+			b->spare = b->main;
+			b->main = NULL;
+		} else if (barn_put(s, get_barn(s), b->main, true)) {
+			b->main = NULL;
+		} else {
+			sheaf_flush(s, b->spare);
+			swap_sheaves(b);
+			return true;
+		}
+	}
+	b->main = barn_get(get_barn(s), false);
+	if (!b->main)
+		b->main = sheaf_new(s, s->sheaf_capacity, gfp);
+	return b->main != NULL;
+}
+
+/* ===========================================================================
+ * Single objects
+ */
+
+/* The pop section failed (empty main, marked slot, locked mode, no CPU). */
+void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	struct pcs b;
+	void *obj;
+
+	if (!usl_rseq_mode) {
+		/* Locked mode's fast path: pop under the slot's sheaf lock. */
+		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+		usl_spin_lock(&c->sheaf_lock);
+		struct slab_sheaf *m = c->main;
+		obj = m->size ? m->objects[--m->size] : NULL;
+		usl_spin_unlock(&c->sheaf_lock);
+		if (obj)
+			return obj;
+	}
+	if (!pcs_take(s, &b))
+		return usl_slub_alloc(s, gfp);
+	if (replace_empty_main(s, &b, gfp)) {
+		obj = b.main->objects[--b.main->size];
+	} else {
+		/* No memory for a whole sheaf: try for one object. */
+		obj = usl_slub_alloc(s, gfp);
+	}
+	pcs_put(s, &b);
+	return obj;
+}
+
+/* The push section failed with USL_RS_MARKED (full main, marked slot, locked
+ * mode, no CPU). x is a checked object of s. */
+void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+	struct pcs b;
+
+	if (!usl_rseq_mode) {
+		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+		int r = USL_RS_MARKED;
+		usl_spin_lock(&c->sheaf_lock);
+		struct slab_sheaf *m = c->main;
+		if (m->size < m->capacity) {
+			if (m->size && m->objects[m->size - 1] == x) {
+				r = USL_RS_OTHER;
+			} else {
+				m->objects[m->size++] = x;
+				r = USL_RS_OK;
+			}
+		}
+		usl_spin_unlock(&c->sheaf_lock);
+		if (r == USL_RS_OK)
+			return;
+		if (r == USL_RS_OTHER) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+			           s->name, x);
+			return;
+		}
+	}
+	if (!pcs_take(s, &b)) {
+		usl_slub_free(s, slab, x);
+		return;
+	}
+	if (b.main && b.main->size && b.main->objects[b.main->size - 1] == x) {
+		pcs_put(s, &b);
+		usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
+		           s->name, x);
+		return;
+	}
+	if (replace_full_main(s, &b, GFP_NOWAIT))
+		b.main->objects[b.main->size++] = x;
+	else
+		usl_slub_free(s, slab, x);   /* no memory for a sheaf: straight to the slab */
+	pcs_put(s, &b);
+}
+
+/* ===========================================================================
+ * Bulk: runs of pointers copied between the array and the sheaves
+ */
+
+/* Pop up to n objects from this CPU's main sheaf (section or locked). */
+static size_t pop_bulk_fast(struct kmem_cache *s, size_t n, void **p)
+{
+	if (usl_rseq_mode) {
+		int st;
+		return usl_rseq_sheaf_pop_bulk(s, n, p, &st);
+	}
+	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+	usl_spin_lock(&c->sheaf_lock);
+	struct slab_sheaf *m = c->main;
+	size_t k = n < m->size ? n : m->size;
+	m->size -= (uint32_t)k;
+	memcpy(p, &m->objects[m->size], k * sizeof(void *));
+	usl_spin_unlock(&c->sheaf_lock);
+	return k;
+}
+
+static size_t push_bulk_fast(struct kmem_cache *s, size_t n, void **p)
+{
+	if (usl_rseq_mode) {
+		int st;
+		return usl_rseq_sheaf_push_bulk(s, n, p, &st);
+	}
+	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+	usl_spin_lock(&c->sheaf_lock);
+	struct slab_sheaf *m = c->main;
+	size_t k = m->capacity - m->size;
+	if (k > n)
+		k = n;
+	memcpy(&m->objects[m->size], p, k * sizeof(void *));
+	m->size += (uint32_t)k;
+	usl_spin_unlock(&c->sheaf_lock);
+	return k;
+}
+
+/* All or nothing, like kmem_cache_alloc_bulk: nr, or 0 with nothing kept. */
+int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	struct pcs b;
+	size_t i = pop_bulk_fast(s, nr, p);
+
+	if (i == nr)
+		return (int)nr;
+	if (pcs_take(s, &b)) {
+		/* Whole sheaves first (main, spare, the barn's full ones) ... */
+		while (i < nr) {
+			if (!(b.main && b.main->size) && !(b.spare && b.spare->size) &&
+			    !__atomic_load_n(&get_barn(s)->nr_full, __ATOMIC_RELAXED))
+				break;
+			if (!replace_empty_main(s, &b, gfp))
+				break;
+			size_t k = nr - i < b.main->size ? nr - i : b.main->size;
+			b.main->size -= (uint32_t)k;
+			memcpy(p + i, &b.main->objects[b.main->size], k * sizeof(void *));
+			i += k;
+		}
+		pcs_put(s, &b);
+	}
+	/* ... then the rest from slabs, in one bulk call. */
+	if (i < nr && !usl_slub_alloc_bulk(s, gfp, nr - i, p + i)) {
+		usl_sheaf_free_bulk(s, i, p);
+		return 0;
+	}
+	return (int)nr;
+}
+
+/* p[0..nr) are checked objects of s (no NULLs). */
+void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	struct pcs b;
+	size_t i = push_bulk_fast(s, nr, p);
+
+	if (i == nr)
+		return;
+	if (!pcs_take(s, &b)) {
+		usl_slub_free_bulk(s, nr - i, p + i);
+		return;
+	}
+	while (i < nr) {
+		if (!replace_full_main(s, &b, GFP_NOWAIT)) {
+			usl_slub_free_bulk(s, nr - i, p + i);
+			break;
+		}
+		size_t room = b.main->capacity - b.main->size;
+		size_t k = nr - i < room ? nr - i : room;
+		memcpy(&b.main->objects[b.main->size], p + i, k * sizeof(void *));
+		b.main->size += (uint32_t)k;
+		i += k;
+	}
+	pcs_put(s, &b);
+}
+
+/* ===========================================================================
+ * Flushing every CPU's sheaves and the barn (shrink, destroy). The slots are
+ * reached with the flush protocol of usl_slub_flush_all: rseq mode marks every
+ * slot and one membarrier(PRIVATE_EXPEDITED_RSEQ) aborts every section in
+ * flight, so no section commits to a marked slot (each checks the mark after its
+ * start); locked mode takes each slot's sheaf_lock. While the slots are held only
+ * pointers move; objects go back to slabs after they are released.
+ */
+void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
+{
+	struct usl_list taken;
+	struct usl_barn *barn = get_barn(s);
+
+	if (!s->sheaf_capacity)
+		return;
+	usl_list_init(&taken);
+	if (usl_slub_hold_slots(s)) {
+		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+			struct kmem_cache_cpu *c = &s->cpu_slab[i];
+			if (!usl_rseq_mode)
+				usl_spin_lock(&c->sheaf_lock);
+			struct slab_sheaf *sh[2] = { c->main, c->spare };
+			c->main = &usl_empty_sheaf;
+			c->spare = NULL;
+			if (!usl_rseq_mode)
+				usl_spin_unlock(&c->sheaf_lock);
+			for (int k = 0; k < 2; k++)
+				if (sh[k] && sh[k] != &usl_empty_sheaf)
+					usl_list_add_tail(&sh[k]->barn_list, &taken);
+		}
+		usl_slub_release_slots(s);
+	}
+	pthread_mutex_lock(&barn->lock);
+	while (!usl_list_empty(&barn->full)) {
+		struct usl_list *l = barn->full.next;
+		usl_list_del(l);
+		usl_list_add_tail(l, &taken);
+	}
+	barn->nr_full = 0;
+	if (free_sheaves) {
+		while (!usl_list_empty(&barn->empty)) {
+			struct usl_list *l = barn->empty.next;
+			usl_list_del(l);
+			usl_list_add_tail(l, &taken);
+		}
+		barn->nr_empty = 0;
+	}
+	pthread_mutex_unlock(&barn->lock);
+
+	while (!usl_list_empty(&taken)) {
+		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
+		usl_list_del(&sh->barn_list);
+		sheaf_flush(s, sh);
+		if (free_sheaves)
+			sheaf_free(s, sh);
+		else
+			put_empty(s, sh);
+	}
+}
+
+/* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
+void usl_sheaf_fork_lock(struct kmem_cache *s)
+{
+	if (!s->sheaf_capacity)
+		return;
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_lock(&s->cpu_slab[i].sheaf_lock);
+	pthread_mutex_lock(&get_barn(s)->lock);
+}
+
+void usl_sheaf_fork_unlock(struct kmem_cache *s)
+{
+	if (!s->sheaf_capacity)
+		return;
+	pthread_mutex_unlock(&get_barn(s)->lock);
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_unlock(&s->cpu_slab[i].sheaf_lock);
+}
+
+void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
+{
+	struct usl_barn *barn = get_barn(s);
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_ACQUIRE);
+		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_ACQUIRE);
+		if (m && m != &usl_empty_sheaf) {
+			out->cpu_sheaves++;
+			out->cpu_objects += __atomic_load_n(&m->size, __ATOMIC_RELAXED);
+		}
+		if (sp) {
+			out->cpu_sheaves++;
+			out->cpu_objects += __atomic_load_n(&sp->size, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_lock(&barn->lock);
+	out->barn_full = barn->nr_full;
+	out->barn_empty = barn->nr_empty;
+	for (struct usl_list *it = barn->full.next; it != &barn->full; it = it->next)
+		out->barn_objects += usl_container_of(it, struct slab_sheaf, barn_list)->size;
+	pthread_mutex_unlock(&barn->lock);
+}
+
+/* ===========================================================================
+ * Prefilled sheaves (the kernel's API for callers that must not fail later)
+ */
+
+static bool sheaf_arg_ok(const char *fn, struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (!s) {
+		usl_report(USLAB_ERR_BAD_ARG, "%s: NULL cache", fn);
+		return false;
+	}
+	if (!sh) {
+		usl_report(USLAB_ERR_BAD_ARG, "%s(%s): NULL sheaf", fn, s->name);
+		return false;
+	}
+	if (sh->cache != s) {
+		usl_report(USLAB_ERR_WRONG_CACHE, "%s(%s): sheaf %p belongs to another cache", fn, s->name, (void *)sh);
+		return false;
+	}
+	return true;
+}
+
+struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, unsigned int size)
+{
+	struct slab_sheaf *sh = NULL;
+	struct pcs b;
+
+	if (!s) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf: NULL cache");
+		return NULL;
+	}
+	if (size > s->sheaf_capacity) {
+		/* Oversize (or a cache without sheaves): a one-off sheaf. */
+		if (size > SHEAF_MAX_CAPACITY) {
+			usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf(%s): %u objects is above the limit %u",
+			           s->name, size, SHEAF_MAX_CAPACITY);
+			return NULL;
+		}
+		sh = sheaf_new(s, size, gfp);
+		if (sh && sheaf_refill(s, sh, size, gfp) != 0) {
+			sheaf_free(s, sh);
+			sh = NULL;
+		}
+		goto out;
+	}
+	/* The kernel's order: this CPU's spare, then the barn's full, then empty. */
+	if (pcs_take(s, &b)) {
+		if (b.spare && b.spare->size >= size) {
+			sh = b.spare;
+			b.spare = NULL;
+		}
+		pcs_put(s, &b);
+	}
+	if (!sh)
+		sh = barn_get(get_barn(s), true);
+	if (!sh)
+		sh = barn_get(get_barn(s), false);
+	if (!sh)
+		sh = sheaf_new(s, s->sheaf_capacity, gfp);
+	if (sh && sheaf_refill(s, sh, sh->capacity, gfp) != 0 && sheaf_refill(s, sh, size, gfp) != 0) {
+		give_back(s, sh);
+		sh = NULL;
+	}
+out:
+	if (!sh && !(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_prefill_sheaf(%s): out of memory for %u objects", s->name, size);
+	return sh;
+}
+
+void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sh)
+{
+	if (!sheaf_arg_ok("kmem_cache_alloc_from_sheaf", s, sh))
+		return NULL;
+	if (!sh->size) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_from_sheaf(%s): the sheaf is empty", s->name);
+		return NULL;
+	}
+	void *obj = sh->objects[--sh->size];
+	if (gfp & __GFP_ZERO)
+		memset(obj, 0, s->object_size);
+	return obj;
+}
+
+int kmem_cache_refill_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf **sheafp, unsigned int size)
+{
+	if (!sheafp) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_refill_sheaf(%s): NULL sheaf pointer", s ? s->name : "NULL");
+		return -EINVAL;
+	}
+	struct slab_sheaf *sh = *sheafp;
+	if (!sh) {
+		*sheafp = kmem_cache_prefill_sheaf(s, gfp, size);
+		return *sheafp ? 0 : -ENOMEM;
+	}
+	if (!sheaf_arg_ok("kmem_cache_refill_sheaf", s, sh))
+		return -EINVAL;
+	if (sh->size >= size)
+		return 0;
+	if (size <= sh->capacity) {
+		/* Top it up, to full if memory allows. */
+		if (sheaf_refill(s, sh, sh->capacity, gfp) == 0 || sheaf_refill(s, sh, size, gfp) == 0)
+			return 0;
+		if (!(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmem_cache_refill_sheaf(%s): out of memory for %u objects", s->name,
+			           size);
+		return -ENOMEM;
+	}
+	struct slab_sheaf *big = kmem_cache_prefill_sheaf(s, gfp, size);
+	if (!big)
+		return -ENOMEM;
+	kmem_cache_return_sheaf(s, gfp, sh);
+	*sheafp = big;
+	return 0;
+}
+
+void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sh)
+{
+	struct pcs b;
+
+	if (!sheaf_arg_ok("kmem_cache_return_sheaf", s, sh))
+		return;
+	if (sheaf_is_oversize(s, sh)) {
+		sheaf_flush(s, sh);
+		sheaf_free(s, sh);
+		return;
+	}
+	/* As this CPU's spare if it has none; else full into the barn, if there is
+	 * room and it can be filled; else its objects back to slabs. */
+	if (pcs_take(s, &b)) {
+		if (!b.spare) {
+			b.spare = sh;
+			sh = NULL;
+		}
+		pcs_put(s, &b);
+		if (!sh)
+			return;
+	}
+	if (__atomic_load_n(&get_barn(s)->nr_full, __ATOMIC_RELAXED) < s->barn_max_full &&
+	    sheaf_refill(s, sh, sh->capacity, gfp | __GFP_NOWARN) == 0 && barn_put(s, get_barn(s), sh, true))
+		return;
+	give_back(s, sh);
+}
+
+unsigned int kmem_cache_sheaf_size(struct slab_sheaf *sh)
+{
+	return sh ? sh->size : 0;
+}
+
+unsigned int uslab_sheaf_capacity(struct kmem_cache *s)
+{
+	return s ? s->sheaf_capacity : 0;
+}
+
+/* ===========================================================================
+ * Set-up
+ */
+
+/* The kernel's calculate_sheaf_capacity: by object size, at least what the
+ * creator asked for, rounded up so the sheaf fills its size class. */
+unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
+{
+	unsigned int cap;
+
+	if (size >= usl_page_size)
+		cap = 4;
+	else if (size >= 1024)
+		cap = 12;
+	else if (size >= 256)
+		cap = 26;
+	else
+		cap = 60;
+	if (requested > cap)
+		cap = requested;
+	if (cap > SHEAF_MAX_CAPACITY)
+		return 0;
+	for (unsigned int i = 0; i < NR_SHEAF_CLASSES; i++)
+		if (sheaf_bytes(cap) <= sheaf_classes[i])
+			return (sheaf_classes[i] - SHEAF_HEADER) / 8u;
+	return 0;
+}
+
+/* Give s its sheaves (s->sheaf_capacity set): the class cache, the barn and the
+ * slots' empty main. -1 if the class cache cannot be made. */
+int usl_sheaf_cache_init(struct kmem_cache *s)
+{
+	struct usl_barn *barn = get_barn(s);
+	unsigned int bytes = sheaf_bytes(s->sheaf_capacity), cls = 0;
+
+	while (cls < NR_SHEAF_CLASSES && sheaf_classes[cls] < bytes)
+		cls++;
+	if (cls == NR_SHEAF_CLASSES)
+		return -1;
+	pthread_mutex_lock(&sheaf_classes_lock);
+	if (!sheaf_class_cache[cls]) {
+		char name[32];
+		snprintf(name, sizeof(name), "uslab-sheaf-%u", sheaf_classes[cls]);
+		sheaf_class_cache[cls] = usl_cache_create(name, sheaf_classes[cls], 64, SLAB_NO_MERGE, NULL, NULL, true);
+	}
+	s->sheaf_cache = sheaf_class_cache[cls];
+	pthread_mutex_unlock(&sheaf_classes_lock);
+	if (!s->sheaf_cache)
+		return -1;
+	s->barn_max_full = 10;
+	s->barn_max_empty = 10;
+	pthread_mutex_init(&barn->lock, NULL);
+	usl_list_init(&barn->full);
+	usl_list_init(&barn->empty);
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		s->cpu_slab[i].main = &usl_empty_sheaf;
+	return 0;
+}
