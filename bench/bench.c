@@ -1,9 +1,12 @@
 /* bench.c - uslab-bench: the seed benchmarks, side by side with the peers.
  * Each scenario runs in child processes (this same program with --child), one per
- * allocator: uslab in rseq and locked mode (kmem_cache_*), and malloc/free from
- * glibc, jemalloc, tcmalloc and mimalloc (loaded with LD_PRELOAD). Runs are
- * interleaved; the table shows medians and ratios against the peers of the same run.
- * Usage: uslab-bench [single|nalloc|bulk|remote|all] [--runs N] [--quick]
+ * allocator: uslab (kmem_cache_*) with sheaves and with the old cpu-slab fast path
+ * (USLAB_SHEAVES=1/0), each in rseq and locked mode (USLAB_RSEQ=0), and
+ * malloc/free from glibc, jemalloc, tcmalloc and mimalloc (loaded with
+ * LD_PRELOAD). Runs are interleaved; the table shows medians and ratios against
+ * the peers of the same run. A child that crashes or prints the wrong number of
+ * values is reported on stderr and in the table, never read as a zero.
+ * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +43,16 @@ typedef void (*free_fn)(void *);
 static alloc_fn volatile sys_malloc = malloc;
 static free_fn volatile sys_free = free;
 
+/* A uslab child first prints "uslab <per-CPU mode> <sheaf capacity>" for its first
+ * cache, before any number: the parent checks it against the variant's
+ * environment, so a row labelled "sheaves (rseq)" is proven to have run that path. */
+static void report_path(struct kmem_cache *c)
+{
+	static int done;
+	if (done++)
+		return;
+	printf("uslab %s %u\n", uslab_percpu_mode(), uslab_sheaf_capacity(c));
+}
 
 /* ---------------------------------------------------------------- scenarios */
 
@@ -62,6 +75,7 @@ static void child_single(long iters)
 
 	if (use_uslab) {
 		cache = kmem_cache_create("bench-256", 256, 0, 0, NULL);
+		report_path(cache);
 		for (int i = 0; i < 1000; i++)
 			kmem_cache_free(cache, kmem_cache_alloc(cache, GFP_KERNEL));
 	} else {
@@ -108,6 +122,7 @@ static void child_nalloc(long n, int reps)
 			char name[32];
 			snprintf(name, sizeof(name), "nalloc-%u", size);
 			c = kmem_cache_create(name, size, 0, 0, NULL);
+			report_path(c);
 		}
 		for (int r = 0; r < reps; r++) {
 			for (long i = 0; i < n; i++) {
@@ -163,8 +178,10 @@ static void child_remote(long n)
 	pthread_t t;
 	unsigned idx = 0;
 	remote_n = n;
-	if (use_uslab)
+	if (use_uslab) {
 		cache = kmem_cache_create("remote-256", 256, 0, 0, NULL);
+		report_path(cache);
+	}
 	double t0 = now_ns();
 	pthread_create(&t, NULL, remote_consumer, NULL);
 	for (long i = 0; i < n; i++) {
@@ -192,8 +209,10 @@ static void child_bulk(long total)
 	void *p[256];
 	alloc_fn m = sys_malloc;
 	free_fn f = sys_free;
-	if (use_uslab)
+	if (use_uslab) {
 		cache = kmem_cache_create("bulk-256", 256, 0, SLAB_HWCACHE_ALIGN, NULL);
+		report_path(cache);
+	}
 	for (unsigned k = 0; k < NBULK; k++) {
 		unsigned int n = bulk_sizes[k];
 		long loops = total / BULK_BATCHES / n;
@@ -231,6 +250,68 @@ static void child_bulk(long total)
 		}
 	}
 	printf("\n");
+}
+
+/* random-free: N live 256-byte objects, then rounds of "free all N in a random
+ * order, allocate N again". Unlike the LIFO loops above, the frees land on
+ * objects scattered over many slabs (pages), so this measures the slow paths
+ * and the cache misses of a real working set. The shuffle (a fixed-seed
+ * xorshift, the same sequence for every variant) is outside the timed region;
+ * each object gets one store after allocation so that an allocator is not
+ * rewarded for never touching its memory. Prints the median round's ns per
+ * object (one free + one alloc). */
+static uint64_t xorshift64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void child_random_free(long n, long rounds)
+{
+	void **v = calloc((size_t)n, sizeof(void *));
+	double *ns = calloc((size_t)rounds, sizeof(double));
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	alloc_fn m = sys_malloc;
+	free_fn f = sys_free;
+	if (!v || !ns)
+		exit(3);
+	if (use_uslab) {
+		cache = kmem_cache_create("rf-256", 256, 0, 0, NULL);
+		report_path(cache);
+	}
+	for (long i = 0; i < n; i++) {
+		v[i] = use_uslab ? kmem_cache_alloc(cache, GFP_KERNEL) : m(256);
+		*(long *)v[i] = i;
+	}
+	for (long r = 0; r < rounds; r++) {
+		for (long i = n - 1; i > 0; i--) {
+			long j = (long)(xorshift64(&seed) % (uint64_t)(i + 1));
+			void *t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+		}
+		double t0 = now_ns();
+		if (use_uslab) {
+			for (long i = 0; i < n; i++)
+				kmem_cache_free(cache, v[i]);
+			for (long i = 0; i < n; i++) {
+				v[i] = kmem_cache_alloc(cache, GFP_KERNEL);
+				*(long *)v[i] = i;
+			}
+		} else {
+			for (long i = 0; i < n; i++)
+				f(v[i]);
+			for (long i = 0; i < n; i++) {
+				v[i] = m(256);
+				*(long *)v[i] = i;
+			}
+		}
+		ns[r] = (now_ns() - t0) / (double)n;
+	}
+	qsort(ns, (size_t)rounds, sizeof(double), cmp_d);
+	printf("%.3f\n", ns[rounds / 2]);
 }
 
 /* ---------------------------------------------------------------- driver */

@@ -1,8 +1,8 @@
 /* stress_mt.c - many more threads than CPUs on several caches of random sizes:
  * single and bulk calls, local and cross-thread frees, every object filled with a
  * pattern derived from its owner and checked before it is freed, a shrinker thread
- * flushing every CPU meanwhile, and optionally a storm of signals (which aborts
- * rseq sections).
+ * flushing every CPU meanwhile, prefilled sheaves, and optionally a storm of
+ * signals (which aborts rseq sections). Run with USLAB_SHEAVES=0 and 1.
  * Usage: stress_mt [threads] [ops-per-thread] [signals 0|1] [seed] */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -91,6 +91,27 @@ static void check_and_free_bulk(struct obj_ref *r, unsigned n)
 	}
 	kfree_bulk(k, arr);
 	__atomic_fetch_add(&frees, n, __ATOMIC_RELAXED);
+}
+
+/* Check n objects and free them cache by cache with kmem_cache_free_bulk (the
+ * sheaf layer's bulk path), NULLs mixed in. */
+static void check_and_free_bulk_per_cache(struct obj_ref *r, unsigned n)
+{
+	void *arr[RING + RING / 8];
+	for (int c = 0; c < NCACHES; c++) {
+		unsigned k = 0, m = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (r[i].cache != c)
+				continue;
+			check(&r[i]);
+			arr[k++] = r[i].p;
+			if (++m % 5 == 2)
+				arr[k++] = NULL;
+		}
+		if (k)
+			kmem_cache_free_bulk(caches[c], k, arr);
+		__atomic_fetch_add(&frees, m, __ATOMIC_RELAXED);
+	}
 }
 
 static void check_and_free(struct obj_ref *r)
@@ -182,12 +203,41 @@ static void *worker(void *arg)
 			unsigned k = 1 + (unsigned)((r >> 20) % (unsigned)nlocal);
 			if (k > 64)
 				k = 64;
-			check_and_free_bulk(&local[nlocal - (int)k], k);
+			if ((r >> 40) & 1)
+				check_and_free_bulk_per_cache(&local[nlocal - (int)k], k);
+			else
+				check_and_free_bulk(&local[nlocal - (int)k], k);
 			nlocal -= (int)k;
 		} else if (action < 80 && nlocal) {
 			int k = (int)((r >> 16) % (unsigned)nlocal);
 			check_and_free(&local[k]);
 			local[k] = local[--nlocal];
+		} else if (action < 82 && nlocal + 48 <= LOCAL_MAX) {
+			/* a prefilled sheaf: objects taken from it cannot fail */
+			int c = (int)((r >> 8) % NCACHES);
+			unsigned want = 1 + (unsigned)((r >> 20) % 48);
+			struct slab_sheaf *sh = kmem_cache_prefill_sheaf(caches[c], GFP_KERNEL, want);
+			if (!sh || kmem_cache_sheaf_size(sh) < want) {
+				__atomic_fetch_add(&nulls, 1, __ATOMIC_RELAXED);
+				if (sh)
+					kmem_cache_return_sheaf(caches[c], GFP_KERNEL, sh);
+				continue;
+			}
+			unsigned take = 1 + (unsigned)((r >> 32) % want);
+			for (unsigned j = 0; j < take; j++) {
+				struct obj_ref o = { kmem_cache_alloc_from_sheaf(caches[c], GFP_KERNEL, sh),
+				                     ((uint64_t)me << 48) ^ (++seq * 0x100000001B3ull), c };
+				if (!o.p) {
+					__atomic_fetch_add(&nulls, 1, __ATOMIC_RELAXED);
+					break;
+				}
+				__atomic_fetch_add(&allocs, 1, __ATOMIC_RELAXED);
+				if (has_ctor[c] && o.p[0] != CTOR_MAGIC)
+					__atomic_fetch_add(&corrupt, 1, __ATOMIC_RELAXED);
+				fill(&o);
+				local[nlocal++] = o;
+			}
+			kmem_cache_return_sheaf(caches[c], GFP_KERNEL, sh);
 		} else if (action < 95 && nlocal) {
 			int k = (int)((r >> 16) % (unsigned)nlocal);
 			int to = (int)((r >> 32) % (unsigned)nthreads);
@@ -267,6 +317,12 @@ int main(int argc, char **argv)
 		                              has_ctor[i] ? ctor_fn : NULL);
 		CHECK(caches[i] != NULL);
 	}
+	/* One cache with sheaves its creator asked for: sheaves whatever
+	 * USLAB_SHEAVES says. */
+	kmem_cache_destroy(caches[1]);
+	struct kmem_cache_args args = { .sheaf_capacity = 100 };
+	caches[1] = kmem_cache_create("stress-sheaf100", sizes[1], &args, SLAB_HWCACHE_ALIGN);
+	CHECK(caches[1] != NULL && uslab_sheaf_capacity(caches[1]) >= 100);
 	sizes[0] = 8;  /* smallest objects too */
 	kmem_cache_destroy(caches[0]);
 	caches[0] = kmem_cache_create("stress-8", 8, 0, 0, NULL);
@@ -312,7 +368,17 @@ int main(int argc, char **argv)
 	if (signals_on)
 		CHECK(sigs > 0);
 	for (int i = 0; i < NCACHES; i++) {
+		struct usl_sheaf_counts sc;
+		if (uslab_sheaf_capacity(caches[i])) {
+			usl_sheaf_counts(caches[i], &sc);
+			CHECK(sc.barn_full <= caches[i]->barn_max_full);
+			CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
+		}
 		usl_slub_flush_all(caches[i]);
+		if (uslab_sheaf_capacity(caches[i])) {
+			usl_sheaf_counts(caches[i], &sc);
+			CHECK_EQ(sc.cpu_objects + sc.barn_objects + sc.barn_full, 0);
+		}
 		CHECK_EQ(usl_slub_objects_in_use(caches[i]), 0);
 		struct usl_state_counts st;
 		usl_slub_state_counts(caches[i], &st);

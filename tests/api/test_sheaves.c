@@ -1,0 +1,396 @@
+/* test_sheaves.c - the sheaf layer: a million objects allocated on some threads
+ * and freed on others each come back exactly once; barn limits hold; shrink
+ * returns every empty slab; the prefilled-sheaf API cannot fail while it has
+ * objects (the page provider failing meanwhile); kmem_cache_args; bad input.
+ * Runs with sheaves on (default) and USLAB_SHEAVES=0 (".nosheaves"). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../harness.h"
+#include "internal.h"
+
+static bool sheaves_default;
+
+static unsigned long in_use(struct kmem_cache *s)
+{
+	usl_slub_flush_all(s);
+	return usl_slub_objects_in_use(s);
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ---- a million objects across threads ---- */
+
+#define XN_PRODUCERS 6
+#define XN_CONSUMERS 6
+#define XN_PER 170000                 /* 6 x 170000 = 1.02 million */
+#define XN_RING 4096
+
+static struct kmem_cache *xc;
+static void **xall;                   /* every object handed out, by producer */
+static struct {
+	pthread_mutex_t lock;
+	void *ring[XN_RING];
+	unsigned head, count;
+	int producers_done;
+} xq = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static unsigned long xfreed, xbad;
+
+static void *x_producer(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	void **mine = xall + (size_t)me * XN_PER;
+	for (unsigned i = 0; i < XN_PER;) {
+		void *batch[16];
+		unsigned k = XN_PER - i < 16 ? XN_PER - i : 16;
+		if (i % 3 == 0) {
+			if (kmem_cache_alloc_bulk(xc, GFP_KERNEL, k, batch) != (int)k)
+				__atomic_fetch_add(&xbad, 1, __ATOMIC_RELAXED);
+		} else {
+			for (unsigned j = 0; j < k; j++)
+				batch[j] = kmem_cache_alloc(xc, GFP_KERNEL);
+		}
+		for (unsigned j = 0; j < k; j++) {
+			/* the object says who allocated it */
+			*(uint64_t *)batch[j] = ((uint64_t)me << 32) | (i + j);
+			mine[i + j] = batch[j];
+		}
+		unsigned j = 0;
+		while (j < k) {
+			pthread_mutex_lock(&xq.lock);
+			while (j < k && xq.count < XN_RING) {
+				xq.ring[(xq.head + xq.count) % XN_RING] = batch[j++];
+				xq.count++;
+			}
+			pthread_mutex_unlock(&xq.lock);
+			if (j < k)
+				sched_yield();
+		}
+		i += k;
+	}
+	__atomic_fetch_add(&xq.producers_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *x_consumer(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	for (;;) {
+		void *batch[32];
+		unsigned k = 0;
+		pthread_mutex_lock(&xq.lock);
+		while (k < 32 && xq.count) {
+			batch[k++] = xq.ring[xq.head];
+			xq.head = (xq.head + 1) % XN_RING;
+			xq.count--;
+		}
+		int done = xq.producers_done == XN_PRODUCERS && !xq.count && !k;
+		pthread_mutex_unlock(&xq.lock);
+		if (done)
+			break;
+		if (!k) {
+			sched_yield();
+			continue;
+		}
+		for (unsigned j = 0; j < k; j++) {
+			uint64_t tag = *(uint64_t *)batch[j];
+			unsigned prod = (unsigned)(tag >> 32), idx = (unsigned)tag;
+			if (prod >= XN_PRODUCERS || idx >= XN_PER || xall[(size_t)prod * XN_PER + idx] != batch[j])
+				__atomic_fetch_add(&xbad, 1, __ATOMIC_RELAXED);
+		}
+		if (me & 1)
+			kmem_cache_free_bulk(xc, k, batch);
+		else
+			for (unsigned j = 0; j < k; j++)
+				kmem_cache_free(xc, batch[j]);
+		__atomic_fetch_add(&xfreed, k, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void test_million_cross_thread(void)
+{
+	const size_t total = (size_t)XN_PRODUCERS * XN_PER;
+	pthread_t t[XN_PRODUCERS + XN_CONSUMERS];
+
+	xc = kmem_cache_create("xthread-48", 48, 0, 0, NULL);
+	xall = calloc(total, sizeof(void *));
+	for (int i = 0; i < XN_PRODUCERS; i++)
+		pthread_create(&t[i], NULL, x_producer, (void *)(intptr_t)i);
+	for (int i = 0; i < XN_CONSUMERS; i++)
+		pthread_create(&t[XN_PRODUCERS + i], NULL, x_consumer, (void *)(intptr_t)i);
+	for (int i = 0; i < XN_PRODUCERS + XN_CONSUMERS; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(xbad, 0);
+	CHECK_EQ(xfreed, total);
+	/* Every object is free exactly once: nothing in use, and a million fresh
+	 * allocations are a million distinct objects. */
+	CHECK_EQ(in_use(xc), 0);
+	for (size_t i = 0; i < total; i++)
+		xall[i] = kmem_cache_alloc(xc, GFP_KERNEL);
+	qsort(xall, total, sizeof(void *), cmp_ptr);
+	size_t dups = 0, nulls = 0;
+	for (size_t i = 0; i < total; i++) {
+		nulls += !xall[i];
+		dups += i && xall[i] == xall[i - 1];
+	}
+	CHECK_EQ(nulls, 0);
+	CHECK_EQ(dups, 0);
+	kmem_cache_free_bulk(xc, total, xall);
+	CHECK_EQ(in_use(xc), 0);
+	CHECK_EQ(kmem_cache_shrink(xc), 0);
+	kmem_cache_destroy(xc);
+	free(xall);
+}
+
+/* ---- barn limits and shrink ---- */
+
+static void check_barn(struct kmem_cache *s)
+{
+	struct usl_sheaf_counts sc;
+	usl_sheaf_counts(s, &sc);
+	CHECK(sc.barn_full <= s->barn_max_full);
+	CHECK(sc.barn_empty <= s->barn_max_empty);
+	CHECK(sc.barn_objects == sc.barn_full * s->sheaf_capacity);
+}
+
+static void test_barn_and_shrink(void)
+{
+	struct kmem_cache_args args = { .sheaf_capacity = 20 };
+	struct kmem_cache *s = kmem_cache_create("barn-256", 256, &args, 0);
+	static void *p[20000];
+
+	CHECK(s != NULL);
+	CHECK(uslab_sheaf_capacity(s) >= 20);
+	CHECK_EQ(s->barn_max_full, 10);
+	CHECK_EQ(s->barn_max_empty, 10);
+	for (int round = 0; round < 4; round++) {
+		unsigned n = round % 2 ? 20000 : 3000;
+		for (unsigned i = 0; i < n; i++)
+			p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		check_barn(s);
+		for (unsigned i = 0; i < n; i++)
+			kmem_cache_free(s, p[n - 1 - i]);
+		check_barn(s);
+		struct usl_sheaf_counts sc;
+		usl_sheaf_counts(s, &sc);
+		/* The barn filled up to its limit of full sheaves; the rest of the
+		 * frees went back to slabs. */
+		CHECK_EQ(sc.barn_full, s->barn_max_full);
+		CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, n, p), (int)n);
+		check_barn(s);
+		kmem_cache_free_bulk(s, n, p);
+		check_barn(s);
+	}
+	/* Shrink: every sheaf flushed, every empty slab returned. */
+	CHECK_EQ(kmem_cache_shrink(s), 0);
+	struct usl_sheaf_counts sc;
+	usl_sheaf_counts(s, &sc);
+	CHECK_EQ(sc.cpu_objects + sc.barn_objects + sc.barn_full, 0);
+	struct usl_state_counts st;
+	usl_slub_state_counts(s, &st);
+	CHECK_EQ(st.total, 0);
+	/* With objects in use, shrink keeps exactly their slabs. */
+	for (unsigned i = 0; i < 5000; i++)
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	for (unsigned i = 0; i < 5000; i += 2)
+		kmem_cache_free(s, p[i]);
+	CHECK_EQ(kmem_cache_shrink(s), 1);
+	CHECK_EQ(usl_slub_objects_in_use(s), 2500);
+	for (unsigned i = 1; i < 5000; i += 2)
+		kmem_cache_free(s, p[i]);
+	CHECK_EQ(kmem_cache_shrink(s), 0);
+	usl_slub_state_counts(s, &st);
+	CHECK_EQ(st.total, 0);
+	kmem_cache_destroy(s);
+}
+
+/* ---- the prefilled-sheaf API ---- */
+
+static void *drained[200000];
+
+static void test_prefill(struct kmem_cache *s)
+{
+	unsigned cap = uslab_sheaf_capacity(s);
+	unsigned sizes[] = { 1, 5, cap ? cap : 7, cap + 30 };   /* the last is oversize */
+
+	for (unsigned k = 0; k < 4; k++) {
+		unsigned want = sizes[k];
+		struct slab_sheaf *sh = kmem_cache_prefill_sheaf(s, GFP_KERNEL, want);
+		CHECK(sh != NULL);
+		if (!sh)
+			continue;
+		unsigned have = kmem_cache_sheaf_size(sh);
+		CHECK(have >= want);
+		/* From here no page may be allocated: the sheaf must suffice. */
+		usl_pages_fail_after(0);
+		void *o[512];
+		unsigned got = 0;
+		for (unsigned i = 0; i < have && i < 512; i++) {
+			o[got] = kmem_cache_alloc_from_sheaf(s, GFP_KERNEL | (i & 1 ? __GFP_ZERO : 0), sh);
+			if (!o[got])
+				break;
+			if (i & 1)
+				CHECK(((unsigned char *)o[got])[s->object_size - 1] == 0);
+			memset(o[got], 0x5a, s->object_size);
+			got++;
+		}
+		CHECK_EQ(got, have);
+		CHECK_EQ(kmem_cache_sheaf_size(sh), 0);
+		/* Empty: a clear report and NULL, not a fallback allocation. */
+		unsigned long before = reports(USLAB_ERR_BAD_ARG);
+		CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh) == NULL);
+		CHECK_EQ(reports(USLAB_ERR_BAD_ARG), before + 1);
+		/* A refill that cannot get memory fails and leaves the sheaf as it
+		 * was: first take every object the cache still holds. */
+		size_t nd = 0;
+		void *x;
+		while (nd < 200000 && (x = kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN)))
+			drained[nd++] = x;
+		CHECK(nd < 200000);
+		CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL | __GFP_NOWARN, &sh, want), -ENOMEM);
+		CHECK_EQ(kmem_cache_sheaf_size(sh), 0);
+		usl_pages_fail_after(-1);
+		kmem_cache_free_bulk(s, nd, drained);
+		CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &sh, want), 0);
+		CHECK(kmem_cache_sheaf_size(sh) >= want);
+		/* Growing beyond the capacity swaps in a bigger sheaf. */
+		CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &sh, cap + 50), 0);
+		CHECK(kmem_cache_sheaf_size(sh) >= cap + 50);
+		qsort(o, got, sizeof(void *), cmp_ptr);
+		int dups = 0;
+		for (unsigned i = 1; i < got; i++)
+			dups += o[i] == o[i - 1];
+		CHECK_EQ(dups, 0);
+		kmem_cache_return_sheaf(s, GFP_KERNEL, sh);
+		kmem_cache_free_bulk(s, got, o);
+		CHECK_EQ(in_use(s), 0);
+	}
+	/* Bad input. */
+	struct kmem_cache *other = kmem_cache_create("prefill-other", 64, 0, 0, NULL);
+	struct slab_sheaf *sh = kmem_cache_prefill_sheaf(other, GFP_KERNEL, 3);
+	unsigned long wc = reports(USLAB_ERR_WRONG_CACHE), ba = reports(USLAB_ERR_BAD_ARG);
+	CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh) == NULL);      /* other's sheaf */
+	kmem_cache_return_sheaf(s, GFP_KERNEL, sh);                           /* refused */
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 2);
+	CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, NULL) == NULL);
+	CHECK(kmem_cache_prefill_sheaf(NULL, GFP_KERNEL, 3) == NULL);
+	CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, NULL, 3), -EINVAL);
+	CHECK(kmem_cache_prefill_sheaf(s, GFP_KERNEL, 100000000) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 4);
+	CHECK(kmem_cache_sheaf_size(sh) >= 3);
+	kmem_cache_return_sheaf(other, GFP_KERNEL, sh);
+	CHECK_EQ(in_use(other), 0);
+	kmem_cache_destroy(other);
+}
+
+/* ---- creation with kmem_cache_args, USLAB_SHEAVES ---- */
+
+static int ctor_calls;
+static void ctor(void *p)
+{
+	*(uint64_t *)p = 0xC7;
+	__atomic_fetch_add(&ctor_calls, 1, __ATOMIC_RELAXED);
+}
+
+static void test_args(void)
+{
+	struct kmem_cache *plain = kmem_cache_create("args-plain", 100, 0, 0, NULL);
+	CHECK_EQ(uslab_sheaf_capacity(plain) != 0, sheaves_default);
+	if (sheaves_default)
+		CHECK_EQ(uslab_sheaf_capacity(plain), 60);   /* < 256 bytes: 60, fills 512 */
+	kmem_cache_destroy(plain);
+
+	struct kmem_cache_args a = { .align = 64, .ctor = ctor, .sheaf_capacity = 30 };
+	struct kmem_cache *s = kmem_cache_create("args-ctor", 200, &a, 0);
+	CHECK(s != NULL);
+	CHECK(uslab_sheaf_capacity(s) >= 30);           /* configured: whatever USLAB_SHEAVES says */
+	void *o = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(((uintptr_t)o & 63) == 0);
+	CHECK_EQ(*(uint64_t *)o, 0xC7);
+	CHECK(ctor_calls > 0);
+	kmem_cache_free(s, o);
+	test_prefill(s);
+	kmem_cache_destroy(s);
+
+	/* freeptr_offset: the free pointer where the creator says. */
+	struct kmem_cache_args f = { .freeptr_offset = 8, .use_freeptr_offset = true };
+	s = kmem_cache_create("args-freeptr", 64, &f, 0);
+	CHECK(s != NULL && s->offset == 8 && s->size == 64);
+	void *objs[100];
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 100, objs), 100);
+	kmem_cache_free_bulk(s, 100, objs);
+	CHECK_EQ(in_use(s), 0);
+	kmem_cache_destroy(s);
+
+	/* NULL args: defaults. Bad arguments: a clear report, no cache. */
+	s = kmem_cache_create("args-null", 32, NULL, 0);
+	CHECK(s != NULL);
+	kmem_cache_destroy(s);
+	unsigned long ba = reports(USLAB_ERR_BAD_ARG);
+	struct kmem_cache_args bad1 = { .freeptr_offset = 3, .use_freeptr_offset = true };
+	CHECK(kmem_cache_create("bad-freeptr", 64, &bad1, 0) == NULL);
+	struct kmem_cache_args bad2 = { .useroffset = 10, .usersize = 60 };
+	CHECK(kmem_cache_create("bad-user", 64, &bad2, 0) == NULL);
+	struct kmem_cache_args bad3 = { .sheaf_capacity = 1u << 30 };
+	CHECK(kmem_cache_create("bad-sheaf", 64, &bad3, 0) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 3);
+	/* Debug caches never get sheaves (as in the kernel). */
+	struct kmem_cache_args dbg = { .sheaf_capacity = 30 };
+	s = kmem_cache_create("args-debug", 64, &dbg, SLAB_POISON);
+	CHECK(s != NULL && uslab_sheaf_capacity(s) == 0);
+	test_prefill(s);                                  /* works without sheaves too */
+	kmem_cache_destroy(s);
+}
+
+/* ---- single-object bad input with sheaves ---- */
+
+static void test_bad_free(void)
+{
+	struct kmem_cache_args a = { .sheaf_capacity = 16 };
+	struct kmem_cache *s = kmem_cache_create("bad-sheaf-free", 64, &a, 0);
+	struct kmem_cache *t = kmem_cache_create("bad-sheaf-other", 64, &a, 0);
+	int local;
+	void *x = kmem_cache_alloc(s, GFP_KERNEL), *y = kmem_cache_alloc(t, GFP_KERNEL);
+
+	unsigned long df = reports(USLAB_ERR_DOUBLE_FREE), wc = reports(USLAB_ERR_WRONG_CACHE),
+	              fo = reports(USLAB_ERR_FOREIGN), no = reports(USLAB_ERR_NOT_OBJECT);
+	kmem_cache_free(s, y);                 /* t's object */
+	kmem_cache_free(s, &local);            /* foreign */
+	kmem_cache_free(s, (char *)x + 8);     /* not an object start */
+	kmem_cache_free(s, x);
+	kmem_cache_free(s, x);                 /* the sheaf's top object again */
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 1);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 1);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 1);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), df + 1);
+	kmem_cache_free(t, y);
+	/* Nothing was handed out twice. */
+	void *a1 = kmem_cache_alloc(s, GFP_KERNEL), *a2 = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(a1 != a2);
+	kmem_cache_free(s, a1);
+	kmem_cache_free(s, a2);
+	CHECK_EQ(in_use(s), 0);
+	CHECK_EQ(in_use(t), 0);
+	kmem_cache_destroy(s);
+	kmem_cache_destroy(t);
+}
+
+int main(void)
+{
+	const char *e = getenv("USLAB_SHEAVES");
+	sheaves_default = !(e && strcmp(e, "0") == 0);
+	printf("mode %s, sheaves %s by default\n", uslab_percpu_mode(), sheaves_default ? "on" : "off");
+	capture_reports();
+	test_args();
+	test_bad_free();
+	test_barn_and_shrink();
+	test_million_cross_thread();
+	return test_summary();
+}
