@@ -151,15 +151,28 @@ static void child_nalloc(long n, int reps)
 static void *volatile ring[RING_SZ];
 static long remote_n;
 
+/* A wait on the ring spins, then yields: on a 2-CPU machine with other tenants
+ * the other thread may be off-CPU for a whole time slice, and pure spinning made
+ * a run take minutes (microseconds per object) instead of a fraction of a second.
+ * An unloaded run never waits this long after start-up. */
+#define SPIN_YIELD 4096
+static inline void ring_wait(unsigned *spins)
+{
+	if (++*spins % SPIN_YIELD == 0)
+		sched_yield();
+	else
+		__builtin_ia32_pause();
+}
+
 static void *remote_consumer(void *arg)
 {
 	(void)arg;
 	long got = 0;
-	unsigned idx = 0;
+	unsigned idx = 0, spins = 0;
 	while (got < remote_n) {
 		void *p = __atomic_load_n(&ring[idx], __ATOMIC_ACQUIRE);
 		if (!p) {
-			__builtin_ia32_pause();
+			ring_wait(&spins);
 			continue;
 		}
 		__atomic_store_n(&ring[idx], NULL, __ATOMIC_RELAXED);
@@ -176,7 +189,7 @@ static void *remote_consumer(void *arg)
 static void child_remote(long n)
 {
 	pthread_t t;
-	unsigned idx = 0;
+	unsigned idx = 0, spins = 0;
 	remote_n = n;
 	if (use_uslab) {
 		cache = kmem_cache_create("remote-256", 256, 0, 0, NULL);
@@ -188,7 +201,7 @@ static void child_remote(long n)
 		void *p = use_uslab ? kmem_cache_alloc(cache, GFP_KERNEL) : sys_malloc(256);
 		*(long *)p = i;
 		while (__atomic_load_n(&ring[idx], __ATOMIC_ACQUIRE))
-			__builtin_ia32_pause();
+			ring_wait(&spins);
 		__atomic_store_n(&ring[idx], p, __ATOMIC_RELEASE);
 		idx = (idx + 1) & (RING_SZ - 1);
 	}
@@ -318,37 +331,72 @@ static void child_random_free(long n, long rounds)
 
 struct variant {
 	const char *name;
+	const char *tag;       /* short column heading */
 	const char *preload;   /* NULL: none */
 	int uslab;             /* 1: kmem_cache_* */
-	const char *rseq;      /* USLAB_RSEQ value or NULL */
-	int present;
+	const char *rseq;      /* USLAB_RSEQ value or NULL (default: rseq) */
+	const char *sheaves;   /* USLAB_SHEAVES value or NULL (peers: irrelevant) */
+	int present;           /* 0: peer library not installed */
 };
 
+/* uslab: the four combinations of sheaves / cpu-slab and rseq / locked, each
+ * chosen by its child's environment, which the library reads when it starts. */
 static struct variant variants[] = {
-	{ "uslab (rseq)", NULL, 1, NULL, 1 },
-	{ "uslab (locked)", NULL, 1, "0", 1 },
-	{ "glibc", NULL, 0, NULL, 1 },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, NULL, 1 },
-	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, NULL, 1 },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, 1 },
+	{ "uslab sheaves (rseq)", "sheaves/rseq", NULL, 1, NULL, "1", 1 },
+	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", NULL, 1, NULL, "0", 1 },
+	{ "uslab sheaves (locked)", "sheaves/locked", NULL, 1, "0", "1", 1 },
+	{ "uslab cpu-slab (locked)", "cpuslab/locked", NULL, 1, "0", "0", 1 },
+	{ "glibc", "glibc", NULL, 0, NULL, NULL, 1 },
+	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, NULL, NULL, 1 },
+	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, NULL, NULL, 1 },
+	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, NULL, 1 },
 };
 #define NVAR (int)(sizeof(variants) / sizeof(variants[0]))
+#define NAMEW 24   /* width of the allocator column: the longest name, plus one */
 #define MAXVALS 64
 #define MAXRUNS 31
 
 static const char *self_path;
 
-/* Run one child; parse up to MAXVALS numbers from its stdout. */
-static int run_child(struct variant *v, const char *scenario, const char *arg, double *vals)
+/* Per variant, for the scenario being printed: runs tried and failed (over all
+ * its measure() calls), why the last failure happened, and the sheaf capacity
+ * the uslab children reported. */
+static int ntried[NVAR], nfail[NVAR];
+static char fail_why[NVAR][128];
+static unsigned int cap_seen[NVAR];
+
+/* Run one child and parse exactly want numbers from its stdout into vals.
+ * Returns want, or -1 after saying why on stderr: a crash, an exit status, the
+ * wrong number of values, or a uslab child that ran a path other than its
+ * variant's (per-CPU mode, sheaves or not). */
+static int run_child(int vi, const char *scenario, const char *arg, int want, double *vals)
 {
+	struct variant *v = &variants[vi];
+	char *why = fail_why[vi];
 	int pfd[2];
-	if (pipe(pfd) != 0)
-		return -1;
+
+	why[0] = 0;
+	if (pipe(pfd) != 0) {
+		snprintf(why, sizeof(fail_why[0]), "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	/* Nothing buffered may be duplicated into the child, and the parent's
+	 * output must stay in order with the children's stderr. */
+	fflush(stdout);
+	fflush(stderr);
 	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		snprintf(why, sizeof(fail_why[0]), "fork: %s", strerror(errno));
+		goto fail;
+	}
 	if (pid == 0) {
 		dup2(pfd[1], 1);
 		close(pfd[0]);
 		close(pfd[1]);
+		/* The environment is in place before exec, hence before the
+		 * library's start-up reads USLAB_RSEQ and USLAB_SHEAVES. */
 		if (v->preload)
 			setenv("LD_PRELOAD", v->preload, 1);
 		else
@@ -357,6 +405,10 @@ static int run_child(struct variant *v, const char *scenario, const char *arg, d
 			setenv("USLAB_RSEQ", v->rseq, 1);
 		else
 			unsetenv("USLAB_RSEQ");
+		if (v->sheaves)
+			setenv("USLAB_SHEAVES", v->sheaves, 1);
+		else
+			unsetenv("USLAB_SHEAVES");
 		execl(self_path, self_path, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
 		_exit(127);
 	}
@@ -364,16 +416,46 @@ static int run_child(struct variant *v, const char *scenario, const char *arg, d
 	char buf[4096];
 	size_t len = 0;
 	ssize_t r;
-	while ((r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+	while (len < sizeof(buf) - 1 && (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
 		len += (size_t)r;
 	close(pfd[0]);
 	buf[len] = 0;
 	int status;
-	waitpid(pid, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return -1;
-	int n = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status)) {
+		snprintf(why, sizeof(fail_why[0]), "killed by signal %d (%s)", WTERMSIG(status),
+		         strsignal(WTERMSIG(status)));
+		goto fail;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(why, sizeof(fail_why[0]), "exit status %d", WEXITSTATUS(status));
+		goto fail;
+	}
 	char *p = buf, *end;
+	if (v->uslab) {
+		char mode[16];
+		unsigned int cap;
+		int used = 0;
+		const char *want_mode = v->rseq && !strcmp(v->rseq, "0") ? "locked" : "rseq";
+		int want_sheaves = v->sheaves && strcmp(v->sheaves, "0") != 0;
+		if (sscanf(p, "uslab %15s %u%n", mode, &cap, &used) != 2 || !used) {
+			snprintf(why, sizeof(fail_why[0]), "did not report its per-CPU mode and sheaf capacity");
+			goto fail;
+		}
+		p += used;
+		cap_seen[vi] = cap;
+		if (strcmp(mode, want_mode) != 0) {
+			snprintf(why, sizeof(fail_why[0]), "ran in %s mode, not %s", mode, want_mode);
+			goto fail;
+		}
+		if ((cap > 0) != want_sheaves) {
+			snprintf(why, sizeof(fail_why[0]), "ran with sheaf capacity %u (USLAB_SHEAVES=%s)", cap,
+			         v->sheaves ? v->sheaves : "unset");
+			goto fail;
+		}
+	}
+	int n = 0;
 	while (n < MAXVALS) {
 		double d = strtod(p, &end);
 		if (end == p)
@@ -381,7 +463,16 @@ static int run_child(struct variant *v, const char *scenario, const char *arg, d
 		vals[n++] = d;
 		p = end;
 	}
+	while (*p == ' ' || *p == '\n')
+		p++;
+	if (n != want || *p) {
+		snprintf(why, sizeof(fail_why[0]), "printed %d values%s, expected %d", n, *p ? " and text" : "", want);
+		goto fail;
+	}
 	return n;
+fail:
+	fprintf(stderr, "uslab-bench: %s, %s %s: %s\n", v->name, scenario, arg, why);
+	return -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -390,46 +481,73 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* medians[v][k]: median over runs of value k of variant v. */
+/* medians[v][k]: median over runs of value k of variant v, for the runs that
+ * gave numbers (nran[v] of them) in the last measure(). */
 static double medians[NVAR][MAXVALS];
-static int nvals[NVAR];
+static int nran[NVAR];
 
-static void measure(const char *scenario, const char *arg, int runs)
+static void begin_scenario(void)
+{
+	memset(ntried, 0, sizeof(ntried));
+	memset(nfail, 0, sizeof(nfail));
+	memset(cap_seen, 0, sizeof(cap_seen));
+}
+
+/* want_uslab / want_malloc: how many values a uslab / malloc child prints. */
+static void measure(const char *scenario, const char *arg, int runs, int want_uslab, int want_malloc)
 {
 	static double all[NVAR][MAXRUNS][MAXVALS];
-	int got[NVAR] = { 0 };
+	memset(nran, 0, sizeof(nran));
 	for (int r = 0; r < runs; r++)
 		for (int v = 0; v < NVAR; v++) {
 			if (!variants[v].present)
 				continue;
-			int n = run_child(&variants[v], scenario, arg, all[v][got[v]]);
-			if (n > 0) {
-				nvals[v] = n;
-				got[v]++;
-			}
+			int want = variants[v].uslab ? want_uslab : want_malloc;
+			ntried[v]++;
+			if (run_child(v, scenario, arg, want, all[v][nran[v]]) == want)
+				nran[v]++;
+			else
+				nfail[v]++;
 		}
 	for (int v = 0; v < NVAR; v++) {
-		if (!got[v]) {
-			if (variants[v].present)
-				fprintf(stderr, "note: %s failed to run %s\n", variants[v].name, scenario);
-			variants[v].present = 0;
-			continue;
-		}
-		for (int k = 0; k < nvals[v]; k++) {
+		int want = variants[v].uslab ? want_uslab : want_malloc;
+		for (int k = 0; k < want && nran[v]; k++) {
 			double col[MAXRUNS];
-			for (int r = 0; r < got[v]; r++)
+			for (int r = 0; r < nran[v]; r++)
 				col[r] = all[v][r][k];
-			qsort(col, (size_t)got[v], sizeof(double), cmp_double);
-			medians[v][k] = col[got[v] / 2];
+			qsort(col, (size_t)nran[v], sizeof(double), cmp_double);
+			medians[v][k] = col[nran[v] / 2];
 		}
 	}
 }
 
-static void measure_n(const char *scenario, long n, int runs)
+static void measure_n(const char *scenario, long n, int runs, int want_uslab, int want_malloc)
 {
 	char arg[32];
 	snprintf(arg, sizeof(arg), "%ld", n);
-	measure(scenario, arg, runs);
+	measure(scenario, arg, runs, want_uslab, want_malloc);
+}
+
+/* Numbers of the last measure() for variant v. */
+static int ran(int v)
+{
+	return variants[v].present && nran[v] > 0;
+}
+
+/* Under each table: the sheaf capacity each uslab variant's children reported
+ * (checked against the variant in run_child), and the failed child runs (their
+ * reasons also went to stderr as they happened). */
+static void print_footer(void)
+{
+	printf("uslab sheaf capacity reported by the children (their first cache):");
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].uslab && ntried[v] > nfail[v])
+			printf(" %s %u;", variants[v].tag, cap_seen[v]);
+	printf("\n");
+	for (int v = 0; v < NVAR; v++)
+		if (nfail[v])
+			printf("FAILED: %s: %d of %d child runs (last: %s)%s\n", variants[v].name, nfail[v], ntried[v],
+			       fail_why[v], nfail[v] == ntried[v] ? "" : "; medians of the others");
 }
 
 static void ratios(double x, int k);
@@ -440,7 +558,11 @@ static void print_rows(int k, const char *fmt)
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
-		printf("%-16s ", variants[v].name);
+		printf("%-*s ", NAMEW, variants[v].name);
+		if (!ran(v)) {
+			printf("FAILED\n");
+			continue;
+		}
 		printf(fmt, medians[v][k], medians[v][k + 1]);
 		ratios(medians[v][k], k);
 		printf("\n");
@@ -450,14 +572,24 @@ static void print_rows(int k, const char *fmt)
 static int find_variant(const char *name)
 {
 	for (int v = 0; v < NVAR; v++)
-		if (!strcmp(variants[v].name, name) && variants[v].present)
+		if (!strcmp(variants[v].name, name) && ran(v))
 			return v;
 	return -1;
 }
 
+/* The smallest median value k among the peers that ran; 0 if none did. */
+static double best_peer(int k)
+{
+	double best = 0;
+	for (int v = 0; v < NVAR; v++)
+		if (!variants[v].uslab && ran(v) && medians[v][k] > 0 && (best == 0 || medians[v][k] < best))
+			best = medians[v][k];
+	return best;
+}
+
 static void ratio_header(void)
 {
-	printf("  %-10s %-10s %-10s %-10s", "/glibc", "/jemalloc", "/tcmalloc", "/mimalloc");
+	printf("  %-10s  %-10s  %-10s  %-10s", "/glibc", "/jemalloc", "/tcmalloc", "/mimalloc");
 }
 
 static void ratios(double x, int k)
@@ -474,18 +606,21 @@ static void ratios(double x, int k)
 
 static void bench_single(int runs, long iters)
 {
-	measure_n("single", iters, runs);
+	begin_scenario();
+	measure_n("single", iters, runs, 2, 2);
 	printf("\n== single: 256-byte alloc+free pair, %ld pairs in %d batches; median batch, median of %d runs ==\n", iters, BATCHES, runs);
 	printf("uslab: kmem_cache_alloc/kmem_cache_free; peers: malloc(256)/free\n");
-	printf("%-16s %9s %11s", "allocator", "ns/pair", "ticks/pair");
+	printf("%-*s %9s %11s", NAMEW, "allocator", "ns/pair", "ticks/pair");
 	ratio_header();
 	printf("\n");
 	print_rows(0, "%9.2f %11.1f");
+	print_footer();
 }
 
 static void bench_nalloc(int runs, long n)
 {
-	measure_n("nalloc", n, runs);
+	begin_scenario();
+	measure_n("nalloc", n, runs, 2 * (int)NSIZES, 2 * (int)NSIZES);
 	printf("\n== nalloc (seed 003): %ld allocations each timed, then %ld frees each timed; "
 	       "ticks per op, median of %d runs ==\n", n, n, runs);
 	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
@@ -493,51 +628,113 @@ static void bench_nalloc(int runs, long n)
 		if (!variants[v].present)
 			continue;
 		printf("-- %s\n", variants[v].name);
+		if (!ran(v)) {
+			printf("FAILED\n");
+			continue;
+		}
 		for (unsigned s = 0; s < NSIZES; s++)
 			printf("Kmalloc N*alloc N*free(%u): Average=%.0f/%.0f\n", nalloc_sizes[s],
 			       medians[v][2 * s], medians[v][2 * s + 1]);
 	}
 	int tc = find_variant("tcmalloc");
 	printf("\nratios against the best peer at each size (alloc / free):\n");
-	printf("%-16s", "size");
+	printf("%-*s", NAMEW, "size");
 	for (unsigned s = 0; s < NSIZES; s++)
 		printf(" %11u", nalloc_sizes[s]);
 	printf("\n");
-	for (int v = 0; v < 2; v++) {
-		if (!variants[v].present)
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].uslab || !ran(v))
 			continue;
-		printf("%-16s", variants[v].name);
+		printf("%-*s", NAMEW, variants[v].name);
 		for (unsigned s = 0; s < NSIZES; s++) {
-			double ba = 1e30, bf = 1e30;
-			for (int p = 2; p < NVAR; p++) {
-				if (!variants[p].present)
-					continue;
-				if (medians[p][2 * s] < ba)
-					ba = medians[p][2 * s];
-				if (medians[p][2 * s + 1] < bf)
-					bf = medians[p][2 * s + 1];
-			}
-			printf(" %5.2f/%-5.2f", medians[v][2 * s] / ba, medians[v][2 * s + 1] / bf);
+			double ba = best_peer(2 * (int)s), bf = best_peer(2 * (int)s + 1);
+			if (ba > 0 && bf > 0)
+				printf(" %5.2f/%-5.2f", medians[v][2 * s] / ba, medians[v][2 * s + 1] / bf);
+			else
+				printf(" %11s", "-");
 		}
 		printf("\n");
 		if (tc >= 0) {
-			printf("%-16s", "  vs tcmalloc");
+			printf("%-*s", NAMEW, "  vs tcmalloc");
 			for (unsigned s = 0; s < NSIZES; s++)
 				printf(" %5.2f/%-5.2f", medians[v][2 * s] / medians[tc][2 * s],
 				       medians[v][2 * s + 1] / medians[tc][2 * s + 1]);
 			printf("\n");
 		}
 	}
+	print_footer();
+}
+
+/* One bulk comparison table: the peers' ns per object, and per uslab variant its
+ * value off (1: fallback ns, 3: bulk ns, of the 4 per size) and that over the
+ * best peer. */
+static void bulk_table(const char *title, int off)
+{
+	printf("-- %s; ns per object, /best = uslab / best peer\n", title);
+	printf("%5s", "N");
+	for (int v = 0; v < NVAR; v++)
+		if (!variants[v].uslab && variants[v].present)
+			printf(" %9s", variants[v].tag);
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].uslab && variants[v].present)
+			printf(" %16s", variants[v].tag);
+	printf("\n%5s", "");
+	for (int v = 0; v < NVAR; v++)
+		if (!variants[v].uslab && variants[v].present)
+			printf(" %9s", "ns");
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].uslab && variants[v].present)
+			printf(" %9s %6s", "ns", "/best");
+	printf("\n");
+	for (unsigned k = 0; k < NBULK; k++) {
+		double best = best_peer(2 * (int)k + 1);
+		printf("%5u", bulk_sizes[k]);
+		for (int v = 0; v < NVAR; v++) {
+			if (variants[v].uslab || !variants[v].present)
+				continue;
+			if (ran(v))
+				printf(" %9.3f", medians[v][2 * k + 1]);
+			else
+				printf(" %9s", "FAILED");
+		}
+		for (int v = 0; v < NVAR; v++) {
+			if (!variants[v].uslab || !variants[v].present)
+				continue;
+			double x = medians[v][4 * k + off];
+			if (!ran(v))
+				printf(" %16s", "FAILED");
+			else if (best > 0)
+				printf(" %9.3f %6.2f", x, x / best);
+			else
+				printf(" %9.3f %6s", x, "-");
+		}
+		printf("\n");
+	}
 }
 
 static void bench_bulk(int runs, long n)
 {
-	measure_n("bulk", n, runs);
+	begin_scenario();
+	measure_n("bulk", n, runs, 4 * (int)NBULK, 2 * (int)NBULK);
 	printf("\n== bulk (seed 000): 256-byte objects, N allocated then N freed, per object (alloc+free), "
 	       "%ld objects per size, median of %d runs ==\n", n, runs);
-	for (int v = 0; v < 2; v++) {
-		if (!variants[v].present)
+	/* The seed's own table for the rseq variants; for the locked ones only its
+	 * last column (the numbers behind it are in the tables that follow). */
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].uslab || !variants[v].present)
 			continue;
+		if (!ran(v)) {
+			printf("-- %s: FAILED\n", variants[v].name);
+			continue;
+		}
+		if (variants[v].rseq && !strcmp(variants[v].rseq, "0")) {
+			printf("-- %s: bulk improved on fallback by, per N:", variants[v].name);
+			for (unsigned k = 0; k < NBULK; k++)
+				printf(" %u:%.0f%%", bulk_sizes[k],
+				       100.0 * (1.0 - medians[v][4 * k + 2] / medians[v][4 * k]));
+			printf("\n");
+			continue;
+		}
 		printf("-- %s: fallback = N x kmem_cache_alloc, N x kmem_cache_free; bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk\n",
 		       variants[v].name);
 		for (unsigned k = 0; k < NBULK; k++) {
@@ -547,43 +744,96 @@ static void bench_bulk(int runs, long n)
 			       bulk_sizes[k], ft, fn, bt, bn, 100.0 * (1.0 - bt / ft));
 		}
 	}
-	printf("peers: N x malloc(256), N x free; ns per object, and uslab bulk / best peer\n");
-	printf("%5s", "N");
-	for (int v = 2; v < NVAR; v++)
-		if (variants[v].present)
-			printf(" %10s", variants[v].name);
-	printf(" %12s %12s %12s\n", "bulk(rseq)", "/best peer", "bulk(locked)");
-	for (unsigned k = 0; k < NBULK; k++) {
-		double best = 1e30;
-		printf("%5u", bulk_sizes[k]);
-		for (int v = 2; v < NVAR; v++) {
-			if (!variants[v].present)
-				continue;
-			printf(" %10.3f", medians[v][2 * k + 1]);
-			if (medians[v][2 * k + 1] < best)
-				best = medians[v][2 * k + 1];
-		}
-		printf(" %12.3f %12.2f %12.3f\n", medians[0][4 * k + 3], medians[0][4 * k + 3] / best,
-		       medians[1][4 * k + 3]);
-	}
+	printf("peers: N x malloc(256), N x free\n");
+	bulk_table("uslab bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk", 3);
+	bulk_table("uslab fallback = N x kmem_cache_alloc, N x kmem_cache_free", 1);
+	print_footer();
 }
 
 static void bench_remote(int runs, long n)
 {
-	measure_n("remote", n, runs);
+	begin_scenario();
+	measure_n("remote", n, runs, 1, 1);
 	printf("\n== remote: one thread allocates 256 bytes, another frees (ring), %ld objects, "
 	       "median of %d runs ==\n", n, runs);
-	printf("%-16s %9s", "allocator", "ns/object");
+	printf("%-*s %9s", NAMEW, "allocator", "ns/object");
 	ratio_header();
 	printf("\n");
 	print_rows(0, "%9.2f");
+	print_footer();
 }
+
+/* random-free at two working-set sizes: 2.5 MB (about the last-level cache)
+ * and 256 MB (far beyond it). One child per variant per N. */
+static void bench_random_free(int runs, int quick)
+{
+	static const long rf_n[2] = { 10000, 1000000 };
+	/* Rounds: a 10k round costs 0.1-0.7 ms (10-70 ns per object), so 500
+	 * rounds are at most ~0.35 s per child; a 1M round costs 0.05-0.6 s of
+	 * cache and TLB misses, so 5 rounds plus the set-up are ~0.5-3.5 s. The
+	 * median round is printed. --quick: 100 and 3. */
+	const long rf_rounds[2] = { quick ? 100 : 500, quick ? 3 : 5 };
+	double val[2][NVAR];
+	int ok[2][NVAR];
+	int mi = -1;
+
+	begin_scenario();
+	for (int i = 0; i < 2; i++) {
+		char arg[48];
+		snprintf(arg, sizeof(arg), "%ld:%ld", rf_n[i], rf_rounds[i]);
+		measure("random-free", arg, runs, 1, 1);
+		for (int v = 0; v < NVAR; v++) {
+			ok[i][v] = ran(v);
+			val[i][v] = medians[v][0];
+		}
+	}
+	printf("\n== random-free: N live 256-byte objects; per round all N freed in a random order "
+	       "(shuffle untimed), then N allocated and each written once; ns per object (free + alloc), "
+	       "median round, median of %d runs ==\n", runs);
+	printf("uslab: kmem_cache \"rf-256\" (kmem_cache_free/kmem_cache_alloc); peers: free/malloc(256); "
+	       "rounds: %ld at N=%ld, %ld at N=%ld\n", rf_rounds[0], rf_n[0], rf_rounds[1], rf_n[1]);
+	double best[2] = { 0, 0 };
+	for (int i = 0; i < 2; i++)
+		for (int v = 0; v < NVAR; v++)
+			if (!variants[v].uslab && ok[i][v] && val[i][v] > 0 && (best[i] == 0 || val[i][v] < best[i]))
+				best[i] = val[i][v];
+	for (int v = 0; v < NVAR; v++)
+		if (!strcmp(variants[v].name, "mimalloc") && variants[v].present)
+			mi = v;
+	printf("%-*s %9s %9s %12s %12s %12s %12s\n", NAMEW, "allocator", "N=10k", "N=1M",
+	       "10k/best", "10k/mimalloc", "1M/best", "1M/mimalloc");
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].present)
+			continue;
+		printf("%-*s", NAMEW, variants[v].name);
+		for (int i = 0; i < 2; i++)
+			if (ok[i][v])
+				printf(" %9.2f", val[i][v]);
+			else
+				printf(" %9s", "FAILED");
+		for (int i = 0; i < 2; i++) {
+			if (ok[i][v] && best[i] > 0)
+				printf(" %12.2f", val[i][v] / best[i]);
+			else
+				printf(" %12s", "-");
+			if (ok[i][v] && mi >= 0 && ok[i][mi] && val[i][mi] > 0)
+				printf(" %12.2f", val[i][v] / val[i][mi]);
+			else
+				printf(" %12s", "-");
+		}
+		printf("\n");
+	}
+	print_footer();
+}
+
+static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "random-free", "all" };
 
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "--child")) {
 		use_uslab = !strcmp(argv[3], "uslab");
-		long n = atol(argv[4]);
+		char *end;
+		long n = strtol(argv[4], &end, 10);
 		if (!strcmp(argv[2], "single"))
 			child_single(n);
 		else if (!strcmp(argv[2], "nalloc"))
@@ -592,13 +842,16 @@ int main(int argc, char **argv)
 			child_remote(n);
 		else if (!strcmp(argv[2], "bulk"))
 			child_bulk(n);
-		else
+		else if (!strcmp(argv[2], "random-free")) {
+			long rounds = *end == ':' ? atol(end + 1) : 1;
+			child_random_free(n, rounds > 0 ? rounds : 1);
+		} else
 			return 2;
 		return 0;
 	}
 
 	const char *what = "all";
-	int runs = 7, quick = 0;
+	int runs = 7, quick = 0, known = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc)
 			runs = atoi(argv[++i]);
@@ -606,11 +859,13 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (argv[i][0] != '-')
 			what = argv[i];
-		else {
-			fprintf(stderr, "usage: uslab-bench [single|nalloc|bulk|remote|all] [--runs N] [--quick]\n");
-			return 2;
-		}
+		else
+			goto usage;
 	}
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		known |= !strcmp(what, scenarios[i]);
+	if (!known)
+		goto usage;
 	if (runs < 1 || runs > MAXRUNS) {
 		fprintf(stderr, "uslab-bench: --runs must be 1..%d\n", MAXRUNS);
 		return 2;
@@ -639,5 +894,10 @@ int main(int argc, char **argv)
 		bench_bulk(runs, quick ? 1000000 : 10000000);
 	if (all || !strcmp(what, "remote"))
 		bench_remote(runs, quick ? 500000 : 4000000);
+	if (all || !strcmp(what, "random-free"))
+		bench_random_free(runs, quick);
 	return 0;
+usage:
+	fprintf(stderr, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]\n");
+	return 2;
 }

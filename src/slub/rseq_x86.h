@@ -357,6 +357,8 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
 		"cmovaq %[size], %[cnt]\n\t"
+		"testq %[cnt], %[cnt]\n\t"
+		"jz 2f\n\t"            /* nothing to take: no store at all */
 		"subq %[cnt], %[size]\n\t"
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
 		"xorl %k[i], %k[i]\n"
@@ -394,6 +396,8 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		"subq %[size], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
 		"cmovaq %[n], %[cnt]\n\t"
+		"testq %[cnt], %[cnt]\n\t"
+		"jz 2f\n\t"            /* full (or usl_empty_sheaf): no store at all */
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
 		"xorl %k[i], %k[i]\n"
 		"12:\n\t"

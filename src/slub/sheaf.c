@@ -389,8 +389,10 @@ static size_t pop_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 	usl_spin_lock(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
 	size_t k = n < m->size ? n : m->size;
-	m->size -= (uint32_t)k;
-	memcpy(p, &m->objects[m->size], k * sizeof(void *));
+	if (k) {             /* never a store to usl_empty_sheaf, which all slots share */
+		m->size -= (uint32_t)k;
+		memcpy(p, &m->objects[m->size], k * sizeof(void *));
+	}
 	usl_spin_unlock(&c->sheaf_lock);
 	return k;
 }
@@ -407,8 +409,10 @@ static size_t push_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 	size_t k = m->capacity - m->size;
 	if (k > n)
 		k = n;
-	memcpy(&m->objects[m->size], p, k * sizeof(void *));
-	m->size += (uint32_t)k;
+	if (k) {
+		memcpy(&m->objects[m->size], p, k * sizeof(void *));
+		m->size += (uint32_t)k;
+	}
 	usl_spin_unlock(&c->sheaf_lock);
 	return k;
 }
@@ -508,14 +512,14 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 		usl_list_del(l);
 		usl_list_add_tail(l, &taken);
 	}
-	barn->nr_full = 0;
+	__atomic_store_n(&barn->nr_full, 0, __ATOMIC_RELAXED);
 	if (free_sheaves) {
 		while (!usl_list_empty(&barn->empty)) {
 			struct usl_list *l = barn->empty.next;
 			usl_list_del(l);
 			usl_list_add_tail(l, &taken);
 		}
-		barn->nr_empty = 0;
+		__atomic_store_n(&barn->nr_empty, 0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&barn->lock);
 

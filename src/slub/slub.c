@@ -728,6 +728,22 @@ slow:
 	return obj ? obj : slab_alloc_slow(s, gfp);
 }
 
+/* The slow paths of kmem_cache_alloc, each reached by a tail call so the fast
+ * paths need no stack frame. */
+static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = usl_sheaf_alloc(s, gfp);
+	if ((gfp & __GFP_ZERO) && obj)
+		memset(obj, 0, s->object_size);
+	return obj;
+}
+
+static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = usl_rseq_mode ? NULL : alloc_fast_locked(s);
+	return alloc_tail(s, gfp, obj);
+}
+
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj;
@@ -741,10 +757,7 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 			return alloc_tail(s, gfp, obj);
 		return obj;
 sheaf_slow:
-		obj = usl_sheaf_alloc(s, gfp);
-		if (usl_unlikely(gfp & __GFP_ZERO))
-			return alloc_tail(s, gfp, obj);
-		return obj;
+		return sheaf_alloc_slow(s, gfp);
 	}
 	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
@@ -752,8 +765,7 @@ sheaf_slow:
 		return alloc_tail(s, gfp, obj);
 	return obj;
 slow:
-	obj = usl_rseq_mode ? NULL : alloc_fast_locked(s);
-	return alloc_tail(s, gfp, obj);
+	return cpu_slab_alloc_slow(s, gfp);
 }
 
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)

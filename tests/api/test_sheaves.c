@@ -90,7 +90,7 @@ static void *x_consumer(void *arg)
 			xq.head = (xq.head + 1) % XN_RING;
 			xq.count--;
 		}
-		int done = xq.producers_done == XN_PRODUCERS && !xq.count && !k;
+		int done = __atomic_load_n(&xq.producers_done, __ATOMIC_ACQUIRE) == XN_PRODUCERS && !xq.count && !k;
 		pthread_mutex_unlock(&xq.lock);
 		if (done)
 			break;
