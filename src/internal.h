@@ -288,6 +288,16 @@ extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range *
 extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
 extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
+/* The page map: per page, its block's head entry and, for a slab, its cache and
+ * object count. 16 bytes a page (4 pages a cache line, against one for the
+ * table), so a free checks a pointer without touching the slab's struct slab. */
+struct usl_pagemap_entry {
+	struct slab *head;           /* = table[i].head; pages.c, under pages_lock */
+	uintptr_t owner;             /* slab: cache | objects << 48; else 0 (slub.c) */
+};
+#define USL_OWNER_CACHE_MASK ((1UL << 48) - 1)
+#define USL_OWNER_OBJECTS_SHIFT 48
+extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
 extern unsigned int usl_page_shift USL_HIDDEN;
 extern size_t usl_page_size USL_HIDDEN;
 
@@ -308,7 +318,7 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return usl_table[off >> usl_page_shift].head;
+	return usl_pagemap[off >> usl_page_shift].head;
 }
 static inline void *usl_slab_address(const struct slab *slab)
 {

@@ -15,6 +15,7 @@
 uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
+struct usl_pagemap_entry *usl_pagemap;
 unsigned int usl_page_shift;
 size_t usl_page_size;
 
@@ -31,7 +32,7 @@ int usl_pages_init(void)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	size_t max_block;
-	void *r, *t;
+	void *r, *t, *pm = NULL;
 
 	if (ps <= 0 || (ps & (ps - 1)))
 		return -1;
@@ -49,8 +50,13 @@ int usl_pages_init(void)
 			continue;
 		t = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct slab), PROT_NONE,
 		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (t != MAP_FAILED)
-			break;
+		if (t != MAP_FAILED) {
+			pm = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry), PROT_NONE,
+			          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (pm != MAP_FAILED)
+				break;
+			munmap(t, (usl_range >> usl_page_shift) * sizeof(struct slab));
+		}
 		munmap(r, usl_range + max_block);
 	}
 	usl_base = USL_ALIGN((uintptr_t)r, max_block);
@@ -59,6 +65,7 @@ int usl_pages_init(void)
 	munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
 
 	usl_table = t;
+	usl_pagemap = pm;
 	for (int i = 0; i <= USL_MAX_ORDER; i++)
 		usl_list_init(&free_area[i]);
 	last_decay_check = usl_now_ms();
@@ -115,7 +122,14 @@ static bool grow(void)
 	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
+	struct usl_pagemap_entry *m = &usl_pagemap[usl_top >> usl_page_shift];
+	ts = (uintptr_t)m & ~(usl_page_size - 1);
+	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
+	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
+		return false;
 	for (size_t i = 0; i < npages; i++) {
+		m[i].head = &e[i];
+		m[i].owner = 0;
 		e[i].head = &e[i];
 		e[i].kind = USL_PAGE_UNUSED;
 	}
@@ -161,6 +175,7 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	}
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
+		usl_pagemap[pfn_of(e) + i].head = e;
 		e[i].head = e;
 		e[i].kind = USL_PAGE_TAIL;
 		e[i].slab_cache = NULL;
@@ -215,6 +230,8 @@ void usl_pages_free(void *addr)
 	pfn = pfn_of(e);
 	n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
+		usl_pagemap[pfn + i].head = &e[i];
+		__atomic_store_n(&usl_pagemap[pfn + i].owner, 0, __ATOMIC_RELAXED);
 		e[i].head = &e[i];
 		e[i].kind = USL_PAGE_UNUSED;
 		e[i].slab_cache = NULL;

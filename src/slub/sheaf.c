@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "../internal.h"
 #include "rseq_x86.h"
@@ -784,6 +785,8 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 		return -1;
 	s->barn_max_full = 10;
 	s->barn_max_empty = 10;
+	if (getenv("USL_EXP_BARN"))   /* EXPERIMENT */
+		s->barn_max_full = s->barn_max_empty = (unsigned)atoi(getenv("USL_EXP_BARN"));
 	pthread_mutex_init(&barn->lock, NULL);
 	usl_list_init(&barn->full);
 	usl_list_init(&barn->empty);

@@ -61,6 +61,24 @@ static inline bool obj_index_at(const struct kmem_cache *s, const struct slab *s
 	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
 }
 
+/* The same with the object count from the page map (no struct slab access). */
+static inline bool obj_index_in(const struct kmem_cache *s, uint32_t off, unsigned int objects)
+{
+	uint32_t q = off * s->div_inv;
+	uint32_t k = s->div_shift;
+	q = (q >> k) | (q << ((32 - k) & 31));
+	return q < objects;
+}
+
+/* Record a slab's cache and object count in the page map entries of its pages
+ * (0: not a slab any more). */
+static void set_owner(struct slab *slab, unsigned int order, uintptr_t owner)
+{
+	struct usl_pagemap_entry *e = &usl_pagemap[slab - usl_table];
+	for (size_t i = 0; i < ((size_t)1 << order); i++)
+		__atomic_store_n(&e[i].owner, owner, __ATOMIC_RELEASE);
+}
+
 static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
                                         void *new_fl, unsigned long new_c)
 {
@@ -130,6 +148,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
+	set_owner(slab, order, (uintptr_t)s | ((uintptr_t)objects << USL_OWNER_OBJECTS_SHIFT));
 	*freelist = addr;
 	return slab;
 }
@@ -142,6 +161,7 @@ static void discard_slab(struct kmem_cache *s, struct slab *slab)
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
+	set_owner(slab, slab->order, 0);
 	usl_pages_free(usl_slab_address(slab));
 }
 
@@ -869,7 +889,6 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	struct slab *slab;
-	unsigned int idx;
 
 	if (usl_unlikely(!x))
 		return;
@@ -877,28 +896,23 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
-	/* usl_virt_to_slab, keeping the range offset for the object index. */
+	/* The page map gives the slab, its cache and its object count: checking x
+	 * touches one 16-byte entry, not the slab's struct slab. */
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
 		report_bad_free(s, x, NULL);
 		return;
 	}
-	slab = usl_table[off >> usl_page_shift].head;
-	/* The cache itself is checked off the fast path: the cpu slab belongs to s,
-	 * so a slab that matches it needs no check, and every other free goes slow.
-	 * (A free block's head has a stale addr: its index check may pass, but its
-	 * slab_cache is NULL, which the slow path reports.) */
-	uint32_t in_slab = (uint32_t)((uintptr_t)x - (uintptr_t)slab->addr);
-	if (usl_unlikely(!obj_index_at(s, slab, in_slab, &idx))) {
+	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
+	slab = e->head;
+	uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+	uint32_t in_slab = (uint32_t)(off - ((uintptr_t)(slab - usl_table) << usl_page_shift));
+	if (usl_unlikely((owner & USL_OWNER_CACHE_MASK) != (uintptr_t)s ||
+	                 !obj_index_in(s, in_slab, (unsigned int)(owner >> USL_OWNER_OBJECTS_SHIFT)))) {
 		report_bad_free(s, x, slab);
 		return;
 	}
 	if (s->sheaf_capacity) {
-		/* Sheaves take any object of s, so check the owner here. */
-		if (usl_unlikely(slab->slab_cache != s)) {
-			report_bad_free(s, x, slab);
-			return;
-		}
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK))
 			return;
@@ -1067,7 +1081,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	while (size) {
 		object = p[--size];
 		uintptr_t off = (uintptr_t)object - base;
-		if (off >= top || usl_table[off >> pshift].head != slab) {
+		if (off >= top || usl_pagemap[off >> pshift].head != slab) {
 			if (object && !--lookahead)
 				break;
 			continue;
