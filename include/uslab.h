@@ -137,7 +137,9 @@ USLAB_API const char *uslab_percpu_mode(void);
 /* Sheaf capacity of a cache (the kernel's sysfs sheaf_capacity); 0: no sheaves. */
 USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);
 
-/* Return free pages to the OS now (madvise). Returns bytes released. */
+/* Return memory to the OS now (malloc_trim's job): every cache's sheaves, barns
+ * and cpu slabs are flushed, empty slabs freed, free pages madvised. Returns the
+ * bytes released. */
 USLAB_API size_t uslab_release_free_memory(void);
 
 #ifdef __cplusplus

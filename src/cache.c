@@ -227,3 +227,18 @@ const char *kmem_cache_name(struct kmem_cache *s)
 {
 	return s ? s->name : NULL;
 }
+
+/* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its
+ * empty slabs freed, then every free page returned to the OS. */
+size_t uslab_release_free_memory(void)
+{
+	usl_ensure_init();
+	usl_cache_lock();
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
+		struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
+		usl_slub_flush_all(s);
+		usl_slub_release(s);
+	}
+	usl_cache_unlock();
+	return usl_pages_release();
+}

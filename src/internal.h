@@ -201,6 +201,9 @@ struct usl_barn {
 	pthread_mutex_t lock;        /* protects the lists and counts */
 	struct usl_list full, empty;
 	unsigned int nr_full, nr_empty;
+	unsigned int low_full;       /* fewest full sheaves since last_decay */
+	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
+	uint64_t last_decay;         /* ms */
 };
 
 /* Per NUMA node (one node until NUMA placement lands). */
@@ -305,6 +308,7 @@ USL_HIDDEN int usl_pages_init(void);
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_free(void *addr);
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
+USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
 USL_HIDDEN void usl_pages_fork_lock(void);
 USL_HIDDEN void usl_pages_fork_unlock(void);

@@ -276,7 +276,7 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	pthread_mutex_unlock(&pages_lock);
 }
 
-size_t uslab_release_free_memory(void)
+size_t usl_pages_release(void)
 {
 	usl_ensure_init();
 	return usl_pages_purge(true);

@@ -8,7 +8,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "../internal.h"
 #include "rseq_x86.h"
@@ -90,6 +89,18 @@ static void sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 
 /* ===========================================================================
  * The barn: full and empty sheaves of one node, under barn->lock.
+ *
+ * Limits. Empty sheaves: at most barn_max_empty (the kernel's 10); more are freed.
+ * Full sheaves: barn_max_full (the kernel's 10) is the level the barn returns to,
+ * not a wall. A burst of frees may park more full sheaves; the surplus that stays
+ * unused for a whole decay interval (USLAB_DECAY_MS, the page provider's) is
+ * flushed to slabs: the barn tracks the fewest full sheaves it held since the
+ * last check (a low-water mark), and sheaves above max_full that were never taken
+ * in that interval go back. With USLAB_DECAY_MS=0 the limit is exact. Why: with
+ * the kernel's wall every free beyond ten sheaves goes to a slab (a cmpxchg16b
+ * and a cache miss per object), which made random frees of 10k objects 3x
+ * mimalloc; with the decaying surplus they are near it (numbers in the note of
+ * issue 4). kmem_cache_shrink and uslab_release_free_memory flush it at once.
  */
 
 static struct usl_barn *get_barn(struct kmem_cache *s)
@@ -97,63 +108,131 @@ static struct usl_barn *get_barn(struct kmem_cache *s)
 	return &s->node[0]->barn;
 }
 
-static struct slab_sheaf *barn_get(struct usl_barn *barn, bool full)
+static void barn_set(unsigned int *counter, unsigned int v)
 {
-	struct slab_sheaf *sh = NULL;
+	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* peeked unlocked */
+}
+
+/* Under barn->lock: take the first sheaf of a list. */
+static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
+{
 	struct usl_list *l = full ? &barn->full : &barn->empty;
 
-	if (!__atomic_load_n(full ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
-		return NULL;        /* peeked unlocked: a miss only costs a refill */
-	pthread_mutex_lock(&barn->lock);
-	if (!usl_list_empty(l)) {
-		sh = usl_container_of(l->next, struct slab_sheaf, barn_list);
-		usl_list_del(&sh->barn_list);
-		if (full)
-			__atomic_store_n(&barn->nr_full, barn->nr_full - 1, __ATOMIC_RELAXED);
-		else
-			__atomic_store_n(&barn->nr_empty, barn->nr_empty - 1, __ATOMIC_RELAXED);
+	if (usl_list_empty(l))
+		return NULL;
+	struct slab_sheaf *sh = usl_container_of(l->next, struct slab_sheaf, barn_list);
+	usl_list_del(&sh->barn_list);
+	if (full) {
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+		if (barn->nr_full < barn->low_full)
+			barn->low_full = barn->nr_full;
+	} else {
+		barn_set(&barn->nr_empty, barn->nr_empty - 1);
 	}
-	pthread_mutex_unlock(&barn->lock);
 	return sh;
 }
 
-/* Put a full (or empty) sheaf in the barn unless it holds its limit already
- * (false: the caller keeps it). */
-static bool barn_put(struct kmem_cache *s, struct usl_barn *barn, struct slab_sheaf *sh, bool full)
+/* Under barn->lock: the full sheaves above max_full that stayed unused for a
+ * decay interval, moved (oldest first, at most 64 a call) to *out. */
+static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
 {
-	bool ok = false;
+	unsigned int excess;
 
+	if (usl_opt.decay_ms == 0) {
+		excess = barn->nr_full - s->barn_max_full;
+	} else {
+		if (++barn->puts % 16)
+			return;          /* read the clock every 16 puts above the level */
+		uint64_t now = usl_now_ms();
+		if (now - barn->last_decay < usl_opt.decay_ms)
+			return;
+		unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
+		excess = low > s->barn_max_full ? low - s->barn_max_full : 0;
+		if (excess > 64)
+			excess = 64;     /* the rest at the next put */
+		else
+			barn->last_decay = now;
+	}
+	for (; excess; excess--) {
+		struct usl_list *l = barn->full.prev;
+		usl_list_del(l);
+		usl_list_add_tail(l, out);
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+	}
+	barn->low_full = barn->nr_full;
+}
+
+static void flush_list(struct kmem_cache *s, struct usl_list *list);
+
+/* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
+ * the kind `want` says (1 full, 0 empty, -1 none). Returns what was taken, or
+ * NULL. An empty sheaf the barn has no room for is freed here; decayed full
+ * sheaves are flushed here, after the lock is dropped. */
+static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want)
+{
+	struct usl_barn *barn = get_barn(s);
+	struct slab_sheaf *got = NULL, *drop = NULL;
+	struct usl_list decayed;
+
+	usl_list_init(&decayed);
+	if (!give && want >= 0 &&
+	    !__atomic_load_n(want ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
+		return NULL;        /* peeked unlocked: a miss costs only a refill */
 	pthread_mutex_lock(&barn->lock);
-	if (full && barn->nr_full < s->barn_max_full) {
-		usl_list_add_head(&sh->barn_list, &barn->full);
-		__atomic_store_n(&barn->nr_full, barn->nr_full + 1, __ATOMIC_RELAXED);
-		ok = true;
-	} else if (!full && barn->nr_empty < s->barn_max_empty) {
-		usl_list_add_head(&sh->barn_list, &barn->empty);
-		__atomic_store_n(&barn->nr_empty, barn->nr_empty + 1, __ATOMIC_RELAXED);
-		ok = true;
+	if (want >= 0)
+		got = barn_take_locked(barn, want == 1);
+	if (give && give->size) {
+		usl_list_add_head(&give->barn_list, &barn->full);
+		barn_set(&barn->nr_full, barn->nr_full + 1);
+		if (barn->nr_full > s->barn_max_full)
+			barn_decay_locked(s, barn, &decayed);
+	} else if (give) {
+		if (barn->nr_empty < s->barn_max_empty) {
+			usl_list_add_head(&give->barn_list, &barn->empty);
+			barn_set(&barn->nr_empty, barn->nr_empty + 1);
+		} else {
+			drop = give;
+		}
 	}
 	pthread_mutex_unlock(&barn->lock);
-	return ok;
+	if (drop)
+		sheaf_free(s, drop);
+	if (!usl_list_empty(&decayed))
+		flush_list(s, &decayed);
+	return got;
+}
+
+static struct slab_sheaf *barn_get(struct kmem_cache *s, bool full)
+{
+	return barn_visit(s, NULL, full ? 1 : 0);
+}
+
+/* Flush every sheaf of a private list to slabs and keep or free the empties. */
+static void flush_list(struct kmem_cache *s, struct usl_list *list)
+{
+	while (!usl_list_empty(list)) {
+		struct slab_sheaf *sh = usl_container_of(list->next, struct slab_sheaf, barn_list);
+		usl_list_del(&sh->barn_list);
+		sheaf_flush(s, sh);
+		barn_visit(s, sh, -1);
+	}
 }
 
 /* An empty sheaf we no longer need: to the barn, or freed. */
 static void put_empty(struct kmem_cache *s, struct slab_sheaf *sh)
 {
-	if (!barn_put(s, get_barn(s), sh, false))
-		sheaf_free(s, sh);
+	barn_visit(s, sh, -1);
 }
 
 /* A sheaf we cannot keep (an install lost a race, a returned prefilled sheaf):
- * full ones to the barn if there is room, the rest flushed to slabs. */
+ * full ones to the barn, the rest flushed to slabs. */
 static void give_back(struct kmem_cache *s, struct slab_sheaf *sh)
 {
 	if (!sh || sh == &usl_empty_sheaf)
 		return;
-	if (sh->size == sh->capacity && barn_put(s, get_barn(s), sh, true))
-		return;
-	sheaf_flush(s, sh);
-	put_empty(s, sh);
+	if (sh->size != sh->capacity)
+		sheaf_flush(s, sh);
+	barn_visit(s, sh, -1);
 }
 
 /* ===========================================================================
@@ -246,22 +325,26 @@ static bool replace_empty_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
 		swap_sheaves(b);
 		return true;
 	}
-	struct slab_sheaf *full = barn_get(get_barn(s), true);
-	if (full) {
-		if (b->main) {
-			if (!b->spare)
-				b->spare = b->main;
-			else
-				put_empty(s, b->main);
+	if (__atomic_load_n(&get_barn(s)->nr_full, __ATOMIC_RELAXED)) {
+		/* One barn visit: our empty main (unless it can be the spare) for a
+		 * full one. */
+		struct slab_sheaf *give = b->main && b->spare ? b->main : NULL;
+		struct slab_sheaf *full = barn_visit(s, give, 1);
+		if (give)
+			b->main = NULL;
+		if (b->main)
+			b->spare = b->main;
+		if (full) {
+			b->main = full;
+			return true;
 		}
-		b->main = full;
-		return true;
+		b->main = NULL;                 /* raced: fill an empty one */
 	}
 	if (!b->main) {
-		if (b->spare) {                 /* empty: fill it */
+		if (b->spare && !b->spare->size) {   /* empty: fill it */
 			b->main = b->spare;
 			b->spare = NULL;
-		} else if (!(b->main = barn_get(get_barn(s), false)) &&
+		} else if (!(b->main = barn_get(s, false)) &&
 		           !(b->main = sheaf_new(s, s->sheaf_capacity, gfp))) {
 			return false;
 		}
@@ -269,9 +352,9 @@ static bool replace_empty_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
 	return sheaf_refill(s, b->main, b->main->capacity, gfp) == 0;
 }
 
-/* Make room in b->main: the spare if it has room, else an empty sheaf for main
- * with the full one kept as spare or put in the barn (with the barn at its limit
- * the full spare is flushed to slabs instead, as the kernel does). */
+/* Make room in b->main: the spare if it has room, else an empty sheaf for main,
+ * the full one kept as the spare or put in the barn (the kernel flushes the
+ * spare when the barn holds ten; here the barn's surplus decays instead). */
 static bool replace_full_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
 {
 	if (b->main && b->main->size < b->main->capacity)
@@ -280,19 +363,12 @@ static bool replace_full_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
 		swap_sheaves(b);
 		return true;
 	}
-	if (b->main) {                          /* full */
-		if (!b->spare) {
-			b->spare = b->main;
-			b->main = NULL;
-		} else if (barn_put(s, get_barn(s), b->main, true)) {
-			b->main = NULL;
-		} else {
-			sheaf_flush(s, b->spare);
-			swap_sheaves(b);
-			return true;
-		}
+	if (b->main && !b->spare) {             /* full: keep it as the spare */
+		b->spare = b->main;
+		b->main = NULL;
 	}
-	b->main = barn_get(get_barn(s), false);
+	/* One barn visit: the full main (if any) for an empty sheaf. */
+	b->main = barn_visit(s, b->main, 0);
 	if (!b->main)
 		b->main = sheaf_new(s, s->sheaf_capacity, gfp);
 	return b->main != NULL;
@@ -635,9 +711,9 @@ struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, uns
 		pcs_put(s, &b);
 	}
 	if (!sh)
-		sh = barn_get(get_barn(s), true);
+		sh = barn_get(s, true);
 	if (!sh)
-		sh = barn_get(get_barn(s), false);
+		sh = barn_get(s, false);
 	if (!sh)
 		sh = sheaf_new(s, s->sheaf_capacity, gfp);
 	if (sh && sheaf_refill(s, sh, sh->capacity, gfp) != 0 && sheaf_refill(s, sh, size, gfp) != 0) {
@@ -707,8 +783,8 @@ void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf 
 		sheaf_free(s, sh);
 		return;
 	}
-	/* As this CPU's spare if it has none; else full into the barn, if there is
-	 * room and it can be filled; else its objects back to slabs. */
+	/* As this CPU's spare if it has none; else filled up into the barn; else
+	 * its objects back to slabs. */
 	if (pcs_take(s, &b)) {
 		if (!b.spare) {
 			b.spare = sh;
@@ -718,9 +794,10 @@ void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf 
 		if (!sh)
 			return;
 	}
-	if (__atomic_load_n(&get_barn(s)->nr_full, __ATOMIC_RELAXED) < s->barn_max_full &&
-	    sheaf_refill(s, sh, sh->capacity, gfp | __GFP_NOWARN) == 0 && barn_put(s, get_barn(s), sh, true))
+	if (sheaf_refill(s, sh, sh->capacity, gfp | __GFP_NOWARN) == 0) {
+		barn_visit(s, sh, -1);
 		return;
+	}
 	give_back(s, sh);
 }
 
@@ -785,8 +862,8 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 		return -1;
 	s->barn_max_full = 10;
 	s->barn_max_empty = 10;
-	if (getenv("USL_EXP_BARN"))   /* EXPERIMENT */
-		s->barn_max_full = s->barn_max_empty = (unsigned)atoi(getenv("USL_EXP_BARN"));
+	barn->low_full = 0;
+	barn->last_decay = usl_now_ms();
 	pthread_mutex_init(&barn->lock, NULL);
 	usl_list_init(&barn->full);
 	usl_list_init(&barn->empty);
