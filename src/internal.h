@@ -295,7 +295,8 @@ extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
  * object count. 16 bytes a page (4 pages a cache line, against one for the
  * table), so a free checks a pointer without touching the slab's struct slab. */
 struct usl_pagemap_entry {
-	struct slab *head;           /* = table[i].head; pages.c, under pages_lock */
+	uintptr_t start;             /* offset of the page's block from usl_base (its head
+	                                entry is usl_table[start >> page_shift]); pages.c */
 	uintptr_t owner;             /* slab: cache | objects << 48; else 0 (slub.c) */
 };
 #define USL_OWNER_CACHE_MASK ((1UL << 48) - 1)
@@ -322,7 +323,7 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return usl_pagemap[off >> usl_page_shift].head;
+	return &usl_table[usl_pagemap[off >> usl_page_shift].start >> usl_page_shift];
 }
 static inline void *usl_slab_address(const struct slab *slab)
 {

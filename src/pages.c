@@ -128,7 +128,7 @@ static bool grow(void)
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
 	for (size_t i = 0; i < npages; i++) {
-		m[i].head = &e[i];
+		m[i].start = (pfn_of(&e[i])) << usl_page_shift;
 		m[i].owner = 0;
 		e[i].head = &e[i];
 		e[i].kind = USL_PAGE_UNUSED;
@@ -175,7 +175,7 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	}
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn_of(e) + i].head = e;
+		usl_pagemap[pfn_of(e) + i].start = pfn_of(e) << usl_page_shift;
 		e[i].head = e;
 		e[i].kind = USL_PAGE_TAIL;
 		e[i].slab_cache = NULL;
@@ -230,7 +230,7 @@ void usl_pages_free(void *addr)
 	pfn = pfn_of(e);
 	n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn + i].head = &e[i];
+		usl_pagemap[pfn + i].start = (pfn + i) << usl_page_shift;
 		__atomic_store_n(&usl_pagemap[pfn + i].owner, 0, __ATOMIC_RELAXED);
 		e[i].head = &e[i];
 		e[i].kind = USL_PAGE_UNUSED;

@@ -886,6 +886,24 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
 	free_checked_slow(s, slab, x);
 }
 
+/* Is x an object of s? The page map gives the slab (*slab, NULL for a foreign
+ * pointer), its cache and its object count: one 16-byte entry, no struct slab. */
+static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x, struct slab **slab)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		*slab = NULL;
+		return false;
+	}
+	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
+	uintptr_t start = e->start;
+	*slab = &usl_table[start >> usl_page_shift];
+	uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+	uint32_t in_slab = (uint32_t)(off - start);
+	return (owner & USL_OWNER_CACHE_MASK) == (uintptr_t)s &&
+	       obj_index_in(s, in_slab, (unsigned int)(owner >> USL_OWNER_OBJECTS_SHIFT));
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	struct slab *slab;
@@ -896,19 +914,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
-	/* The page map gives the slab, its cache and its object count: checking x
-	 * touches one 16-byte entry, not the slab's struct slab. */
-	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
-		report_bad_free(s, x, NULL);
-		return;
-	}
-	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-	slab = e->head;
-	uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-	uint32_t in_slab = (uint32_t)(off - ((uintptr_t)(slab - usl_table) << usl_page_shift));
-	if (usl_unlikely((owner & USL_OWNER_CACHE_MASK) != (uintptr_t)s ||
-	                 !obj_index_in(s, in_slab, (unsigned int)(owner >> USL_OWNER_OBJECTS_SHIFT)))) {
+	if (usl_unlikely(!obj_check(s, x, &slab))) {
 		report_bad_free(s, x, slab);
 		return;
 	}
@@ -983,6 +989,14 @@ fail:
 	return 0;
 }
 
+static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp)
+{
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after 0 of 1 objects; none kept",
+		           s->name);
+	return 0;
+}
+
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
@@ -992,6 +1006,8 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
+	if (nr == 1 && s->sheaf_capacity)      /* the single-object path is cheaper */
+		return (p[0] = kmem_cache_alloc(s, gfp | __GFP_NOWARN)) ? 1 : alloc_bulk_failed(s, gfp);
 	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
 		return 0;
 	if (gfp & __GFP_ZERO)
@@ -1081,7 +1097,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	while (size) {
 		object = p[--size];
 		uintptr_t off = (uintptr_t)object - base;
-		if (off >= top || usl_pagemap[off >> pshift].head != slab) {
+		if (off >= top || &usl_table[usl_pagemap[off >> pshift].start >> pshift] != slab) {
 			if (object && !--lookahead)
 				break;
 			continue;
@@ -1335,16 +1351,34 @@ void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p)
  * equal to the one before it), compact, and copy them into the sheaves. */
 static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 {
+	/* obj_check with everything it reads hoisted out of the loop: the range
+	 * only grows, and every object in p[] was handed out before this call. */
+	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	const struct usl_pagemap_entry *pm = usl_pagemap;
+	struct slab *table = usl_table;
+	const unsigned int shift = usl_page_shift;
+	const uint32_t inv = s->div_inv, ds = s->div_shift;
 	size_t k = 0;
 	void *prev = NULL;
-	unsigned int idx;
 
 	for (size_t i = 0; i < nr; i++) {
 		void *x = p[i];
 		if (!x)
 			continue;
-		if (usl_unlikely(!bulk_check("kmem_cache_free_bulk", s, x, &idx)))
+		uintptr_t off = (uintptr_t)x - base;
+		if (usl_unlikely(off >= top)) {
+			report_bad_free_in("kmem_cache_free_bulk", s, x, NULL);
 			continue;
+		}
+		const struct usl_pagemap_entry *e = &pm[off >> shift];
+		uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+		uint32_t q = (uint32_t)(off - e->start) * inv;
+		q = (q >> ds) | (q << ((32 - ds) & 31));
+		if (usl_unlikely((owner & USL_OWNER_CACHE_MASK) != (uintptr_t)s ||
+		                 q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT))) {
+			report_bad_free_in("kmem_cache_free_bulk", s, x, &table[e->start >> shift]);
+			continue;
+		}
 		if (usl_unlikely(x == prev)) {
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
 			           s->name, x);
@@ -1359,6 +1393,11 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
 	if (s && s->sheaf_capacity && p) {
+		if (nr == 1) {
+			if (p[0])
+				kmem_cache_free(s, p[0]);
+			return;
+		}
 		sheaf_free_bulk_checked(s, nr, p);
 		return;
 	}
