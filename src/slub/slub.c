@@ -1358,10 +1358,29 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	struct slab *table = usl_table;
 	const unsigned int shift = usl_page_shift;
 	const uint32_t inv = s->div_inv, ds = s->div_shift;
-	size_t k = 0;
-	void *prev = NULL;
+	const uintptr_t sbits = (uintptr_t)s << 16;
+	size_t i, k;
+	uintptr_t prev = 0;
 
-	for (size_t i = 0; i < nr; i++) {
+	/* The common case: every entry good. No stores; NULL fails the range
+	 * check (NULL - base wraps). The first entry that is not simply good sends
+	 * the rest through the compacting loop below, which reports. */
+	for (i = 0; i < nr; i++) {
+		uintptr_t x = (uintptr_t)p[i];
+		uintptr_t off = x - base;
+		if (usl_unlikely(off >= top))
+			break;
+		const struct usl_pagemap_entry *e = &pm[off >> shift];
+		uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+		uint32_t q = (uint32_t)(off - e->start) * inv;
+		q = (q >> ds) | (q << ((32 - ds) & 31));
+		if (usl_unlikely((owner << 16) != sbits || q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT) ||
+		                 x == prev))
+			break;
+		prev = x;
+	}
+	k = i;
+	for (; i < nr; i++) {
 		void *x = p[i];
 		if (!x)
 			continue;
@@ -1374,17 +1393,17 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
 		uint32_t q = (uint32_t)(off - e->start) * inv;
 		q = (q >> ds) | (q << ((32 - ds) & 31));
-		if (usl_unlikely((owner & USL_OWNER_CACHE_MASK) != (uintptr_t)s ||
-		                 q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT))) {
+		if (usl_unlikely((owner << 16) != sbits || q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT))) {
 			report_bad_free_in("kmem_cache_free_bulk", s, x, &table[e->start >> shift]);
 			continue;
 		}
-		if (usl_unlikely(x == prev)) {
+		if (usl_unlikely((uintptr_t)x == prev)) {
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
 			           s->name, x);
 			continue;
 		}
-		p[k++] = prev = x;
+		p[k++] = x;
+		prev = (uintptr_t)x;
 	}
 	if (k)
 		usl_sheaf_free_bulk(s, k, p);

@@ -218,7 +218,7 @@ static void test_all_or_nothing(void)
 {
 	capture_reports();
 	struct kmem_cache *s = kmem_cache_create("aon-512", 512, 0, 0, NULL);
-	static void *p[5000];
+	static void *p[50000];  /* room for every nr asked below */
 	for (long budget = 0; budget < 6; budget++) {
 		usl_pages_fail_after(budget);
 		int got = kmem_cache_alloc_bulk(s, GFP_KERNEL, 5000, p);
