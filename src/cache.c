@@ -228,6 +228,15 @@ const char *kmem_cache_name(struct kmem_cache *s)
 	return s ? s->name : NULL;
 }
 
+void usl_cache_reclaim(void)
+{
+	if (pthread_mutex_trylock(&slab_mutex) != 0)
+		return;
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
+		usl_sheaf_trim_barn(usl_container_of(it, struct kmem_cache, list));
+	pthread_mutex_unlock(&slab_mutex);
+}
+
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its
  * empty slabs freed, then every free page returned to the OS. */
 size_t uslab_release_free_memory(void)

@@ -310,6 +310,7 @@ USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_free(void *addr);
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
+USL_HIDDEN bool usl_pages_short(unsigned int order); /* no free block that size (racy) */
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
 USL_HIDDEN void usl_pages_fork_lock(void);
 USL_HIDDEN void usl_pages_fork_unlock(void);
@@ -368,6 +369,7 @@ USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x)
 USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves);
+USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);  /* flush full sheaves above the level */
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
 struct usl_sheaf_counts {
@@ -392,5 +394,8 @@ USL_HIDDEN struct kmem_cache *usl_cache_create(const char *name, unsigned int si
                                                slab_flags_t flags, void (*ctor)(void *),
                                                const struct kmem_cache_args *args, bool internal);
 USL_HIDDEN void usl_meta_free(void *p);
+/* Before the page provider grows: give back what caches hold beyond need (the
+ * barns' surplus of full sheaves). Skipped if slab_mutex is busy. */
+USL_HIDDEN void usl_cache_reclaim(void);
 
 #endif /* USL_INTERNAL_H */

@@ -276,6 +276,15 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	pthread_mutex_unlock(&pages_lock);
 }
 
+/* Would an allocation of this order have to grow the committed range? A racy
+ * peek (free page counts only), for callers deciding whether to reclaim first. */
+bool usl_pages_short(unsigned int order)
+{
+	size_t free_pages = __atomic_load_n(&free_dirty_pages, __ATOMIC_RELAXED) +
+	                    __atomic_load_n(&free_clean_pages, __ATOMIC_RELAXED);
+	return free_pages < ((size_t)1 << order);
+}
+
 size_t usl_pages_release(void)
 {
 	usl_ensure_init();

@@ -611,6 +611,28 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 	}
 }
 
+/* Memory is short (the page provider would grow): every full sheaf above the
+ * barn's level goes back to slabs now, used recently or not. */
+void usl_sheaf_trim_barn(struct kmem_cache *s)
+{
+	struct usl_barn *barn = get_barn(s);
+	struct usl_list out;
+
+	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
+		return;
+	usl_list_init(&out);
+	pthread_mutex_lock(&barn->lock);
+	while (barn->nr_full > s->barn_max_full) {
+		struct usl_list *l = barn->full.prev;
+		usl_list_del(l);
+		usl_list_add_tail(l, &out);
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+	}
+	barn->low_full = barn->nr_full;
+	pthread_mutex_unlock(&barn->lock);
+	flush_list(s, &out);
+}
+
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 void usl_sheaf_fork_lock(struct kmem_cache *s)
 {

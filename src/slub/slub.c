@@ -120,6 +120,10 @@ static void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 {
 	unsigned int order = s->order;
+	/* Before the range grows, take back the barns' surplus: their objects
+	 * may empty whole slabs whose pages can serve this one. */
+	if (usl_pages_short(order))
+		usl_cache_reclaim();
 	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
 
 	if (!addr && s->min_order < order) {
