@@ -238,6 +238,37 @@ static void test_barn_and_shrink(void)
 	kmem_cache_destroy(s);
 }
 
+/* The barn's surplus is given back before the page provider grows. */
+static void test_reclaim_before_growth(void)
+{
+	struct kmem_cache_args args = { .sheaf_capacity = 20 };
+	struct kmem_cache *a = kmem_cache_create("reclaim-a", 256, &args, 0);
+	struct kmem_cache *b = kmem_cache_create("reclaim-b", 4096, NULL, 0);
+	static void *p[20000];
+
+	for (unsigned i = 0; i < 20000; i++)
+		p[i] = kmem_cache_alloc(a, GFP_KERNEL);
+	for (unsigned i = 0; i < 20000; i++)
+		kmem_cache_free(a, p[i]);
+	if (usl_opt.decay_ms)
+		CHECK(barn_full(a) > a->barn_max_full);    /* a burst, parked */
+	/* b needs more pages than are free: a's surplus goes back first, and
+	 * its emptied slabs' pages serve b. */
+	size_t committed_before, d, c;
+	usl_pages_stats(&committed_before, &d, &c);
+	for (unsigned i = 0; i < 3000; i++)
+		p[i] = kmem_cache_alloc(b, GFP_KERNEL);
+	CHECK(barn_full(a) <= a->barn_max_full);
+	size_t committed_after;
+	usl_pages_stats(&committed_after, &d, &c);
+	/* 3000 x 4 KiB = 12 MiB for b; a's 5 MiB came back and were reused. */
+	CHECK(committed_after - committed_before < (size_t)3000 * 4096);
+	for (unsigned i = 0; i < 3000; i++)
+		kmem_cache_free(b, p[i]);
+	kmem_cache_destroy(a);
+	kmem_cache_destroy(b);
+}
+
 /* ---- the prefilled-sheaf API ---- */
 
 static void *drained[200000];
@@ -418,6 +449,7 @@ int main(void)
 	test_args();
 	test_bad_free();
 	test_barn_and_shrink();
+	test_reclaim_before_growth();
 	test_million_cross_thread();
 	return test_summary();
 }
