@@ -342,6 +342,25 @@ dbl:
 /* Move up to n objects from the top of this CPU's main sheaf to p[] (in block
  * order); returns how many, 0 with *status set when the slot is marked or there
  * is no CPU. p[] is written before the commit; a restart rewrites it. */
+/* Copy cnt pointers from [from] to [to] inside a section, two at a time (one
+ * 16-byte load and store), then the odd one; i and %q[ret] are scratch. */
+#define USL_RSEQ_COPY(from, to)                                                        \
+	"xorl %k[i], %k[i]\n"                                                    \
+	"12:\n\t"                                                                \
+	"leaq 2(%[i]), %q[ret]\n\t"                                              \
+	"cmpq %[cnt], %q[ret]\n\t"                                               \
+	"ja 14f\n\t"                                                             \
+	"movups (%[" from "],%[i],8), %%xmm0\n\t"                                \
+	"movups %%xmm0, (%[" to "],%[i],8)\n\t"                                  \
+	"movq %q[ret], %[i]\n\t"                                                 \
+	"jmp 12b\n"                                                              \
+	"14:\n\t"                                                                \
+	"cmpq %[cnt], %[i]\n\t"                                                  \
+	"jae 13f\n\t"                                                            \
+	"movq (%[" from "],%[i],8), %q[ret]\n\t"                                 \
+	"movq %q[ret], (%[" to "],%[i],8)\n"                                      \
+	"13:\n\t"
+
 static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
 {
 	int ret;
@@ -361,21 +380,13 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 		"jz 2f\n\t"            /* nothing to take: no store at all */
 		"subq %[cnt], %[size]\n\t"
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
-		"xorl %k[i], %k[i]\n"
-		"12:\n\t"
-		"cmpq %[cnt], %[i]\n\t"
-		"jae 13f\n\t"
-		"movq (%[base],%[i],8), %q[ret]\n\t"
-		"movq %q[ret], (%[p],%[i],8)\n\t"
-		"incq %[i]\n\t"
-		"jmp 12b\n"
-		"13:\n\t"
+		USL_RSEQ_COPY("base", "p")
 		"movl %k[size], 16(%[sh])\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
 		: USL_RSEQ_COMMON_IN, [n] "r"(n), [p] "r"(p)
-		: "rax", "memory", "cc");
+		: "rax", "xmm0", "memory", "cc");
 	*status = ret;
 	return ret == USL_RS_OK ? cnt : 0;
 }
@@ -399,22 +410,14 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		"testq %[cnt], %[cnt]\n\t"
 		"jz 2f\n\t"            /* full (or usl_empty_sheaf): no store at all */
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
-		"xorl %k[i], %k[i]\n"
-		"12:\n\t"
-		"cmpq %[cnt], %[i]\n\t"
-		"jae 13f\n\t"
-		"movq (%[p],%[i],8), %q[ret]\n\t"
-		"movq %q[ret], (%[base],%[i],8)\n\t"
-		"incq %[i]\n\t"
-		"jmp 12b\n"
-		"13:\n\t"
+		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
 		"movl %k[size], 16(%[sh])\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
 		: USL_RSEQ_COMMON_IN, [n] "r"(n), [p] "r"(p)
-		: "rax", "memory", "cc");
+		: "rax", "xmm0", "memory", "cc");
 	*status = ret;
 	return ret == USL_RS_OK ? cnt : 0;
 }
