@@ -365,7 +365,7 @@ USL_HIDDEN void usl_slub_release_slots(struct kmem_cache *s);
 USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested);
 USL_HIDDEN int usl_sheaf_cache_init(struct kmem_cache *s);
 USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);      /* after the pop section */
-USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x);
+USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);
 USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves);

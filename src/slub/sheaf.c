@@ -408,7 +408,7 @@ void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 
 /* The push section failed with USL_RS_MARKED (full main, marked slot, locked
  * mode, no CPU). x is a checked object of s. */
-void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x)
+void usl_sheaf_free(struct kmem_cache *s, void *x)
 {
 	struct pcs b;
 
@@ -435,7 +435,7 @@ void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x)
 		}
 	}
 	if (!pcs_take(s, &b)) {
-		usl_slub_free(s, slab, x);
+		usl_slub_free(s, usl_virt_to_slab(x), x);
 		return;
 	}
 	if (b.main && b.main->size && b.main->objects[b.main->size - 1] == x) {
@@ -447,7 +447,7 @@ void usl_sheaf_free(struct kmem_cache *s, struct slab *slab, void *x)
 	if (replace_full_main(s, &b, GFP_NOWAIT))
 		b.main->objects[b.main->size++] = x;
 	else
-		usl_slub_free(s, slab, x);   /* no memory for a sheaf: straight to the slab */
+		usl_slub_free(s, usl_virt_to_slab(x), x);   /* no memory for a sheaf: straight to the slab */
 	pcs_put(s, &b);
 }
 

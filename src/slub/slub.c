@@ -890,36 +890,31 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
 	free_checked_slow(s, slab, x);
 }
 
-/* Is x an object of s? The page map gives the slab (*slab, NULL for a foreign
- * pointer), its cache and its object count: one 16-byte entry, no struct slab. */
-static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x, struct slab **slab)
+/* Is x an object of s? The page map gives its slab's start, cache and object
+ * count: one 16-byte entry, no struct slab (the slab itself is found only on
+ * the paths that need it). */
+static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
-		*slab = NULL;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	}
 	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-	uintptr_t start = e->start;
-	*slab = &usl_table[start >> usl_page_shift];
 	uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-	uint32_t in_slab = (uint32_t)(off - start);
+	uint32_t in_slab = (uint32_t)(off - e->start);
 	return (owner & USL_OWNER_CACHE_MASK) == (uintptr_t)s &&
 	       obj_index_in(s, in_slab, (unsigned int)(owner >> USL_OWNER_OBJECTS_SHIFT));
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
-	struct slab *slab;
-
 	if (usl_unlikely(!x))
 		return;
 	if (usl_unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
-	if (usl_unlikely(!obj_check(s, x, &slab))) {
-		report_bad_free(s, x, slab);
+	if (usl_unlikely(!obj_check(s, x))) {
+		report_bad_free(s, x, usl_virt_to_slab(x));
 		return;
 	}
 	if (s->sheaf_capacity) {
@@ -929,10 +924,11 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		if (r == USL_RS_OTHER)
 			report_double_free(s, x, "kmem_cache_free");
 		else
-			usl_sheaf_free(s, slab, x);
+			usl_sheaf_free(s, x);
 		return;
 	}
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
+	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK))
 		return;
