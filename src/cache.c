@@ -138,7 +138,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s->node[0] + sizeof(struct kmem_cache_node));
 	s->object_size = size;
 	s->align = align;
-	s->flags = flags;
+	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0);
 	s->ctor = ctor;
 	s->refcount = 1;
 	strncpy(s->name, name, sizeof(s->name) - 1);

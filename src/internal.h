@@ -217,6 +217,9 @@ struct kmem_cache_node {
 } __attribute__((aligned(64)));
 
 #define USL_NAME_MAX 48
+/* s->flags bit of uslab's own caches (sheaf structures): no sheaves, and their
+ * growth does not reclaim the barns their sheaves serve. */
+#define USL_SLAB_INTERNAL 0x80000000U
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */

@@ -121,8 +121,9 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 {
 	unsigned int order = s->order;
 	/* Before the range grows, take back the barns' surplus: their objects
-	 * may empty whole slabs whose pages can serve this one. */
-	if (usl_pages_short(order))
+	 * may empty whole slabs whose pages can serve this one. Not for the sheaf
+	 * structures' own caches: they grow because barns park sheaves. */
+	if (!(s->flags & USL_SLAB_INTERNAL) && usl_pages_short(order))
 		usl_cache_reclaim();
 	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
 
