@@ -203,8 +203,6 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	usl_cache_unlock();
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
-	if (s->sheaf_capacity)
-		pthread_mutex_destroy(&s->node[0]->barn.lock);
 	usl_meta_free(s);
 	usl_pages_purge(false);
 }

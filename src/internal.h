@@ -180,7 +180,10 @@ _Static_assert(offsetof(struct slab, slabs) == USL_SLAB_OFF_SLABS, "asm offset")
  * sits just before objects[], so objects[-1] of an empty sheaf is never an object
  * (the free section's double-free check reads it). */
 struct slab_sheaf {
-	struct usl_list barn_list;   /* 0: on a barn list, or a private list */
+	union {
+		struct slab_sheaf *next;     /* 0: on a barn stack */
+		struct usl_list barn_list;   /* 0: on a private list (flushing) */
+	};
 	uint32_t size;               /* 16: objects in it */
 	uint32_t capacity;           /* 20 */
 	struct kmem_cache *cache;    /* 24 */
@@ -198,8 +201,10 @@ extern struct slab_sheaf usl_empty_sheaf USL_HIDDEN;
 
 /* Per node: full and empty sheaves, shared by the node's CPUs. */
 struct usl_barn {
-	pthread_mutex_t lock;        /* protects the lists and counts */
-	struct usl_list full, empty;
+	int lock;                    /* spin lock (usl_spin_lock): held for a few list
+	                                operations, never across a call out */
+	struct slab_sheaf *full, *empty;   /* LIFO stacks through sheaf->next: a push or pop
+	                                      touches only that sheaf */
 	unsigned int nr_full, nr_empty;
 	unsigned int low_full;       /* fewest full sheaves since last_decay */
 	unsigned int puts;           /* full puts above the level: the clock is read every 16 */

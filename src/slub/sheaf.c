@@ -113,15 +113,15 @@ static void barn_set(unsigned int *counter, unsigned int v)
 	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* peeked unlocked */
 }
 
-/* Under barn->lock: take the first sheaf of a list. */
+/* Under barn->lock: pop a sheaf. */
 static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 {
-	struct usl_list *l = full ? &barn->full : &barn->empty;
+	struct slab_sheaf **top = full ? &barn->full : &barn->empty;
+	struct slab_sheaf *sh = *top;
 
-	if (usl_list_empty(l))
+	if (!sh)
 		return NULL;
-	struct slab_sheaf *sh = usl_container_of(l->next, struct slab_sheaf, barn_list);
-	usl_list_del(&sh->barn_list);
+	*top = sh->next;
 	if (full) {
 		barn_set(&barn->nr_full, barn->nr_full - 1);
 		if (barn->nr_full < barn->low_full)
@@ -132,8 +132,21 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 	return sh;
 }
 
+/* Under barn->lock: move up to n full sheaves to the private list *out. */
+static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out)
+{
+	for (; n && barn->full; n--) {
+		struct slab_sheaf *sh = barn->full;
+		barn->full = sh->next;
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+		usl_list_add_tail(&sh->barn_list, out);
+	}
+}
+
 /* Under barn->lock: the full sheaves above max_full that stayed unused for a
- * decay interval, moved (oldest first, at most 64 a call) to *out. */
+ * decay interval, moved (at most 64 a call) to *out. The count is what the low-
+ * water mark says; which sheaves go does not matter (a stack keeps a push or pop
+ * to the one sheaf it moves), so they are taken from the top. */
 static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
 {
 	unsigned int excess;
@@ -153,12 +166,7 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 		else
 			barn->last_decay = now;
 	}
-	for (; excess; excess--) {
-		struct usl_list *l = barn->full.prev;
-		usl_list_del(l);
-		usl_list_add_tail(l, out);
-		barn_set(&barn->nr_full, barn->nr_full - 1);
-	}
+	barn_take_full_locked(barn, excess, out);
 	barn->low_full = barn->nr_full;
 }
 
@@ -178,23 +186,25 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct slab_sheaf *gi
 	if (!give && want >= 0 &&
 	    !__atomic_load_n(want ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
 		return NULL;        /* peeked unlocked: a miss costs only a refill */
-	pthread_mutex_lock(&barn->lock);
+	usl_spin_lock(&barn->lock);
 	if (want >= 0)
 		got = barn_take_locked(barn, want == 1);
 	if (give && give->size) {
-		usl_list_add_head(&give->barn_list, &barn->full);
+		give->next = barn->full;
+		barn->full = give;
 		barn_set(&barn->nr_full, barn->nr_full + 1);
 		if (barn->nr_full > s->barn_max_full)
 			barn_decay_locked(s, barn, &decayed);
 	} else if (give) {
 		if (barn->nr_empty < s->barn_max_empty) {
-			usl_list_add_head(&give->barn_list, &barn->empty);
+			give->next = barn->empty;
+			barn->empty = give;
 			barn_set(&barn->nr_empty, barn->nr_empty + 1);
 		} else {
 			drop = give;
 		}
 	}
-	pthread_mutex_unlock(&barn->lock);
+	usl_spin_unlock(&barn->lock);
 	if (drop)
 		sheaf_free(s, drop);
 	if (!usl_list_empty(&decayed))
@@ -583,22 +593,14 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 		}
 		usl_slub_release_slots(s);
 	}
-	pthread_mutex_lock(&barn->lock);
-	while (!usl_list_empty(&barn->full)) {
-		struct usl_list *l = barn->full.next;
-		usl_list_del(l);
-		usl_list_add_tail(l, &taken);
-	}
-	__atomic_store_n(&barn->nr_full, 0, __ATOMIC_RELAXED);
+	usl_spin_lock(&barn->lock);
+	barn_take_full_locked(barn, ~0u, &taken);
 	if (free_sheaves) {
-		while (!usl_list_empty(&barn->empty)) {
-			struct usl_list *l = barn->empty.next;
-			usl_list_del(l);
-			usl_list_add_tail(l, &taken);
-		}
-		__atomic_store_n(&barn->nr_empty, 0, __ATOMIC_RELAXED);
+		struct slab_sheaf *sh;
+		while ((sh = barn_take_locked(barn, false)))
+			usl_list_add_tail(&sh->barn_list, &taken);
 	}
-	pthread_mutex_unlock(&barn->lock);
+	usl_spin_unlock(&barn->lock);
 
 	while (!usl_list_empty(&taken)) {
 		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
@@ -621,15 +623,10 @@ void usl_sheaf_trim_barn(struct kmem_cache *s)
 	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
 		return;
 	usl_list_init(&out);
-	pthread_mutex_lock(&barn->lock);
-	while (barn->nr_full > s->barn_max_full) {
-		struct usl_list *l = barn->full.prev;
-		usl_list_del(l);
-		usl_list_add_tail(l, &out);
-		barn_set(&barn->nr_full, barn->nr_full - 1);
-	}
+	usl_spin_lock(&barn->lock);
+	barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
 	barn->low_full = barn->nr_full;
-	pthread_mutex_unlock(&barn->lock);
+	usl_spin_unlock(&barn->lock);
 	flush_list(s, &out);
 }
 
@@ -641,14 +638,14 @@ void usl_sheaf_fork_lock(struct kmem_cache *s)
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_lock(&s->cpu_slab[i].sheaf_lock);
-	pthread_mutex_lock(&get_barn(s)->lock);
+	usl_spin_lock(&get_barn(s)->lock);
 }
 
 void usl_sheaf_fork_unlock(struct kmem_cache *s)
 {
 	if (!s->sheaf_capacity)
 		return;
-	pthread_mutex_unlock(&get_barn(s)->lock);
+	usl_spin_unlock(&get_barn(s)->lock);
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_unlock(&s->cpu_slab[i].sheaf_lock);
@@ -672,12 +669,12 @@ void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 			out->cpu_objects += __atomic_load_n(&sp->size, __ATOMIC_RELAXED);
 		}
 	}
-	pthread_mutex_lock(&barn->lock);
+	usl_spin_lock(&barn->lock);
 	out->barn_full = barn->nr_full;
 	out->barn_empty = barn->nr_empty;
-	for (struct usl_list *it = barn->full.next; it != &barn->full; it = it->next)
-		out->barn_objects += usl_container_of(it, struct slab_sheaf, barn_list)->size;
-	pthread_mutex_unlock(&barn->lock);
+	for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
+		out->barn_objects += sh->size;
+	usl_spin_unlock(&barn->lock);
 }
 
 /* ===========================================================================
@@ -886,9 +883,8 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 	s->barn_max_empty = 10;
 	barn->low_full = 0;
 	barn->last_decay = usl_now_ms();
-	pthread_mutex_init(&barn->lock, NULL);
-	usl_list_init(&barn->full);
-	usl_list_init(&barn->empty);
+	barn->lock = 0;
+	barn->full = barn->empty = NULL;
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
 		s->cpu_slab[i].main = &usl_empty_sheaf;
 	return 0;
