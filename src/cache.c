@@ -12,12 +12,13 @@ static struct usl_list cache_list = { &cache_list, &cache_list };
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
-/* fork(): take every allocator lock in the documented order (slab_mutex,
+/* fork(): take every allocator lock in the documented order (sheaf_classes_lock, slab_mutex,
  * flush_mutex, each cache's sheaf locks and barn lock, its slot locks and
  * list_lock, pages_lock), so the child
  * of a multithreaded parent finds them all free. */
 static void fork_prepare(void)
 {
+	usl_sheaf_fork_lock_global();
 	pthread_mutex_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
@@ -36,6 +37,7 @@ static void fork_release(void)
 	}
 	usl_slub_fork_unlock_global();
 	pthread_mutex_unlock(&slab_mutex);
+	usl_sheaf_fork_unlock_global();
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

@@ -363,6 +363,7 @@ USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 USL_HIDDEN int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 USL_HIDDEN void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
+USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
 USL_HIDDEN bool usl_slub_hold_slots(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_release_slots(struct kmem_cache *s);
 
@@ -378,6 +379,8 @@ USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, 
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves);
 USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);  /* flush full sheaves above the level */
+USL_HIDDEN void usl_sheaf_fork_lock_global(void);
+USL_HIDDEN void usl_sheaf_fork_unlock_global(void);
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
 struct usl_sheaf_counts {

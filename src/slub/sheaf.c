@@ -32,9 +32,11 @@ static struct kmem_cache *sheaf_class_cache[NR_SHEAF_CLASSES];
 
 static inline unsigned int sheaf_bytes(unsigned int capacity) { return SHEAF_HEADER + 8u * capacity; }
 
+/* A one-off sheaf: larger than the cache's capacity, or of a cache without
+ * sheaves (prefilled sheaves work on every cache). */
 static bool sheaf_is_oversize(struct kmem_cache *s, struct slab_sheaf *sh)
 {
-	return sh->capacity != s->sheaf_capacity;
+	return !s->sheaf_capacity || sh->capacity != s->sheaf_capacity;
 }
 
 static struct slab_sheaf *sheaf_new(struct kmem_cache *s, unsigned int capacity, gfp_t gfp)
@@ -77,9 +79,9 @@ static int sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned in
 	return 0;
 }
 
-/* Give every object of sh back to its slab. The pointers were checked when they
- * were pushed; a batch sorted by address lets the detached freelists gather
- * each slab's objects into one chain. */
+/* Give every object of sh back to its slab (detached freelists: objects of one
+ * slab within the look-ahead become one chain). The pointers were checked when
+ * they were pushed. */
 static void sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 {
 	if (sh->size)
@@ -259,7 +261,7 @@ static bool pcs_take(struct kmem_cache *s, struct pcs *b)
 {
 	b->lc = NULL;
 	if (!usl_rseq_mode) {
-		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
+		struct kmem_cache_cpu *c = usl_slub_hint_refresh(s);
 		usl_spin_lock(&c->sheaf_lock);
 		b->main = c->main;
 		b->spare = c->spare;
@@ -465,12 +467,21 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
  * Bulk: runs of pointers copied between the array and the sheaves
  */
 
-/* Pop up to n objects from this CPU's main sheaf (section or locked). */
+/* A section copies at most this many pointers, so a restart repeats little. */
+#define SHEAF_SECTION_MAX 64
+
+/* Pop up to n objects from this CPU's main sheaf (sections or locked). */
 static size_t pop_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 {
 	if (usl_rseq_mode) {
 		int st;
-		return usl_rseq_sheaf_pop_bulk(s, n, p, &st);
+		size_t done = 0, k;
+		do {
+			size_t want = n - done < SHEAF_SECTION_MAX ? n - done : SHEAF_SECTION_MAX;
+			k = usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
+			done += k;
+		} while (k == SHEAF_SECTION_MAX && done < n);
+		return done;
 	}
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock(&c->sheaf_lock);
@@ -488,7 +499,13 @@ static size_t push_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 {
 	if (usl_rseq_mode) {
 		int st;
-		return usl_rseq_sheaf_push_bulk(s, n, p, &st);
+		size_t done = 0, k;
+		do {
+			size_t want = n - done < SHEAF_SECTION_MAX ? n - done : SHEAF_SECTION_MAX;
+			k = usl_rseq_sheaf_push_bulk(s, want, p + done, &st);
+			done += k;
+		} while (k == SHEAF_SECTION_MAX && done < n);
+		return done;
 	}
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock(&c->sheaf_lock);
@@ -624,11 +641,17 @@ void usl_sheaf_trim_barn(struct kmem_cache *s)
 		return;
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
-	barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
+	if (barn->nr_full > s->barn_max_full)     /* re-checked: peeked unlocked above */
+		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
 	barn->low_full = barn->nr_full;
 	usl_spin_unlock(&barn->lock);
 	flush_list(s, &out);
 }
+
+/* fork(): the class-cache lock comes before slab_mutex (usl_sheaf_cache_init
+ * holds it across usl_cache_create), so fork_prepare takes it first. */
+void usl_sheaf_fork_lock_global(void) { pthread_mutex_lock(&sheaf_classes_lock); }
+void usl_sheaf_fork_unlock_global(void) { pthread_mutex_unlock(&sheaf_classes_lock); }
 
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 void usl_sheaf_fork_lock(struct kmem_cache *s)
@@ -707,7 +730,7 @@ struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, uns
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf: NULL cache");
 		return NULL;
 	}
-	if (size > s->sheaf_capacity) {
+	if (!s->sheaf_capacity || size > s->sheaf_capacity) {
 		/* Oversize (or a cache without sheaves): a one-off sheaf. */
 		if (size > SHEAF_MAX_CAPACITY) {
 			usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf(%s): %u objects is above the limit %u",

@@ -310,6 +310,13 @@ struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s)
 	return hint_slot(s);
 }
 
+/* The hint re-read from the CPU the thread runs on now (slow paths). */
+struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s)
+{
+	cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+	return &s->cpu_slab[cpu_hint];
+}
+
 /* locked mode, under c->lock: take the freelist and the slab out of the slot.
  * The slab pointer is cleared first so fast frees that see the new tid go slow. */
 static void locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)

@@ -1,4 +1,5 @@
-/* test_fork.c - fork() while other threads allocate, free and shrink: every
+/* test_fork.c - fork() while other threads allocate, free, shrink, and create and
+ * destroy caches: every
  * child can allocate, free, shrink, create and destroy caches (no inherited
  * lock or flush mark), and the parent goes on. */
 #define _GNU_SOURCE
@@ -31,6 +32,20 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/* Cache creation and destruction while the main thread forks: a child must not
+ * inherit the locks creation holds (slab_mutex, the sheaf class lock). */
+static void *creator(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		struct kmem_cache_args a = { .sheaf_capacity = 8 };
+		struct kmem_cache *c = kmem_cache_create("fork-creator", 40, &a, 0);
+		kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
+		kmem_cache_destroy(c);
+	}
+	return NULL;
+}
+
 static int child_work(void)
 {
 	alarm(10);   /* a hang fails the test */
@@ -52,16 +67,17 @@ static int child_work(void)
 
 int main(void)
 {
-	pthread_t t[NT];
+	pthread_t t[NT], cr;
 	caches[0] = kmem_cache_create("fork-64", 64, 0, 0, NULL);
 	caches[1] = kmem_cache_create("fork-300", 300, 0, 0, NULL);
 	caches[2] = kmem_cache_create("fork-2k", 2048, 0, 0, NULL);
 	for (long i = 0; i < NT; i++)
 		pthread_create(&t[i], NULL, churn, (void *)i);
+	pthread_create(&cr, NULL, creator, NULL);
 
-	int ok = 0, children = 60;
+	int ok = 0, children = 200;
 	for (int i = 0; i < children; i++) {
-		usleep(2000);
+		usleep(500);
 		pid_t pid = fork();
 		if (pid == 0)
 			_exit(child_work());
@@ -76,6 +92,7 @@ int main(void)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < NT; i++)
 		pthread_join(t[i], NULL);
+	pthread_join(cr, NULL);
 	CHECK_EQ(ok, children);
 	for (int k = 0; k < 3; k++)
 		kmem_cache_destroy(caches[k]);

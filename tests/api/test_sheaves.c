@@ -42,6 +42,7 @@ static struct {
 	int producers_done;
 } xq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static unsigned long xfreed, xbad;
+static unsigned char *xseen;          /* per (producer, index): consumed once */
 
 static void *x_producer(void *arg)
 {
@@ -102,8 +103,9 @@ static void *x_consumer(void *arg)
 		for (unsigned j = 0; j < k; j++) {
 			uint64_t tag = *(uint64_t *)batch[j];
 			unsigned prod = (unsigned)(tag >> 32), idx = (unsigned)tag;
-			if (prod >= XN_PRODUCERS || idx >= XN_PER || xall[(size_t)prod * XN_PER + idx] != batch[j])
-				__atomic_fetch_add(&xbad, 1, __ATOMIC_RELAXED);
+			if (prod >= XN_PRODUCERS || idx >= XN_PER || xall[(size_t)prod * XN_PER + idx] != batch[j] ||
+			    __atomic_exchange_n(&xseen[(size_t)prod * XN_PER + idx], 1, __ATOMIC_RELAXED))
+				__atomic_fetch_add(&xbad, 1, __ATOMIC_RELAXED);   /* an object handed out twice */
 		}
 		if (me & 1)
 			kmem_cache_free_bulk(xc, k, batch);
@@ -122,6 +124,8 @@ static void test_million_cross_thread(void)
 
 	xc = kmem_cache_create("xthread-48", 48, 0, 0, NULL);
 	xall = calloc(total, sizeof(void *));
+	xseen = calloc(total, 1);
+	unsigned long errors_before = uslab_error_count();
 	for (int i = 0; i < XN_PRODUCERS; i++)
 		pthread_create(&t[i], NULL, x_producer, (void *)(intptr_t)i);
 	for (int i = 0; i < XN_CONSUMERS; i++)
@@ -130,6 +134,11 @@ static void test_million_cross_thread(void)
 		pthread_join(t[i], NULL);
 	CHECK_EQ(xbad, 0);
 	CHECK_EQ(xfreed, total);
+	size_t unseen = 0;
+	for (size_t i = 0; i < total; i++)
+		unseen += !xseen[i];
+	CHECK_EQ(unseen, 0);                  /* each object came back exactly once */
+	CHECK_EQ(uslab_error_count(), errors_before);   /* and nothing was reported */
 	/* Every object is free exactly once: nothing in use, and a million fresh
 	 * allocations are a million distinct objects. */
 	CHECK_EQ(in_use(xc), 0);
@@ -148,6 +157,7 @@ static void test_million_cross_thread(void)
 	CHECK_EQ(kmem_cache_shrink(xc), 0);
 	kmem_cache_destroy(xc);
 	free(xall);
+	free(xseen);
 }
 
 /* ---- barn limits and shrink ---- */
@@ -171,6 +181,7 @@ static unsigned long barn_full(struct kmem_cache *s)
 
 static void test_barn_and_shrink(void)
 {
+	unsigned long errors_before = uslab_error_count();
 	struct kmem_cache_args args = { .sheaf_capacity = 20 };
 	struct kmem_cache *s = kmem_cache_create("barn-256", 256, &args, 0);
 	static void *p[20000];
@@ -236,6 +247,7 @@ static void test_barn_and_shrink(void)
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.total, 0);
 	kmem_cache_destroy(s);
+	CHECK_EQ(uslab_error_count(), errors_before);
 }
 
 /* The barn's surplus is given back before the page provider grows. */
@@ -294,8 +306,12 @@ static void test_prefill(struct kmem_cache *s)
 			o[got] = kmem_cache_alloc_from_sheaf(s, GFP_KERNEL | (i & 1 ? __GFP_ZERO : 0), sh);
 			if (!o[got])
 				break;
-			if (i & 1)
-				CHECK(((unsigned char *)o[got])[s->object_size - 1] == 0);
+			if (i & 1) {
+				int nonzero = 0;
+				for (unsigned b = 0; b < s->object_size; b++)
+					nonzero += ((unsigned char *)o[got])[b] != 0;
+				CHECK_EQ(nonzero, 0);
+			}
 			memset(o[got], 0x5a, s->object_size);
 			got++;
 		}
@@ -404,6 +420,17 @@ static void test_args(void)
 	s = kmem_cache_create("args-debug", 64, &dbg, SLAB_POISON);
 	CHECK(s != NULL && uslab_sheaf_capacity(s) == 0);
 	test_prefill(s);                                  /* works without sheaves too */
+	/* ... even for 0 objects: a one-off sheaf, never parked in a slot. */
+	for (int k = 0; k < 3; k++) {
+		struct slab_sheaf *z = kmem_cache_prefill_sheaf(s, GFP_KERNEL, 0);
+		CHECK(z != NULL);
+		CHECK_EQ(kmem_cache_sheaf_size(z), 0);
+		kmem_cache_return_sheaf(s, GFP_KERNEL, z);
+	}
+	int parked = 0;
+	for (unsigned i = 0; i < usl_nr_cpus; i++)
+		parked += s->cpu_slab[i].main != NULL || s->cpu_slab[i].spare != NULL;
+	CHECK_EQ(parked, 0);
 	kmem_cache_destroy(s);
 }
 
