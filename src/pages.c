@@ -22,7 +22,8 @@ size_t usl_page_size;
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct usl_list free_area[USL_MAX_ORDER + 1];
 uintptr_t usl_top;               /* bytes of the range carved so far */
-static size_t free_dirty_pages, free_clean_pages;
+static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked by usl_pages_short */
+static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
 static uint64_t last_decay_check;
 static long fail_after = -1;
 
@@ -90,18 +91,18 @@ static void set_free_head(struct slab *e, unsigned int order, bool dirty, uint64
 	e->counters = when;  /* free blocks keep the time they were freed here */
 	usl_list_add_head(&e->slab_list, &free_area[order]);
 	if (dirty)
-		free_dirty_pages += 1UL << order;
+		count_add(&free_dirty_pages, (long)(1UL << order));
 	else
-		free_clean_pages += 1UL << order;
+		count_add(&free_clean_pages, (long)(1UL << order));
 }
 
 static void take_free_block(struct slab *e)
 {
 	usl_list_del(&e->slab_list);
 	if (e->dirty)
-		free_dirty_pages -= 1UL << e->order;
+		count_add(&free_dirty_pages, -(long)(1UL << e->order));
 	else
-		free_clean_pages -= 1UL << e->order;
+		count_add(&free_clean_pages, -(long)(1UL << e->order));
 	e->kind = USL_PAGE_UNUSED;
 }
 
@@ -206,8 +207,8 @@ static size_t purge_locked(bool all, uint64_t now)
 			size_t len = usl_page_size << k;
 			if (madvise(usl_slab_address(e), len, MADV_DONTNEED) == 0) {
 				e->dirty = 0;
-				free_dirty_pages -= 1UL << k;
-				free_clean_pages += 1UL << k;
+				count_add(&free_dirty_pages, -(long)(1UL << k));
+				count_add(&free_clean_pages, (long)(1UL << k));
 				bytes += len;
 			}
 		}

@@ -295,7 +295,7 @@ static void put_partials(struct kmem_cache *s, struct slab *chain)
 /* tid starts at the slot number and steps by a power of two >= the slot count,
  * so a tid names both the slot and the generation (the kernel's TID_STEP). */
 static unsigned long tid_step_v = 1;
-static inline unsigned long tid_step(void) { return tid_step_v; }
+static inline unsigned long tid_step(void) { return __atomic_load_n(&tid_step_v, __ATOMIC_RELAXED); }
 
 static inline struct kmem_cache_cpu *hint_slot(struct kmem_cache *s)
 {
@@ -1780,7 +1780,10 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	unsigned long step = 1;
 	while (step < usl_nr_cpus)
 		step <<= 1;
-	tid_step_v = step;
+	/* The same value for every cache (the slot count is fixed at start-up):
+	 * written once, so later creations do not race with readers. */
+	if (__atomic_load_n(&tid_step_v, __ATOMIC_RELAXED) != step)
+		__atomic_store_n(&tid_step_v, step, __ATOMIC_RELAXED);
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
 		s->cpu_slab[i].tid = i & (step - 1);
 	pthread_mutex_init(&s->node[0]->list_lock, NULL);
