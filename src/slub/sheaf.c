@@ -470,15 +470,19 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 /* A section copies at most this many pointers, so a restart repeats little. */
 #define SHEAF_SECTION_MAX 64
 
-/* Pop up to n objects from this CPU's main sheaf (sections or locked). */
-static size_t pop_bulk_fast(struct kmem_cache *s, size_t n, void **p)
+/* Move up to n pointers between p[] and this CPU's main sheaf: pop (push false)
+ * from its top into p[], or push p[] onto it. Returns how many moved. rseq:
+ * sections of at most SHEAF_SECTION_MAX; locked mode: under the slot's
+ * sheaf_lock. */
+static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push)
 {
 	if (usl_rseq_mode) {
 		int st;
 		size_t done = 0, k;
 		do {
 			size_t want = n - done < SHEAF_SECTION_MAX ? n - done : SHEAF_SECTION_MAX;
-			k = usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
+			k = push ? usl_rseq_sheaf_push_bulk(s, want, p + done, &st)
+			         : usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
 			done += k;
 		} while (k == SHEAF_SECTION_MAX && done < n);
 		return done;
@@ -486,36 +490,15 @@ static size_t pop_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
-	size_t k = n < m->size ? n : m->size;
-	if (k) {             /* never a store to usl_empty_sheaf, which all slots share */
-		m->size -= (uint32_t)k;
-		memcpy(p, &m->objects[m->size], k * sizeof(void *));
-	}
-	usl_spin_unlock(&c->sheaf_lock);
-	return k;
-}
-
-static size_t push_bulk_fast(struct kmem_cache *s, size_t n, void **p)
-{
-	if (usl_rseq_mode) {
-		int st;
-		size_t done = 0, k;
-		do {
-			size_t want = n - done < SHEAF_SECTION_MAX ? n - done : SHEAF_SECTION_MAX;
-			k = usl_rseq_sheaf_push_bulk(s, want, p + done, &st);
-			done += k;
-		} while (k == SHEAF_SECTION_MAX && done < n);
-		return done;
-	}
-	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
-	usl_spin_lock(&c->sheaf_lock);
-	struct slab_sheaf *m = c->main;
-	size_t k = m->capacity - m->size;
+	size_t k = push ? m->capacity - m->size : m->size;
 	if (k > n)
 		k = n;
-	if (k) {
+	if (k && push) {      /* never a store to usl_empty_sheaf, which all slots share */
 		memcpy(&m->objects[m->size], p, k * sizeof(void *));
 		m->size += (uint32_t)k;
+	} else if (k) {
+		m->size -= (uint32_t)k;
+		memcpy(p, &m->objects[m->size], k * sizeof(void *));
 	}
 	usl_spin_unlock(&c->sheaf_lock);
 	return k;
@@ -525,7 +508,7 @@ static size_t push_bulk_fast(struct kmem_cache *s, size_t n, void **p)
 int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	struct pcs b;
-	size_t i = pop_bulk_fast(s, nr, p);
+	size_t i = move_bulk_fast(s, nr, p, false);
 
 	if (i == nr)
 		return (int)nr;
@@ -556,7 +539,7 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
 	struct pcs b;
-	size_t i = push_bulk_fast(s, nr, p);
+	size_t i = move_bulk_fast(s, nr, p, true);
 
 	if (i == nr)
 		return;
