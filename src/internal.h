@@ -207,6 +207,8 @@ struct usl_barn {
 	                                      touches only that sheaf */
 	unsigned int nr_full, nr_empty;
 	unsigned int low_full;       /* fewest full sheaves since last_decay */
+	unsigned int high_full;      /* most full sheaves since last_decay: as many empties
+	                                may stay, for the frees that will refill them */
 	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
 	uint64_t last_decay;         /* ms */
 };

@@ -169,7 +169,7 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 			barn->last_decay = now;
 	}
 	barn_take_full_locked(barn, excess, out);
-	barn->low_full = barn->nr_full;
+	barn->low_full = barn->high_full = barn->nr_full;
 }
 
 static void flush_list(struct kmem_cache *s, struct usl_list *list);
@@ -195,10 +195,15 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct slab_sheaf *gi
 		give->next = barn->full;
 		barn->full = give;
 		barn_set(&barn->nr_full, barn->nr_full + 1);
+		if (barn->nr_full > barn->high_full)
+			barn->high_full = barn->nr_full;
 		if (barn->nr_full > s->barn_max_full)
 			barn_decay_locked(s, barn, &decayed);
 	} else if (give) {
-		if (barn->nr_empty < s->barn_max_empty) {
+		/* Empties: the kernel's limit, or as many as the barn held full
+		 * sheaves lately (a burst of frees will want them back). */
+		unsigned int limit = s->barn_max_empty > barn->high_full ? s->barn_max_empty : barn->high_full;
+		if (barn->nr_empty < limit) {
 			give->next = barn->empty;
 			barn->empty = give;
 			barn_set(&barn->nr_empty, barn->nr_empty + 1);
@@ -595,11 +600,10 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 	}
 	usl_spin_lock(&barn->lock);
 	barn_take_full_locked(barn, ~0u, &taken);
-	if (free_sheaves) {
-		struct slab_sheaf *sh;
-		while ((sh = barn_take_locked(barn, false)))
-			usl_list_add_tail(&sh->barn_list, &taken);
-	}
+	barn->low_full = barn->high_full = 0;   /* the empties go back to the kernel's limit */
+	struct slab_sheaf *e;
+	while ((e = barn_take_locked(barn, false)))
+		usl_list_add_tail(&e->barn_list, &taken);   /* freed, or up to 10 put back */
 	usl_spin_unlock(&barn->lock);
 
 	while (!usl_list_empty(&taken)) {
@@ -626,6 +630,7 @@ void usl_sheaf_trim_barn(struct kmem_cache *s)
 	usl_spin_lock(&barn->lock);
 	if (barn->nr_full > s->barn_max_full)     /* re-checked: peeked unlocked above */
 		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
+	barn->high_full = barn->nr_full;
 	barn->low_full = barn->nr_full;
 	usl_spin_unlock(&barn->lock);
 	flush_list(s, &out);

@@ -373,14 +373,16 @@ int main(int argc, char **argv)
 			usl_sheaf_counts(caches[i], &sc);
 			/* Full sheaves above the level decay over time (exact with
 			 * USLAB_DECAY_MS=0); empties never exceed their limit. */
-			if (usl_opt.decay_ms == 0)
+			if (usl_opt.decay_ms == 0) {
 				CHECK(sc.barn_full <= caches[i]->barn_max_full);
-			CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
+				CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
+			}
 		}
 		usl_slub_flush_all(caches[i]);
 		if (uslab_sheaf_capacity(caches[i])) {
 			usl_sheaf_counts(caches[i], &sc);
 			CHECK_EQ(sc.cpu_objects + sc.barn_objects + sc.barn_full, 0);
+			CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
 		}
 		CHECK_EQ(usl_slub_objects_in_use(caches[i]), 0);
 		struct usl_state_counts st;
