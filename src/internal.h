@@ -288,8 +288,14 @@ USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
 USL_HIDDEN uint64_t usl_now_ms(void);
 USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
 USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
-USL_HIDDEN void usl_spin_lock(int *lock);
-USL_HIDDEN void usl_spin_unlock(int *lock);
+USL_HIDDEN void usl_spin_lock_slow(int *lock);
+/* A spin-then-yield lock: one exchange when free (inlined), else the slow loop. */
+static inline void usl_spin_lock(int *lock)
+{
+	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
+		usl_spin_lock_slow(lock);
+}
+static inline void usl_spin_unlock(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
 /* Parse one option value; exposed for the option unit test. */
 USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
 

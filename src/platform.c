@@ -187,7 +187,7 @@ int usl_current_cpu(void)
 	return c < 0 ? 0 : c;
 }
 
-void usl_spin_lock(int *lock)
+void usl_spin_lock_slow(int *lock)
 {
 	for (;;) {
 		for (int i = 0; i < 64; i++) {
@@ -198,11 +198,6 @@ void usl_spin_lock(int *lock)
 		}
 		sched_yield();
 	}
-}
-
-void usl_spin_unlock(int *lock)
-{
-	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 }
 
 int usl_membarrier_rseq(void)
