@@ -24,6 +24,7 @@ static struct usl_list free_area[USL_MAX_ORDER + 1];
 uintptr_t usl_top;               /* bytes of the range carved so far */
 static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked by usl_pages_short */
 static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
+static size_t nr_free_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lock; peeked */
 static uint64_t last_decay_check;
 static long fail_after = -1;
 
@@ -90,6 +91,7 @@ static void set_free_head(struct slab *e, unsigned int order, bool dirty, uint64
 	e->dirty = dirty;
 	e->counters = when;  /* free blocks keep the time they were freed here */
 	usl_list_add_head(&e->slab_list, &free_area[order]);
+	count_add(&nr_free_blocks[order], 1);
 	if (dirty)
 		count_add(&free_dirty_pages, (long)(1UL << order));
 	else
@@ -99,6 +101,7 @@ static void set_free_head(struct slab *e, unsigned int order, bool dirty, uint64
 static void take_free_block(struct slab *e)
 {
 	usl_list_del(&e->slab_list);
+	count_add(&nr_free_blocks[e->order], -1);
 	if (e->dirty)
 		count_add(&free_dirty_pages, -(long)(1UL << e->order));
 	else
@@ -277,13 +280,15 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	pthread_mutex_unlock(&pages_lock);
 }
 
-/* Would an allocation of this order have to grow the committed range? A racy
- * peek (free page counts only), for callers deciding whether to reclaim first. */
+/* Would an allocation of this order have to grow the committed range (no free
+ * block that large)? A racy peek at the per-order counts, for callers deciding
+ * whether to reclaim first. */
 bool usl_pages_short(unsigned int order)
 {
-	size_t free_pages = __atomic_load_n(&free_dirty_pages, __ATOMIC_RELAXED) +
-	                    __atomic_load_n(&free_clean_pages, __ATOMIC_RELAXED);
-	return free_pages < ((size_t)1 << order);
+	for (unsigned int k = order; k <= USL_MAX_ORDER; k++)
+		if (__atomic_load_n(&nr_free_blocks[k], __ATOMIC_RELAXED))
+			return false;
+	return true;
 }
 
 size_t usl_pages_release(void)
