@@ -1371,19 +1371,30 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	uintptr_t prev = 0;
 
 	/* The common case: every entry good. No stores; NULL fails the range
-	 * check (NULL - base wraps). The first entry that is not simply good sends
-	 * the rest through the compacting loop below, which reports. */
+	 * check (NULL - base wraps). The page map entry is read once per run of
+	 * pointers into one page (arrays from kmem_cache_alloc_bulk mostly are).
+	 * The first entry that is not simply good sends the rest through the
+	 * compacting loop below, which reports. */
+	uintptr_t last_pg = ~(uintptr_t)0, start = 0;
+	uint32_t objects = 0;
 	for (i = 0; i < nr; i++) {
 		uintptr_t x = (uintptr_t)p[i];
 		uintptr_t off = x - base;
 		if (usl_unlikely(off >= top))
 			break;
-		const struct usl_pagemap_entry *e = &pm[off >> shift];
-		uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-		uint32_t q = (uint32_t)(off - e->start) * inv;
+		uintptr_t pg = off >> shift;
+		if (pg != last_pg) {
+			const struct usl_pagemap_entry *e = &pm[pg];
+			uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
+			if (usl_unlikely((owner << 16) != sbits))
+				break;
+			start = e->start;
+			objects = (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT);
+			last_pg = pg;
+		}
+		uint32_t q = (uint32_t)(off - start) * inv;
 		q = (q >> ds) | (q << ((32 - ds) & 31));
-		if (usl_unlikely((owner << 16) != sbits || q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT) ||
-		                 x == prev))
+		if (usl_unlikely(q >= objects || x == prev))
 			break;
 		prev = x;
 	}
