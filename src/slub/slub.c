@@ -997,11 +997,15 @@ fail:
 	return 0;
 }
 
-static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp)
+/* Bulk calls this small take the single-object paths (sheaves): their fixed
+ * cost is lower than a bulk call's. */
+#define SMALL_BULK 3
+
+static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
 {
 	if (!(gfp & __GFP_NOWARN))
-		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after 0 of 1 objects; none kept",
-		           s->name);
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
+		           s->name, got, nr);
 	return 0;
 }
 
@@ -1014,8 +1018,16 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
-	if (nr == 1 && s->sheaf_capacity)      /* the single-object path is cheaper */
-		return (p[0] = kmem_cache_alloc(s, gfp | __GFP_NOWARN)) ? 1 : alloc_bulk_failed(s, gfp);
+	if (nr <= SMALL_BULK && s->sheaf_capacity) {
+		/* The single-object path is cheaper for a few objects. */
+		for (size_t i = 0; i < nr; i++)
+			if (!(p[i] = kmem_cache_alloc(s, gfp | __GFP_NOWARN))) {
+				for (size_t j = 0; j < i; j++)
+					kmem_cache_free(s, p[j]);
+				return alloc_bulk_failed(s, gfp, i, nr);
+			}
+		return (int)nr;
+	}
 	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
 		return 0;
 	if (gfp & __GFP_ZERO)
@@ -1431,9 +1443,10 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
 	if (s && s->sheaf_capacity && p) {
-		if (nr == 1) {
-			if (p[0])
-				kmem_cache_free(s, p[0]);
+		if (nr <= SMALL_BULK) {
+			for (size_t i = 0; i < nr; i++)
+				if (p[i])
+					kmem_cache_free(s, p[i]);
 			return;
 		}
 		sheaf_free_bulk_checked(s, nr, p);
