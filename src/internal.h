@@ -370,6 +370,7 @@ USL_HIDDEN void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp);
 USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 USL_HIDDEN int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 USL_HIDDEN void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
 USL_HIDDEN bool usl_slub_hold_slots(struct kmem_cache *s);

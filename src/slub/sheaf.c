@@ -92,8 +92,8 @@ static void sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 /* ===========================================================================
  * The barn: full and empty sheaves of one node, under barn->lock.
  *
- * Limits. Empty sheaves: at most barn_max_empty (the kernel's 10); more are freed.
- * Full sheaves: barn_max_full (the kernel's 10) is the level the barn returns to,
+ * Limits. Empty sheaves: barn_max_empty (the kernel's 10), or as many as the barn
+ * held full sheaves since the last decay check; more are freed. Full sheaves: barn_max_full (the kernel's 10) is the level the barn returns to,
  * not a wall. A burst of frees may park more full sheaves; the surplus that stays
  * unused for a whole decay interval (USLAB_DECAY_MS, the page provider's) is
  * flushed to slabs: the barn tracks the fewest full sheaves it held since the
@@ -446,8 +446,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		if (r == USL_RS_OK)
 			return;
 		if (r == USL_RS_OTHER) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-			           s->name, x);
+			usl_report_double_free(s, x, "kmem_cache_free");
 			return;
 		}
 	}
@@ -457,8 +456,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 	}
 	if (b.main && b.main->size && b.main->objects[b.main->size - 1] == x) {
 		pcs_put(s, &b);
-		usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-		           s->name, x);
+		usl_report_double_free(s, x, "kmem_cache_free");
 		return;
 	}
 	if (replace_full_main(s, &b, GFP_NOWAIT))

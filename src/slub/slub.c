@@ -51,11 +51,15 @@ static inline struct kmem_cache_node *get_node(struct kmem_cache *s, struct slab
 /* Is x the start of an object of this slab? Divisibility by s->size without a
  * division: for size = d0 << k (d0 odd), x is at index off/size exactly when
  * ror32(off * d0^-1, k) is below the object count (Granlund-Montgomery). */
+static inline uint32_t obj_index(uint32_t off, uint32_t div_inv, uint32_t div_shift)
+{
+	uint32_t q = off * div_inv;
+	return (q >> div_shift) | (q << ((32 - div_shift) & 31));
+}
+
 static inline bool obj_index_at(const struct kmem_cache *s, const struct slab *slab, uint32_t off, unsigned int *idx)
 {
-	uint32_t q = off * s->div_inv;
-	uint32_t k = s->div_shift;
-	q = (q >> k) | (q << ((32 - k) & 31));
+	uint32_t q = obj_index(off, s->div_inv, s->div_shift);
 	*idx = q;
 	/* objects sits in bits 16..30 of counters: one 16-bit load (little endian). */
 	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
@@ -64,10 +68,7 @@ static inline bool obj_index_at(const struct kmem_cache *s, const struct slab *s
 /* The same with the object count from the page map (no struct slab access). */
 static inline bool obj_index_in(const struct kmem_cache *s, uint32_t off, unsigned int objects)
 {
-	uint32_t q = off * s->div_inv;
-	uint32_t k = s->div_shift;
-	q = (q >> k) | (q << ((32 - k) & 31));
-	return q < objects;
+	return obj_index(off, s->div_inv, s->div_shift) < objects;
 }
 
 /* Record a slab's cache and object count in the page map entries of its pages
@@ -840,7 +841,7 @@ static void __attribute__((noinline, cold)) report_bad_free(struct kmem_cache *s
 	report_bad_free_in("kmem_cache_free", s, x, slab);
 }
 
-static __attribute__((noinline)) void report_double_free(struct kmem_cache *s, void *x, const char *fn)
+__attribute__((noinline)) void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
@@ -883,7 +884,7 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
                                                   const char *fn)
 {
 	if (r == USL_RS_OTHER) {
-		report_double_free(s, x, fn);
+		usl_report_double_free(s, x, fn);
 		return;
 	}
 	if (!usl_rseq_mode) {
@@ -891,7 +892,7 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
 		if (r == USL_RS_OK)
 			return;
 		if (r != USL_RS_OTHER) {
-			report_double_free(s, x, fn);
+			usl_report_double_free(s, x, fn);
 			return;
 		}
 	}
@@ -930,7 +931,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		if (usl_likely(r == USL_RS_OK))
 			return;
 		if (r == USL_RS_OTHER)
-			report_double_free(s, x, "kmem_cache_free");
+			usl_report_double_free(s, x, "kmem_cache_free");
 		else
 			usl_sheaf_free(s, x);
 		return;
@@ -1371,11 +1372,10 @@ void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p)
  * equal to the one before it), compact, and copy them into the sheaves. */
 static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 {
-	/* obj_check with everything it reads hoisted out of the loop: the range
-	 * only grows, and every object in p[] was handed out before this call. */
+	/* obj_check with everything it reads hoisted out of the loop (the range
+	 * only grows, and every object in p[] was handed out before this call). */
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	const struct usl_pagemap_entry *pm = usl_pagemap;
-	struct slab *table = usl_table;
 	const unsigned int shift = usl_page_shift;
 	const uint32_t inv = s->div_inv, ds = s->div_shift;
 	const uintptr_t sbits = (uintptr_t)s << 16;
@@ -1404,28 +1404,19 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 			objects = (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT);
 			last_pg = pg;
 		}
-		uint32_t q = (uint32_t)(off - start) * inv;
-		q = (q >> ds) | (q << ((32 - ds) & 31));
-		if (usl_unlikely(q >= objects || x == prev))
+		if (usl_unlikely(obj_index((uint32_t)(off - start), inv, ds) >= objects || x == prev))
 			break;
 		prev = x;
 	}
+	/* The rare case: from the first entry that was not simply good, each one
+	 * checked on its own, reported if bad, and the good ones compacted. */
 	k = i;
 	for (; i < nr; i++) {
 		void *x = p[i];
 		if (!x)
 			continue;
-		uintptr_t off = (uintptr_t)x - base;
-		if (usl_unlikely(off >= top)) {
-			report_bad_free_in("kmem_cache_free_bulk", s, x, NULL);
-			continue;
-		}
-		const struct usl_pagemap_entry *e = &pm[off >> shift];
-		uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-		uint32_t q = (uint32_t)(off - e->start) * inv;
-		q = (q >> ds) | (q << ((32 - ds) & 31));
-		if (usl_unlikely((owner << 16) != sbits || q >= (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT))) {
-			report_bad_free_in("kmem_cache_free_bulk", s, x, &table[e->start >> shift]);
+		if (usl_unlikely(!obj_check(s, x))) {
+			report_bad_free_in("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
 			continue;
 		}
 		if (usl_unlikely((uintptr_t)x == prev)) {
@@ -1481,21 +1472,8 @@ static void flush_cpu_slabs(struct kmem_cache *s)
 {
 	struct slab *chain = NULL;
 
-	pthread_mutex_lock(&flush_mutex);
-	if (usl_rseq_mode) {
-		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			__atomic_store_n(&s->cpu_slab[i].lock, 1, __ATOMIC_SEQ_CST);
-		if (usl_membarrier_rseq() != 0) {
-			/* Registered at start-up (and again after fork), so this cannot
-			 * fail; if it does, a section could still commit: leave the
-			 * slots alone. */
-			for (unsigned int i = 0; i < usl_nr_cpus; i++)
-				__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
-			pthread_mutex_unlock(&flush_mutex);
-			usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
-			return;
-		}
-	}
+	if (!usl_slub_hold_slots(s))
+		return;
 	/* While a slot is held, only take its state and unfreeze its cpu slab (CAS
 	 * work); lists and the page provider wait until every slot is released. */
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
@@ -1536,7 +1514,7 @@ static void flush_cpu_slabs(struct kmem_cache *s)
 			chain = p;
 		}
 	}
-	pthread_mutex_unlock(&flush_mutex);
+	pthread_mutex_unlock(&flush_mutex);   /* each slot's mark was cleared as it was done */
 	put_partials(s, chain);
 }
 
