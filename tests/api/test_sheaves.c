@@ -355,12 +355,19 @@ static void test_prefill(struct kmem_cache *s)
 	unsigned long wc = reports(USLAB_ERR_WRONG_CACHE), ba = reports(USLAB_ERR_BAD_ARG);
 	CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh) == NULL);      /* other's sheaf */
 	kmem_cache_return_sheaf(s, GFP_KERNEL, sh);                           /* refused */
-	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 2);
+	struct slab_sheaf *theirs = sh;
+	CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &theirs, 5), -EINVAL);  /* refused */
+	CHECK(theirs == sh);
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 3);
 	CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, NULL) == NULL);
 	CHECK(kmem_cache_prefill_sheaf(NULL, GFP_KERNEL, 3) == NULL);
 	CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, NULL, 3), -EINVAL);
 	CHECK(kmem_cache_prefill_sheaf(s, GFP_KERNEL, 100000000) == NULL);
-	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 4);
+	kmem_cache_return_sheaf(s, GFP_KERNEL, NULL);
+	kmem_cache_return_sheaf(NULL, GFP_KERNEL, sh);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 6);
+	CHECK_EQ(kmem_cache_sheaf_size(NULL), 0);
+	CHECK_EQ(uslab_sheaf_capacity(NULL), 0);
 	CHECK(kmem_cache_sheaf_size(sh) >= 3);
 	kmem_cache_return_sheaf(other, GFP_KERNEL, sh);
 	CHECK_EQ(in_use(other), 0);
@@ -417,7 +424,11 @@ static void test_args(void)
 	CHECK(kmem_cache_create("bad-user", 64, &bad2, 0) == NULL);
 	struct kmem_cache_args bad3 = { .sheaf_capacity = 1u << 30 };
 	CHECK(kmem_cache_create("bad-sheaf", 64, &bad3, 0) == NULL);
-	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 3);
+	struct kmem_cache_args ok = { .sheaf_capacity = 8 };
+	CHECK(kmem_cache_create(NULL, 64, &ok, 0) == NULL);                  /* no name */
+	CHECK(kmem_cache_create("bad-size", 0, &ok, 0) == NULL);             /* size 0 */
+	CHECK(kmem_cache_create("bad-flags", 64, &ok, 0x4U) == NULL);        /* unknown flag */
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 6);
 	/* Debug caches never get sheaves (as in the kernel). */
 	struct kmem_cache_args dbg = { .sheaf_capacity = 30 };
 	s = kmem_cache_create("args-debug", 64, &dbg, SLAB_POISON);
