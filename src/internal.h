@@ -307,19 +307,22 @@ extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range *
 extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
 extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
-/* The page map: per page, its block's head entry and, for a slab, its cache and
+/* The page map: per page, where its block begins and, for a slab, its cache and
  * object count. 16 bytes a page (4 pages a cache line, against one for the
- * table), so a free checks a pointer without touching the slab's struct slab. */
+ * table), so a free checks a pointer without touching the slab's struct slab:
+ * the owner compares with the cache, (uint32_t)off - start is the offset in the
+ * block, and objects bounds the index, each a single memory operand. */
 struct usl_pagemap_entry {
-	uintptr_t start;             /* offset of the page's block from usl_base (its head
-	                                entry is usl_table[start >> page_shift]); pages.c */
-	uintptr_t owner;             /* slab: cache | objects << 48; else 0 (slub.c) */
+	uint32_t start;              /* low 32 bits of the block's offset from usl_base
+	                                (blocks are far smaller than 4 GiB); pages.c */
+	uint32_t objects;            /* slab: its object count; else 0 (slub.c) */
+	uintptr_t owner;             /* slab: its cache; else 0 (slub.c) */
 };
-#define USL_OWNER_CACHE_MASK ((1UL << 48) - 1)
-#define USL_OWNER_OBJECTS_SHIFT 48
 extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
-extern unsigned int usl_page_shift USL_HIDDEN;
-extern size_t usl_page_size USL_HIDDEN;
+/* The page unit is fixed at 4 KiB (x86-64's only base page size; usl_pages_init
+ * refuses any other), so shifts by it are immediates on the free path. */
+#define USL_PAGE_SHIFT 12u
+#define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
 
 USL_HIDDEN int usl_pages_init(void);
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
@@ -333,6 +336,12 @@ USL_HIDDEN void usl_pages_fork_unlock(void);
 /* Test hook: fail page allocations after n more succeed (-1 = never). */
 USL_HIDDEN void usl_pages_fail_after(long n);
 
+/* The offset of the block containing the committed offset off. */
+static inline uintptr_t usl_block_offset(uintptr_t off)
+{
+	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> USL_PAGE_SHIFT].start);
+}
+
 /* The table entry of the block containing p; NULL for a foreign pointer. */
 static inline struct slab *usl_virt_to_slab(const void *p)
 {
@@ -340,13 +349,13 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return &usl_table[usl_pagemap[off >> usl_page_shift].start >> usl_page_shift];
+	return &usl_table[usl_block_offset(off) >> USL_PAGE_SHIFT];
 }
 static inline void *usl_slab_address(const struct slab *slab)
 {
-	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << usl_page_shift));
+	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << USL_PAGE_SHIFT));
 }
-static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
+static inline size_t usl_order_bytes(unsigned int order) { return USL_PAGE_SIZE << order; }
 
 /* ---------------------------------------------------------------------------
  * slub/slub.c: the SLUB core. Locks: per-CPU slot lock (locked mode) ->

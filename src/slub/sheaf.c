@@ -124,6 +124,14 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 	if (!sh)
 		return NULL;
 	*top = sh->next;
+	/* The stacks live long enough to leave the cache. The next visit will
+	 * take the new top: start its misses now (header; a full one's top
+	 * objects, where the pops begin). */
+	if (sh->next) {
+		__builtin_prefetch(sh->next, 1);
+		if (full)
+			__builtin_prefetch(&sh->next->objects[sh->next->capacity - 1], 0);
+	}
 	if (full) {
 		barn_set(&barn->nr_full, barn->nr_full - 1);
 		if (barn->nr_full < barn->low_full)
@@ -849,7 +857,7 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 {
 	unsigned int cap;
 
-	if (size >= usl_page_size)
+	if (size >= USL_PAGE_SIZE)
 		cap = 4;
 	else if (size >= 1024)
 		cap = 12;

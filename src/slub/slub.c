@@ -73,11 +73,13 @@ static inline bool obj_index_in(const struct kmem_cache *s, uint32_t off, unsign
 
 /* Record a slab's cache and object count in the page map entries of its pages
  * (0: not a slab any more). */
-static void set_owner(struct slab *slab, unsigned int order, uintptr_t owner)
+static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects)
 {
 	struct usl_pagemap_entry *e = &usl_pagemap[slab - usl_table];
-	for (size_t i = 0; i < ((size_t)1 << order); i++)
-		__atomic_store_n(&e[i].owner, owner, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < ((size_t)1 << order); i++) {
+		__atomic_store_n(&e[i].objects, objects, __ATOMIC_RELAXED);
+		__atomic_store_n(&e[i].owner, (uintptr_t)s, __ATOMIC_RELEASE);
+	}
 }
 
 static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
@@ -154,7 +156,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
-	set_owner(slab, order, (uintptr_t)s | ((uintptr_t)objects << USL_OWNER_OBJECTS_SHIFT));
+	set_owner(slab, order, s, objects);
 	*freelist = addr;
 	return slab;
 }
@@ -167,7 +169,7 @@ static void discard_slab(struct kmem_cache *s, struct slab *slab)
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
-	set_owner(slab, slab->order, 0);
+	set_owner(slab, slab->order, NULL, 0);
 	usl_pages_free(usl_slab_address(slab));
 }
 
@@ -907,11 +909,9 @@ static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-	uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-	uint32_t in_slab = (uint32_t)(off - e->start);
-	return (owner & USL_OWNER_CACHE_MASK) == (uintptr_t)s &&
-	       obj_index_in(s, in_slab, (unsigned int)(owner >> USL_OWNER_OBJECTS_SHIFT));
+	const struct usl_pagemap_entry *e = &usl_pagemap[off >> USL_PAGE_SHIFT];
+	return __atomic_load_n(&e->owner, __ATOMIC_RELAXED) == (uintptr_t)s &&
+	       obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED));
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
@@ -1110,7 +1110,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	struct slab *slab = df->slab;
 	const struct kmem_cache *ds = df->s;
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
-	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
+	const unsigned int pshift = USL_PAGE_SHIFT, objects = usl_counters_objects(usl_load(&slab->counters));
 	const uintptr_t saddr = (uintptr_t)slab->addr;
 	uint64_t *map = df->map;
 
@@ -1118,7 +1118,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	while (size) {
 		object = p[--size];
 		uintptr_t off = (uintptr_t)object - base;
-		if (off >= top || &usl_table[usl_pagemap[off >> pshift].start >> pshift] != slab) {
+		if (off >= top || &usl_table[usl_block_offset(off) >> pshift] != slab) {
 			if (object && !--lookahead)
 				break;
 			continue;
@@ -1376,9 +1376,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	 * only grows, and every object in p[] was handed out before this call). */
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	const struct usl_pagemap_entry *pm = usl_pagemap;
-	const unsigned int shift = usl_page_shift;
 	const uint32_t inv = s->div_inv, ds = s->div_shift;
-	const uintptr_t sbits = (uintptr_t)s << 16;
 	size_t i, k;
 	uintptr_t prev = 0;
 
@@ -1387,24 +1385,23 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	 * pointers into one page (arrays from kmem_cache_alloc_bulk mostly are).
 	 * The first entry that is not simply good sends the rest through the
 	 * compacting loop below, which reports. */
-	uintptr_t last_pg = ~(uintptr_t)0, start = 0;
-	uint32_t objects = 0;
+	uintptr_t last_pg = ~(uintptr_t)0;
+	uint32_t start = 0, objects = 0;
 	for (i = 0; i < nr; i++) {
 		uintptr_t x = (uintptr_t)p[i];
 		uintptr_t off = x - base;
 		if (usl_unlikely(off >= top))
 			break;
-		uintptr_t pg = off >> shift;
+		uintptr_t pg = off >> USL_PAGE_SHIFT;
 		if (pg != last_pg) {
 			const struct usl_pagemap_entry *e = &pm[pg];
-			uintptr_t owner = __atomic_load_n(&e->owner, __ATOMIC_RELAXED);
-			if (usl_unlikely((owner << 16) != sbits))
+			if (usl_unlikely(__atomic_load_n(&e->owner, __ATOMIC_RELAXED) != (uintptr_t)s))
 				break;
 			start = e->start;
-			objects = (uint32_t)(owner >> USL_OWNER_OBJECTS_SHIFT);
+			objects = __atomic_load_n(&e->objects, __ATOMIC_RELAXED);
 			last_pg = pg;
 		}
-		if (usl_unlikely(obj_index((uint32_t)(off - start), inv, ds) >= objects || x == prev))
+		if (usl_unlikely(obj_index((uint32_t)off - start, inv, ds) >= objects || x == prev))
 			break;
 		prev = x;
 	}
@@ -1769,7 +1766,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 
 	unsigned int lg = 31u - (unsigned int)__builtin_clz(size);
 	s->min_partial = lg / 2 < MIN_PARTIAL ? MIN_PARTIAL : (lg / 2 > MAX_PARTIAL ? MAX_PARTIAL : lg / 2);
-	if (size >= usl_page_size)
+	if (size >= USL_PAGE_SIZE)
 		s->cpu_partial = 6;
 	else if (size >= 1024)
 		s->cpu_partial = 24;
