@@ -106,7 +106,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		return create_failed(name, flags, "object size above the largest slab object", size);
 	if (align & (align - 1))
 		return create_failed(name, flags, "alignment is not a power of two", align);
-	if (align > USL_PAGE_SIZE)
+	if (align > usl_page_size)
 		return create_failed(name, flags, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
 		return create_failed(name, flags, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);

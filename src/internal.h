@@ -319,10 +319,8 @@ struct usl_pagemap_entry {
 	uintptr_t owner;             /* slab: its cache; else 0 (slub.c) */
 };
 extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
-/* The page unit is fixed at 4 KiB (x86-64's only base page size; usl_pages_init
- * refuses any other), so shifts by it are immediates on the free path. */
-#define USL_PAGE_SHIFT 12u
-#define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
+extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from sysconf */
+extern size_t usl_page_size USL_HIDDEN;
 
 USL_HIDDEN int usl_pages_init(void);
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
@@ -339,7 +337,7 @@ USL_HIDDEN void usl_pages_fail_after(long n);
 /* The offset of the block containing the committed offset off. */
 static inline uintptr_t usl_block_offset(uintptr_t off)
 {
-	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> USL_PAGE_SHIFT].start);
+	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> usl_page_shift].start);
 }
 
 /* The table entry of the block containing p; NULL for a foreign pointer. */
@@ -349,13 +347,13 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return &usl_table[usl_block_offset(off) >> USL_PAGE_SHIFT];
+	return &usl_table[usl_block_offset(off) >> usl_page_shift];
 }
 static inline void *usl_slab_address(const struct slab *slab)
 {
-	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << USL_PAGE_SHIFT));
+	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << usl_page_shift));
 }
-static inline size_t usl_order_bytes(unsigned int order) { return USL_PAGE_SIZE << order; }
+static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
 
 /* ---------------------------------------------------------------------------
  * slub/slub.c: the SLUB core. Locks: per-CPU slot lock (locked mode) ->

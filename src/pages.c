@@ -3,7 +3,6 @@
  * Locks: pages_lock, the innermost lock of the library. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,6 +16,8 @@ uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
 struct usl_pagemap_entry *usl_pagemap;
+unsigned int usl_page_shift;
+size_t usl_page_size;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct usl_list free_area[USL_MAX_ORDER + 1];
@@ -35,11 +36,11 @@ int usl_pages_init(void)
 	size_t max_block;
 	void *r, *t, *pm = NULL;
 
-	if (ps != (long)USL_PAGE_SIZE) {
-		fprintf(stderr, "uslab: the system page size is %ld, uslab is built for %zu\n", ps, USL_PAGE_SIZE);
+	if (ps <= 0 || (ps & (ps - 1)))
 		return -1;
-	}
-	max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
+	usl_page_size = (size_t)ps;
+	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
+	max_block = usl_page_size << USL_MAX_ORDER;
 
 	/* Reserve the range with room to align it to the largest block. Where
 	 * address space is limited (valgrind, ulimit -v) take a smaller one. */
@@ -49,14 +50,14 @@ int usl_pages_init(void)
 		r = mmap(NULL, usl_range + max_block, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (r == MAP_FAILED)
 			continue;
-		t = mmap(NULL, (usl_range >> USL_PAGE_SHIFT) * sizeof(struct slab), PROT_NONE,
+		t = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct slab), PROT_NONE,
 		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (t != MAP_FAILED) {
-			pm = mmap(NULL, (usl_range >> USL_PAGE_SHIFT) * sizeof(struct usl_pagemap_entry), PROT_NONE,
+			pm = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry), PROT_NONE,
 			          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 			if (pm != MAP_FAILED)
 				break;
-			munmap(t, (usl_range >> USL_PAGE_SHIFT) * sizeof(struct slab));
+			munmap(t, (usl_range >> usl_page_shift) * sizeof(struct slab));
 		}
 		munmap(r, usl_range + max_block);
 	}
@@ -111,7 +112,7 @@ static void take_free_block(struct slab *e)
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
 static bool grow(void)
 {
-	size_t bytes = USL_PAGE_SIZE << USL_MAX_ORDER;
+	size_t bytes = usl_page_size << USL_MAX_ORDER;
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
 	struct slab *e;
 
@@ -119,19 +120,19 @@ static bool grow(void)
 		return false;
 	if (mprotect((void *)(usl_base + usl_top), bytes, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	e = &usl_table[usl_top >> USL_PAGE_SHIFT];
+	e = &usl_table[usl_top >> usl_page_shift];
 	/* The table slice may share OS pages with the previous one: round outwards. */
-	uintptr_t ts = (uintptr_t)e & ~(USL_PAGE_SIZE - 1);
-	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), USL_PAGE_SIZE);
+	uintptr_t ts = (uintptr_t)e & ~(usl_page_size - 1);
+	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	struct usl_pagemap_entry *m = &usl_pagemap[usl_top >> USL_PAGE_SHIFT];
-	ts = (uintptr_t)m & ~(USL_PAGE_SIZE - 1);
-	te = USL_ALIGN((uintptr_t)(m + npages), USL_PAGE_SIZE);
+	struct usl_pagemap_entry *m = &usl_pagemap[usl_top >> usl_page_shift];
+	ts = (uintptr_t)m & ~(usl_page_size - 1);
+	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
 	for (size_t i = 0; i < npages; i++) {
-		m[i].start = (uint32_t)(pfn_of(&e[i]) << USL_PAGE_SHIFT);
+		m[i].start = (uint32_t)(pfn_of(&e[i]) << usl_page_shift);
 		m[i].objects = 0;
 		m[i].owner = 0;
 		e[i].head = &e[i];
@@ -179,7 +180,7 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	}
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn_of(e) + i].start = (uint32_t)(pfn_of(e) << USL_PAGE_SHIFT);
+		usl_pagemap[pfn_of(e) + i].start = (uint32_t)(pfn_of(e) << usl_page_shift);
 		e[i].head = e;
 		e[i].kind = USL_PAGE_TAIL;
 		e[i].slab_cache = NULL;
@@ -207,7 +208,7 @@ static size_t purge_locked(bool all, uint64_t now)
 			struct slab *e = usl_container_of(it, struct slab, slab_list);
 			if (!e->dirty || (!all && now - e->counters < usl_opt.decay_ms))
 				continue;
-			size_t len = USL_PAGE_SIZE << k;
+			size_t len = usl_page_size << k;
 			if (madvise(usl_slab_address(e), len, MADV_DONTNEED) == 0) {
 				e->dirty = 0;
 				count_add(&free_dirty_pages, -(long)(1UL << k));
@@ -234,7 +235,7 @@ void usl_pages_free(void *addr)
 	pfn = pfn_of(e);
 	n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn + i].start = (uint32_t)((pfn + i) << USL_PAGE_SHIFT);
+		usl_pagemap[pfn + i].start = (uint32_t)((pfn + i) << usl_page_shift);
 		__atomic_store_n(&usl_pagemap[pfn + i].objects, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_pagemap[pfn + i].owner, 0, __ATOMIC_RELAXED);
 		e[i].head = &e[i];
@@ -245,7 +246,7 @@ void usl_pages_free(void *addr)
 	while (order < USL_MAX_ORDER) {
 		size_t bpfn = pfn ^ ((size_t)1 << order);
 		struct slab *b = &usl_table[bpfn];
-		if ((bpfn << USL_PAGE_SHIFT) >= usl_top || b->kind != USL_PAGE_FREE || b->order != order)
+		if ((bpfn << usl_page_shift) >= usl_top || b->kind != USL_PAGE_FREE || b->order != order)
 			break;
 		take_free_block(b);
 		pfn &= ~((size_t)1 << order);
@@ -275,9 +276,9 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	if (committed)
 		*committed = usl_top;
 	if (free_dirty)
-		*free_dirty = free_dirty_pages << USL_PAGE_SHIFT;
+		*free_dirty = free_dirty_pages << usl_page_shift;
 	if (free_clean)
-		*free_clean = free_clean_pages << USL_PAGE_SHIFT;
+		*free_clean = free_clean_pages << usl_page_shift;
 	pthread_mutex_unlock(&pages_lock);
 }
 

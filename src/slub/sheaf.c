@@ -857,7 +857,7 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 {
 	unsigned int cap;
 
-	if (size >= USL_PAGE_SIZE)
+	if (size >= usl_page_size)
 		cap = 4;
 	else if (size >= 1024)
 		cap = 12;

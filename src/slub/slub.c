@@ -909,7 +909,7 @@ static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	const struct usl_pagemap_entry *e = &usl_pagemap[off >> USL_PAGE_SHIFT];
+	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
 	return __atomic_load_n(&e->owner, __ATOMIC_RELAXED) == (uintptr_t)s &&
 	       obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED));
 }
@@ -1110,7 +1110,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	struct slab *slab = df->slab;
 	const struct kmem_cache *ds = df->s;
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
-	const unsigned int pshift = USL_PAGE_SHIFT, objects = usl_counters_objects(usl_load(&slab->counters));
+	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
 	const uintptr_t saddr = (uintptr_t)slab->addr;
 	uint64_t *map = df->map;
 
@@ -1392,7 +1392,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		uintptr_t off = x - base;
 		if (usl_unlikely(off >= top))
 			break;
-		uintptr_t pg = off >> USL_PAGE_SHIFT;
+		uintptr_t pg = off >> usl_page_shift;
 		if (pg != last_pg) {
 			const struct usl_pagemap_entry *e = &pm[pg];
 			if (usl_unlikely(__atomic_load_n(&e->owner, __ATOMIC_RELAXED) != (uintptr_t)s))
@@ -1766,7 +1766,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 
 	unsigned int lg = 31u - (unsigned int)__builtin_clz(size);
 	s->min_partial = lg / 2 < MIN_PARTIAL ? MIN_PARTIAL : (lg / 2 > MAX_PARTIAL ? MAX_PARTIAL : lg / 2);
-	if (size >= USL_PAGE_SIZE)
+	if (size >= usl_page_size)
 		s->cpu_partial = 6;
 	else if (size >= 1024)
 		s->cpu_partial = 24;

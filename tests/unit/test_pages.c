@@ -18,7 +18,7 @@ static void test_blocks(void)
 		struct slab *head = usl_virt_to_slab(p);
 		CHECK(head != NULL && head->kind == USL_PAGE_INTERNAL && head->order == order);
 		int bad = 0;
-		for (size_t off = 0; off < bytes; off += USL_PAGE_SIZE / 2)
+		for (size_t off = 0; off < bytes; off += usl_page_size / 2)
 			bad += usl_virt_to_slab(p + off) != head;
 		CHECK_EQ(bad, 0);
 		CHECK(usl_slab_address(head) == p);
@@ -124,8 +124,8 @@ static void test_failures(void)
 int main(void)
 {
 	usl_ensure_init();
-	CHECK(USL_PAGE_SIZE == (size_t)sysconf(_SC_PAGESIZE));
-	CHECK((1UL << USL_PAGE_SHIFT) == USL_PAGE_SIZE);
+	CHECK(usl_page_size == (size_t)sysconf(_SC_PAGESIZE));
+	CHECK((1UL << usl_page_shift) == usl_page_size);
 	test_blocks();
 	test_foreign();
 	test_buddy_merge();
