@@ -89,7 +89,6 @@ USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr
  * duplicates gathered into one slab's list (objects of one slab within the
  * look-ahead of each other) and objects that are visibly free already. */
 USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
-USLAB_API void kfree_bulk(size_t nr, void **p);
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);
 
 /* Prefilled sheaves (the kernel's API for callers that must not fail later):
@@ -108,6 +107,36 @@ USLAB_API void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, str
 USLAB_API unsigned int kmem_cache_sheaf_size(struct slab_sheaf *sheaf);
 USLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
 USLAB_API const char *kmem_cache_name(struct kmem_cache *s);
+
+/* ---- kmalloc ----
+ * Classes kmalloc-8, -16, -32, -64, -96, -128, -192, -256, -512, -1k, -2k, -4k,
+ * -8k (power-of-two sizes naturally aligned, the others 8-aligned); larger
+ * requests are blocks of the page provider (naturally aligned to their
+ * power-of-two page count), and beyond its largest block (4 MiB with 4 KiB
+ * pages) direct mappings. kmalloc(0) returns ZERO_SIZE_PTR, which kfree, ksize
+ * and krealloc accept as "no object". kmalloc_array and kcalloc return NULL on
+ * overflow. kfree of a pointer that is not an allocated kmalloc block is reported
+ * and ignored. */
+#define ZERO_SIZE_PTR ((void *)16)
+#define ZERO_OR_NULL_PTR(x) ((unsigned long)(x) <= (unsigned long)ZERO_SIZE_PTR)
+USLAB_API void *kmalloc(size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
+USLAB_API void *kzalloc(size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
+USLAB_API void *kmalloc_node(size_t size, gfp_t flags, int node) USLAB_MALLOC_ATTR;
+USLAB_API void *kmalloc_array(size_t n, size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
+USLAB_API void *kcalloc(size_t n, size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
+/* Grows or shrinks p to n bytes: in place when ksize(p) >= n, else a new block
+ * with the contents copied and p freed (NULL on failure, p untouched).
+ * krealloc(NULL or ZERO_SIZE_PTR, n) is kmalloc(n); n == 0 frees p and returns
+ * ZERO_SIZE_PTR. With __GFP_ZERO the bytes past n are cleared. */
+USLAB_API void *krealloc(const void *p, size_t n, gfp_t flags);
+USLAB_API void kfree(const void *p);
+/* The usable size of p's block (at least what was asked for); 0 for NULL and
+ * ZERO_SIZE_PTR. */
+USLAB_API size_t ksize(const void *p);
+USLAB_API char *kstrdup(const char *s, gfp_t flags) USLAB_MALLOC_ATTR;
+USLAB_API void *kmemdup(const void *src, size_t len, gfp_t flags) USLAB_MALLOC_ATTR;
+/* Frees p[0..nr) of any caches or kmalloc sizes (NULL entries skipped). */
+USLAB_API void kfree_bulk(size_t nr, void **p);
 
 /* ---- uslab's own additions ---- */
 

@@ -18,6 +18,7 @@ static struct usl_list cache_list = { &cache_list, &cache_list };
  * of a multithreaded parent finds them all free. */
 static void fork_prepare(void)
 {
+	usl_kmalloc_fork_lock();
 	usl_sheaf_fork_lock_global();
 	pthread_mutex_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
@@ -26,10 +27,12 @@ static void fork_prepare(void)
 		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	}
 	usl_pages_fork_lock();
+	usl_kmalloc_fork_lock_inner();
 }
 
 static void fork_release(void)
 {
+	usl_kmalloc_fork_unlock_inner();
 	usl_pages_fork_unlock();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
 		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
@@ -38,6 +41,7 @@ static void fork_release(void)
 	usl_slub_fork_unlock_global();
 	pthread_mutex_unlock(&slab_mutex);
 	usl_sheaf_fork_unlock_global();
+	usl_kmalloc_fork_unlock();
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

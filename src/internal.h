@@ -325,6 +325,9 @@ extern size_t usl_page_size USL_HIDDEN;
 USL_HIDDEN int usl_pages_init(void);
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_free(void *addr);
+/* Free the large kmalloc block starting at addr; false (nothing done) if addr is
+ * not the start of one (checked under pages_lock, so two frees cannot both win). */
+USL_HIDDEN bool usl_pages_free_large(void *addr);
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
 USL_HIDDEN bool usl_pages_short(unsigned int order); /* no free block that size (racy) */
@@ -424,5 +427,16 @@ USL_HIDDEN void usl_meta_free(void *p);
 /* Before the page provider grows: give back what caches hold beyond need (the
  * barns' surplus of full sheaves). Skipped if slab_mutex is busy. */
 USL_HIDDEN void usl_cache_reclaim(void);
+
+/* ---------------------------------------------------------------------------
+ * kmalloc.c: the kmalloc family. Locks: kmalloc_lock (outermost: creating the
+ * classes takes slab_mutex inside it), huge_lock (innermost).
+ */
+USL_HIDDEN void usl_kmalloc_fork_lock(void);        /* kmalloc_lock */
+USL_HIDDEN void usl_kmalloc_fork_lock_inner(void);  /* huge_lock */
+USL_HIDDEN void usl_kmalloc_fork_unlock_inner(void);
+USL_HIDDEN void usl_kmalloc_fork_unlock(void);
+USL_HIDDEN void usl_kfree_bulk_nonslab(size_t nr, void **p);
+USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);   /* tests */
 
 #endif /* USL_INTERNAL_H */

@@ -220,17 +220,22 @@ static size_t purge_locked(bool all, uint64_t now)
 	return bytes;
 }
 
-void usl_pages_free(void *addr)
+/* Free the block at addr; with need_kind >= 0 only if addr starts a block of
+ * that kind (checked under the lock). */
+static bool free_block(void *addr, int need_kind)
 {
-	struct slab *e = usl_virt_to_slab(addr);
+	struct slab *e;
 	unsigned int order;
 	size_t pfn, n;
 	uint64_t now = usl_now_ms();
 	bool dirty = true;
 
-	if (!e)
-		return;
 	pthread_mutex_lock(&pages_lock);
+	e = usl_virt_to_slab(addr);
+	if (!e || (need_kind >= 0 && (e->kind != need_kind || e->addr != (char *)addr))) {
+		pthread_mutex_unlock(&pages_lock);
+		return false;
+	}
 	order = e->order;
 	pfn = pfn_of(e);
 	n = (size_t)1 << order;
@@ -258,6 +263,17 @@ void usl_pages_free(void *addr)
 		purge_locked(false, now);
 	}
 	pthread_mutex_unlock(&pages_lock);
+	return true;
+}
+
+void usl_pages_free(void *addr)
+{
+	free_block(addr, -1);
+}
+
+bool usl_pages_free_large(void *addr)
+{
+	return free_block(addr, USL_PAGE_LARGE);
 }
 
 size_t usl_pages_purge(bool all)

@@ -1440,11 +1440,17 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		sheaf_free_bulk_checked(s, nr, p);
 		return;
 	}
-	free_bulk(s ? "kmem_cache_free_bulk" : "kfree_bulk", s, nr, p);
+	if (!s) {
+		kfree_bulk(nr, p);
+		return;
+	}
+	free_bulk("kmem_cache_free_bulk", s, nr, p);
 }
 
 void kfree_bulk(size_t nr, void **p)
 {
+	if (p)
+		usl_kfree_bulk_nonslab(nr, p);
 	free_bulk("kfree_bulk", NULL, nr, p);
 }
 

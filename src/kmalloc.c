@@ -1,0 +1,430 @@
+/* kmalloc.c - the kmalloc family (reference section 8): size classes kmalloc-8 ..
+ * kmalloc-8k, larger blocks straight from the page provider, and beyond its
+ * largest order direct mappings kept in a small registry. Locks: kmalloc_lock
+ * (creating the classes; taken before slab_mutex) and huge_lock (the registry,
+ * innermost, never held across a call out). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * Size classes: the kernel's kmalloc_info for 4 KiB pages. Index n >= 3 is
+ * 2^n bytes; 1 is 96 and 2 is 192 (the kernel's numbering).
+ */
+#define KMALLOC_SHIFT_LOW 3
+#define KMALLOC_SHIFT_HIGH 13
+#define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
+
+static const struct {
+	const char *name;
+	unsigned int size;
+} kmalloc_info[KMALLOC_SHIFT_HIGH + 1] = {
+	{ NULL, 0 },          { "kmalloc-96", 96 },   { "kmalloc-192", 192 }, { "kmalloc-8", 8 },
+	{ "kmalloc-16", 16 }, { "kmalloc-32", 32 },   { "kmalloc-64", 64 },   { "kmalloc-128", 128 },
+	{ "kmalloc-256", 256 }, { "kmalloc-512", 512 }, { "kmalloc-1k", 1024 }, { "kmalloc-2k", 2048 },
+	{ "kmalloc-4k", 4096 }, { "kmalloc-8k", 8192 },
+};
+
+/* Sizes up to 192 by (size - 1) / 8: the kernel's size_index table. */
+static const uint8_t size_index[24] = { 3, 4, 5, 5, 6, 6, 6, 6, 1, 1, 1, 1,
+                                        7, 7, 7, 7, 2, 2, 2, 2, 2, 2, 2, 2 };
+
+static struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+static int kmalloc_ready;                  /* acquire/release: the array is filled */
+static pthread_mutex_t kmalloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline unsigned int kmalloc_index(size_t size)
+{
+	if (size <= 192)
+		return size_index[(size - 1) / 8];
+	return (unsigned int)(64 - __builtin_clzl(size - 1));   /* fls(size - 1) */
+}
+
+static __attribute__((noinline, cold)) bool kmalloc_create_caches(void)
+{
+	bool ok = true;
+
+	usl_ensure_init();
+	pthread_mutex_lock(&kmalloc_lock);
+	if (!__atomic_load_n(&kmalloc_ready, __ATOMIC_ACQUIRE)) {
+		for (unsigned int i = 1; i <= KMALLOC_SHIFT_HIGH && ok; i++) {
+			unsigned int size = kmalloc_info[i].size;
+			if (kmalloc_caches[i])
+				continue;
+			/* Power-of-two sizes are naturally aligned (the kernel's rule):
+			 * with a stride of exactly the size inside a block aligned to at
+			 * least that, every object is; the requested alignment says so
+			 * up to the page (the block does the rest). */
+			unsigned int align = (size & (size - 1)) ? 8 : size;
+			if (align > usl_page_size)
+				align = (unsigned int)usl_page_size;
+			kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, SLAB_NO_MERGE, NULL, NULL,
+			                                     false);
+			ok = kmalloc_caches[i] != NULL;
+		}
+		if (ok)
+			__atomic_store_n(&kmalloc_ready, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&kmalloc_lock);
+	return ok;
+}
+
+/* The class cache for size (1 .. KMALLOC_MAX_CACHE_SIZE), NULL if the classes
+ * cannot be made. */
+static inline struct kmem_cache *kmalloc_cache(size_t size)
+{
+	if (usl_unlikely(!__atomic_load_n(&kmalloc_ready, __ATOMIC_ACQUIRE)) && !kmalloc_create_caches())
+		return NULL;
+	return kmalloc_caches[kmalloc_index(size)];
+}
+
+/* ===========================================================================
+ * Direct mappings: above the page provider's largest block. The registry is an
+ * open-addressing table of {address, length} in its own mapping, doubled when
+ * half full; a pointer outside the reserved range is one of these or foreign.
+ */
+struct huge_entry {
+	uintptr_t addr;      /* 0: empty; 1: deleted */
+	size_t len;
+};
+static struct huge_entry *huge_tab;
+static size_t huge_cap, huge_used, huge_live;
+static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
+#define HUGE_DELETED ((uintptr_t)1)
+
+static inline size_t huge_slot(uintptr_t a, size_t cap)
+{
+	return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+}
+
+/* Under huge_lock. */
+static struct huge_entry *huge_find(uintptr_t a)
+{
+	if (!huge_cap)
+		return NULL;
+	for (size_t i = huge_slot(a, huge_cap);; i = (i + 1) & (huge_cap - 1)) {
+		if (huge_tab[i].addr == a)
+			return &huge_tab[i];
+		if (!huge_tab[i].addr)
+			return NULL;
+	}
+}
+
+/* Under huge_lock: room for one more entry. */
+static bool huge_reserve(void)
+{
+	if ((huge_used + 1) * 2 <= huge_cap)
+		return true;
+	size_t cap = huge_cap ? huge_cap * 2 : 256;
+	if (huge_live * 4 < huge_cap)
+		cap = huge_cap;                     /* mostly deleted entries: rehash in place size */
+	struct huge_entry *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return false;
+	for (size_t i = 0; i < huge_cap; i++) {
+		if (huge_tab[i].addr <= HUGE_DELETED)
+			continue;
+		size_t j = huge_slot(huge_tab[i].addr, cap);
+		while (t[j].addr)
+			j = (j + 1) & (cap - 1);
+		t[j] = huge_tab[i];
+	}
+	if (huge_tab)
+		munmap(huge_tab, huge_cap * sizeof(*huge_tab));
+	huge_tab = t;
+	huge_cap = cap;
+	huge_used = huge_live;
+	return true;
+}
+
+static void *huge_alloc(size_t size, gfp_t gfp)
+{
+	size_t len = USL_ALIGN(size, usl_page_size);
+	if (len < size)
+		return NULL;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	pthread_mutex_lock(&huge_lock);
+	bool ok = huge_reserve();
+	if (ok) {
+		size_t i = huge_slot((uintptr_t)p, huge_cap);
+		while (huge_tab[i].addr > HUGE_DELETED)
+			i = (i + 1) & (huge_cap - 1);
+		if (!huge_tab[i].addr)
+			huge_used++;
+		huge_tab[i].addr = (uintptr_t)p;
+		huge_tab[i].len = len;
+		huge_live++;
+	}
+	pthread_mutex_unlock(&huge_lock);
+	if (!ok) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;                               /* fresh anonymous memory is zero */
+}
+
+/* The length of the direct mapping starting at p, 0 if there is none. */
+static size_t huge_size(const void *p)
+{
+	pthread_mutex_lock(&huge_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	size_t len = e ? e->len : 0;
+	pthread_mutex_unlock(&huge_lock);
+	return len;
+}
+
+/* Unmap the direct mapping at p; false if there is none. */
+static bool huge_free(const void *p)
+{
+	pthread_mutex_lock(&huge_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	size_t len = 0;
+	if (e) {
+		len = e->len;
+		e->addr = HUGE_DELETED;
+		huge_live--;
+	}
+	pthread_mutex_unlock(&huge_lock);
+	if (!e)
+		return false;
+	munmap((void *)p, len);
+	return true;
+}
+
+void usl_kmalloc_fork_lock(void)
+{
+	pthread_mutex_lock(&kmalloc_lock);
+}
+void usl_kmalloc_fork_lock_inner(void)
+{
+	pthread_mutex_lock(&huge_lock);
+}
+void usl_kmalloc_fork_unlock_inner(void)
+{
+	pthread_mutex_unlock(&huge_lock);
+}
+void usl_kmalloc_fork_unlock(void)
+{
+	pthread_mutex_unlock(&kmalloc_lock);
+}
+
+/* ===========================================================================
+ * What a pointer is
+ */
+enum kind { K_BAD, K_SLAB, K_LARGE, K_HUGE };
+struct what {
+	enum kind kind;
+	struct kmem_cache *s;   /* K_SLAB */
+	size_t size;            /* usable bytes (ksize) */
+};
+
+/* The bytes of a slab object the caller may use: the stride, unless metadata
+ * (a free pointer kept outside the object) follows the object. */
+static inline size_t slab_ksize(const struct kmem_cache *s)
+{
+	return s->offset >= s->inuse ? s->inuse : s->size;
+}
+
+static struct what classify(const void *p)
+{
+	struct what w = { K_BAD, NULL, 0 };
+	uintptr_t off = (uintptr_t)p - usl_base;
+
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
+		const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
+		struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
+		if (s) {
+			w.kind = K_SLAB;
+			w.s = s;
+			w.size = slab_ksize(s);
+			return w;
+		}
+		struct slab *h = usl_virt_to_slab(p);
+		if (h && __atomic_load_n(&h->kind, __ATOMIC_ACQUIRE) == USL_PAGE_LARGE && (const char *)p == h->addr) {
+			w.kind = K_LARGE;
+			w.size = usl_order_bytes(h->order);
+		}
+		return w;
+	}
+	if ((w.size = huge_size(p)) != 0)
+		w.kind = K_HUGE;
+	return w;
+}
+
+static __attribute__((noinline, cold)) void report_bad(const char *fn, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated kmalloc block (free already, or inside one); ignored",
+		           fn, p);
+	else
+		usl_report(USLAB_ERR_FOREIGN, "%s: %p is not a uslab pointer; ignored", fn, p);
+}
+
+/* ===========================================================================
+ * The family
+ */
+static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
+{
+	unsigned int order = 0;
+	void *p;
+
+	if (size > PTRDIFF_MAX)
+		return NULL;
+	while (usl_order_bytes(order) < size && order <= USL_MAX_ORDER)
+		order++;
+	if (order > USL_MAX_ORDER)
+		return huge_alloc(size, gfp);
+	usl_ensure_init();
+	p = usl_pages_alloc(order, USL_PAGE_LARGE);
+	if (!p && !(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);
+	if (p && (gfp & __GFP_ZERO))
+		memset(p, 0, size);
+	return p;
+}
+
+void *kmalloc(size_t size, gfp_t gfp)
+{
+	if (usl_unlikely(!size))
+		return ZERO_SIZE_PTR;
+	if (usl_likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
+		struct kmem_cache *s = kmalloc_cache(size);
+		return s ? kmem_cache_alloc(s, gfp) : NULL;
+	}
+	return kmalloc_large(size, gfp);
+}
+
+void *kzalloc(size_t size, gfp_t gfp)
+{
+	return kmalloc(size, gfp | __GFP_ZERO);
+}
+
+void *kmalloc_node(size_t size, gfp_t gfp, int node)
+{
+	(void)node;               /* one node: a hint */
+	return kmalloc(size, gfp);
+}
+
+void *kmalloc_array(size_t n, size_t size, gfp_t gfp)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return NULL;
+	return kmalloc(bytes, gfp);
+}
+
+void *kcalloc(size_t n, size_t size, gfp_t gfp)
+{
+	return kmalloc_array(n, size, gfp | __GFP_ZERO);
+}
+
+void kfree(const void *p)
+{
+	if (ZERO_OR_NULL_PTR(p))
+		return;
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (usl_likely(off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner,
+		                                                              __ATOMIC_ACQUIRE);
+		if (usl_likely(s != NULL)) {
+			kmem_cache_free(s, (void *)p);   /* checks the object start, reports */
+			return;
+		}
+		if (usl_pages_free_large((void *)p))
+			return;
+	} else if (huge_free(p)) {
+		return;
+	}
+	report_bad("kfree", p);
+}
+
+size_t ksize(const void *p)
+{
+	if (ZERO_OR_NULL_PTR(p))
+		return 0;
+	struct what w = classify(p);
+	if (w.kind == K_BAD)
+		report_bad("ksize", p);
+	return w.size;
+}
+
+void *krealloc(const void *p, size_t n, gfp_t gfp)
+{
+	size_t ks = 0;
+	void *q;
+
+	if (!n) {
+		kfree(p);
+		return ZERO_SIZE_PTR;
+	}
+	if (!ZERO_OR_NULL_PTR(p)) {
+		struct what w = classify(p);
+		if (w.kind == K_BAD) {
+			report_bad("krealloc", p);
+			return NULL;
+		}
+		ks = w.size;
+		if (ks >= n) {
+			/* Fits: in place, as the kernel does. */
+			if (gfp & __GFP_ZERO)
+				memset((char *)p + n, 0, ks - n);
+			return (void *)p;
+		}
+	}
+	q = kmalloc(n, gfp);
+	if (!q)
+		return NULL;
+	if (ks)
+		memcpy(q, p, ks < n ? ks : n);
+	kfree(p);
+	return q;
+}
+
+char *kstrdup(const char *s, gfp_t gfp)
+{
+	if (!s)
+		return NULL;
+	size_t len = strlen(s) + 1;
+	char *d = kmalloc(len, gfp);
+	if (d)
+		memcpy(d, s, len);
+	return d;
+}
+
+void *kmemdup(const void *src, size_t len, gfp_t gfp)
+{
+	void *d = kmalloc(len, gfp);
+	if (d && len)
+		memcpy(d, src, len);
+	return d;
+}
+
+/* kfree_bulk's entries that are not slab objects (large blocks, direct
+ * mappings, ZERO_SIZE_PTR, bad pointers) are freed or reported here one by one
+ * and cleared, so the bulk path sees only slab objects and NULLs. */
+void usl_kfree_bulk_nonslab(size_t nr, void **p)
+{
+	const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	for (size_t i = 0; i < nr; i++) {
+		if (!p[i])
+			continue;
+		uintptr_t off = (uintptr_t)p[i] - usl_base;
+		if (off < top && __atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_RELAXED))
+			continue;
+		kfree(p[i]);
+		p[i] = NULL;
+	}
+}
+
+/* Tests: the class cache that serves size (NULL above kmalloc-8k). */
+struct kmem_cache *usl_kmalloc_cache_for(size_t size)
+{
+	return size && size <= KMALLOC_MAX_CACHE_SIZE ? kmalloc_cache(size) : NULL;
+}
