@@ -91,9 +91,64 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
 
 #define SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
-struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
-                                    void (*ctor)(void *), const struct kmem_cache_args *args, bool internal)
+/* Cache merging (the kernel's find_mergeable): a new cache without a
+ * constructor, debug flags, SLAB_NO_MERGE or creator's layout arguments becomes
+ * an alias of the newest compatible cache: one whose stride holds the new
+ * object, fits its alignment and wastes less than a word on it. */
+#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | USL_SLAB_INTERNAL)
+
+static bool cache_unmergeable(const struct kmem_cache *s)
 {
+	return usl_opt.nomerge == 1 || (s->flags & SLAB_NEVER_MERGE) || s->ctor || s->refcount <= 0;
+}
+
+/* The alignment a cache of these parameters would get (usl_slub_cache_init's rule). */
+static unsigned int merge_alignment(slab_flags_t flags, unsigned int align, unsigned int size)
+{
+	if (flags & SLAB_HWCACHE_ALIGN) {
+		unsigned int ralign = USL_CACHELINE;
+		while (size <= ralign / 2)
+			ralign /= 2;
+		if (ralign > align)
+			align = ralign;
+	}
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	return USL_ALIGN(align, (unsigned int)sizeof(void *));
+}
+
+/* Under slab_mutex. */
+static struct kmem_cache *find_mergeable(unsigned int size, unsigned int align, slab_flags_t flags)
+{
+	size = USL_ALIGN(size, (unsigned int)sizeof(void *));
+	align = merge_alignment(flags, align, size);
+	size = USL_ALIGN(size, align);
+	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
+		struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
+		if (cache_unmergeable(s) || size > s->size || (s->size & (align - 1)) ||
+		    s->size - size >= sizeof(void *))
+			continue;
+		return s;
+	}
+	return NULL;
+}
+
+/* Under slab_mutex: s serves a new cache of size bytes too. The readers of
+ * object_size (zeroing) load it atomically. */
+static void make_alias(struct kmem_cache *s, unsigned int size)
+{
+	s->refcount++;
+	if (size > s->object_size)
+		__atomic_store_n(&s->object_size, size, __ATOMIC_RELAXED);
+	if (USL_ALIGN(size, (unsigned int)sizeof(void *)) > s->inuse)
+		s->inuse = USL_ALIGN(size, (unsigned int)sizeof(void *));
+}
+
+struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
+                                    void (*ctor)(void *), const struct kmem_cache_args *args,
+                                    enum usl_cache_kind kind)
+{
+	bool internal = kind == USL_CACHE_INTERNAL;
 	struct kmem_cache *s;
 	size_t head, bytes;
 	size_t max_object;
@@ -124,6 +179,20 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 			return create_failed(name, flags, "freeptr_offset is not a word-aligned offset inside the object",
 			                     args->freeptr_offset);
 	}
+	/* Layout the creator chose (user-copy window, free pointer place, sheaf
+	 * capacity) keeps a cache to itself, as in the kernel (7.0: an explicit
+	 * sheaf capacity sets SLAB_NO_MERGE). */
+	if (args && (args->usersize || args->use_freeptr_offset || args->sheaf_capacity))
+		flags |= SLAB_NO_MERGE;
+	if (kind == USL_CACHE_USER && !ctor && !(flags & SLAB_NEVER_MERGE) && usl_opt.nomerge != 1) {
+		usl_cache_lock();
+		s = find_mergeable(size, align, flags);
+		if (s)
+			make_alias(s, size);
+		usl_cache_unlock();
+		if (s)
+			return s;
+	}
 	/* Sheaves (reference section 3): never for debug caches or our own; the
 	 * creator's sheaf_capacity, else USLAB_SHEAVES (default on). */
 	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
@@ -144,7 +213,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s->node[0] + sizeof(struct kmem_cache_node));
 	s->object_size = size;
 	s->align = align;
-	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0);
+	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0) | (kind == USL_CACHE_KMALLOC ? USL_SLAB_KMALLOC : 0);
 	s->ctor = ctor;
 	s->refcount = 1;
 	strncpy(s->name, name, sizeof(s->name) - 1);
@@ -171,15 +240,15 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 struct kmem_cache *(kmem_cache_create)(const char *name, unsigned int size, unsigned int align,
                                        slab_flags_t flags, void (*ctor)(void *))
 {
-	return usl_cache_create(name, size, align, flags, ctor, NULL, false);
+	return usl_cache_create(name, size, align, flags, ctor, NULL, USL_CACHE_USER);
 }
 
 struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int size,
                                                 struct kmem_cache_args *args, slab_flags_t flags)
 {
 	if (!args)
-		return usl_cache_create(name, size, 0, flags, NULL, NULL, false);
-	return usl_cache_create(name, size, args->align, flags, args->ctor, args, false);
+		return usl_cache_create(name, size, 0, flags, NULL, NULL, USL_CACHE_USER);
+	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER);
 }
 
 void kmem_cache_destroy(struct kmem_cache *s)
@@ -189,7 +258,13 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	if (!s)
 		return;
 	usl_cache_lock();
-	if (--s->refcount > 0) {
+	if ((s->flags & USL_SLAB_KMALLOC) && s->refcount <= 1) {
+		usl_cache_unlock();
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_destroy(%s): a kmalloc cache (or a cache already destroyed "
+		           "that was its alias); not destroyed", s->name);
+		return;
+	}
+	if (--s->refcount > 0) {     /* an alias: drop one reference */
 		usl_cache_unlock();
 		return;
 	}
@@ -224,7 +299,7 @@ int kmem_cache_shrink(struct kmem_cache *s)
 
 unsigned int kmem_cache_size(struct kmem_cache *s)
 {
-	return s ? s->object_size : 0;
+	return s ? __atomic_load_n(&s->object_size, __ATOMIC_RELAXED) : 0;
 }
 
 const char *kmem_cache_name(struct kmem_cache *s)

@@ -226,7 +226,8 @@ struct kmem_cache_node {
 #define USL_NAME_MAX 48
 /* s->flags bit of uslab's own caches (sheaf structures): no sheaves, and their
  * growth does not reclaim the barns their sheaves serve. */
-#define USL_SLAB_INTERNAL 0x80000000U
+#define USL_SLAB_INTERNAL 0x80000000U   /* uslab's own (sheaf structures): no sheaves, no merging */
+#define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, a merge target */
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */
@@ -267,6 +268,7 @@ struct usl_options {
 	int rseq;                    /* -1 auto, 0 off, 1 on */
 	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
 	unsigned int decay_ms;       /* free block age before madvise */
+	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 extern unsigned int usl_nr_cpus USL_HIDDEN;    /* possible CPUs: per-CPU slots */
@@ -419,10 +421,13 @@ USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_cou
 USL_HIDDEN void usl_cache_lock(void);
 USL_HIDDEN void usl_cache_unlock(void);
 USL_HIDDEN void *usl_meta_alloc(size_t size);   /* zeroed, from the page provider */
-/* Create a cache; internal caches (sheaf structures) never get sheaves. */
+/* Create a cache. kind: USL_CACHE_USER (may become an alias of a compatible
+ * cache), USL_CACHE_KMALLOC (a kmalloc class) or USL_CACHE_INTERNAL (sheaf
+ * structures: no sheaves, never merged). */
+enum usl_cache_kind { USL_CACHE_USER, USL_CACHE_KMALLOC, USL_CACHE_INTERNAL };
 USL_HIDDEN struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align,
                                                slab_flags_t flags, void (*ctor)(void *),
-                                               const struct kmem_cache_args *args, bool internal);
+                                               const struct kmem_cache_args *args, enum usl_cache_kind kind);
 USL_HIDDEN void usl_meta_free(void *p);
 /* Before the page provider grows: give back what caches hold beyond need (the
  * barns' surplus of full sheaves). Skipped if slab_mutex is busy. */

@@ -62,8 +62,8 @@ static __attribute__((noinline, cold)) bool kmalloc_create_caches(void)
 			unsigned int align = (size & (size - 1)) ? 8 : size;
 			if (align > usl_page_size)
 				align = (unsigned int)usl_page_size;
-			kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, SLAB_NO_MERGE, NULL, NULL,
-			                                     false);
+			kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL,
+			                                     USL_CACHE_KMALLOC);
 			ok = kmalloc_caches[i] != NULL;
 		}
 		if (ok)

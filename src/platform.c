@@ -163,6 +163,7 @@ static void read_options(void)
 	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
 	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
 	option_int("USLAB_SHEAVES", &usl_opt.sheaves, 0, 1);
+	option_int("USLAB_NOMERGE", &usl_opt.nomerge, 0, 1);
 	option_int("USLAB_DECAY_MS", &decay, 0, 3600 * 1000);
 	usl_opt.decay_ms = (unsigned int)decay;
 	if (usl_opt.min_order > usl_opt.max_order) {

@@ -772,7 +772,7 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 	}
 	void *obj = sh->objects[--sh->size];
 	if (gfp & __GFP_ZERO)
-		memset(obj, 0, s->object_size);
+		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
 }
 
@@ -890,7 +890,8 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 	if (!sheaf_class_cache[cls]) {
 		char name[32];
 		snprintf(name, sizeof(name), "uslab-sheaf-%u", sheaf_classes[cls]);
-		sheaf_class_cache[cls] = usl_cache_create(name, sheaf_classes[cls], 64, SLAB_NO_MERGE, NULL, NULL, true);
+		sheaf_class_cache[cls] = usl_cache_create(name, sheaf_classes[cls], 64, SLAB_NO_MERGE, NULL, NULL,
+		                                          USL_CACHE_INTERNAL);
 	}
 	s->sheaf_cache = sheaf_class_cache[cls];
 	pthread_mutex_unlock(&sheaf_classes_lock);

@@ -747,7 +747,7 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 	if (!obj && !s->sheaf_capacity)
 		obj = slab_alloc_slow(s, gfp);
 	if ((gfp & __GFP_ZERO) && obj)
-		memset(obj, 0, s->object_size);
+		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
 }
 
@@ -769,7 +769,7 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 {
 	void *obj = usl_sheaf_alloc(s, gfp);
 	if ((gfp & __GFP_ZERO) && obj)
-		memset(obj, 0, s->object_size);
+		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
 }
 
@@ -1033,7 +1033,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		return 0;
 	if (gfp & __GFP_ZERO)
 		for (size_t i = 0; i < nr; i++)
-			memset(p[i], 0, s->object_size);
+			memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return (int)nr;
 }
 
