@@ -443,5 +443,10 @@ USL_HIDDEN void usl_kmalloc_fork_unlock_inner(void);
 USL_HIDDEN void usl_kmalloc_fork_unlock(void);
 USL_HIDDEN void usl_kfree_bulk_nonslab(size_t nr, void **p);
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);   /* tests */
+USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);
+USL_HIDDEN size_t usl_kmalloc_huge_bytes(void);
+USL_HIDDEN size_t usl_kmalloc_huge_count(void);
+USL_HIDDEN void usl_kfree_as(const void *p, const char *fn);     /* reports name fn */
+USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 
 #endif /* USL_INTERNAL_H */

@@ -92,7 +92,7 @@ struct huge_entry {
 	size_t len;
 };
 static struct huge_entry *huge_tab;
-static size_t huge_cap, huge_used, huge_live;
+static size_t huge_cap, huge_used, huge_live, huge_bytes;
 static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
 #define HUGE_DELETED ((uintptr_t)1)
 
@@ -141,14 +141,28 @@ static bool huge_reserve(void)
 	return true;
 }
 
+static bool huge_record(void *p, size_t len);
+
 static void *huge_alloc(size_t size, gfp_t gfp)
 {
+	(void)gfp;
 	size_t len = USL_ALIGN(size, usl_page_size);
 	if (len < size)
 		return NULL;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	if (!huge_record(p, len)) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;                               /* fresh anonymous memory is zero */
+}
+
+/* Record the mapping [p, p + len) (len a page multiple); false if the table
+ * cannot grow. */
+static bool huge_record(void *p, size_t len)
+{
 	pthread_mutex_lock(&huge_lock);
 	bool ok = huge_reserve();
 	if (ok) {
@@ -159,14 +173,46 @@ static void *huge_alloc(size_t size, gfp_t gfp)
 			huge_used++;
 		huge_tab[i].addr = (uintptr_t)p;
 		huge_tab[i].len = len;
-		huge_live++;
+		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&huge_lock);
-	if (!ok) {
+	return ok;
+}
+
+/* A direct mapping of size bytes aligned to align (a power of two above the
+ * page size): map size + align, unmap the unaligned head and the tail. */
+void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp)
+{
+	(void)gfp;
+	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
+	if (align < usl_page_size)
+		align = usl_page_size;
+	if (len < size || len + align < len || len + align > PTRDIFF_MAX)
+		return NULL;
+	char *raw = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	char *p = (char *)USL_ALIGN((uintptr_t)raw, align);
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if (raw + len + align > p + len)
+		munmap(p + len, (size_t)(raw + len + align - (p + len)));
+	if (!huge_record(p, len)) {
 		munmap(p, len);
 		return NULL;
 	}
-	return p;                               /* fresh anonymous memory is zero */
+	return p;
+}
+
+size_t usl_kmalloc_huge_bytes(void)
+{
+	return __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
+}
+
+size_t usl_kmalloc_huge_count(void)
+{
+	return __atomic_load_n(&huge_live, __ATOMIC_RELAXED);
 }
 
 /* The length of the direct mapping starting at p, 0 if there is none. */
@@ -188,7 +234,8 @@ static bool huge_free(const void *p)
 	if (e) {
 		len = e->len;
 		e->addr = HUGE_DELETED;
-		huge_live--;
+		__atomic_store_n(&huge_live, huge_live - 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&huge_bytes, huge_bytes - len, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&huge_lock);
 	if (!e)
@@ -327,6 +374,12 @@ void *kcalloc(size_t n, size_t size, gfp_t gfp)
 
 void kfree(const void *p)
 {
+	usl_kfree_as(p, "kfree");
+}
+
+/* kfree, with reports naming fn (free() reports as "free"). */
+void usl_kfree_as(const void *p, const char *fn)
+{
 	if (ZERO_OR_NULL_PTR(p))
 		return;
 	uintptr_t off = (uintptr_t)p - usl_base;
@@ -342,16 +395,21 @@ void kfree(const void *p)
 	} else if (huge_free(p)) {
 		return;
 	}
-	report_bad("kfree", p);
+	report_bad(fn, p);
 }
 
 size_t ksize(const void *p)
+{
+	return usl_ksize_as(p, "ksize");
+}
+
+size_t usl_ksize_as(const void *p, const char *fn)
 {
 	if (ZERO_OR_NULL_PTR(p))
 		return 0;
 	struct what w = classify(p);
 	if (w.kind == K_BAD)
-		report_bad("ksize", p);
+		report_bad(fn, p);
 	return w.size;
 }
 

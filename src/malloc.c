@@ -1,0 +1,425 @@
+/* malloc.c - the malloc surface on the kmalloc family (built when
+ * USLAB_MALLOC_OVERRIDE is on): malloc, free, calloc, realloc, the aligned
+ * forms, malloc_usable_size, the C23 sized frees, the glibc extras, the
+ * __libc_* names and C++ operator new/delete. Takes no lock of its own; a
+ * thread re-entering malloc while uslab starts up is served from a static
+ * bootstrap area (nothing here calls dlsym or allocates during start-up). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MALLOC_ALIGN 16u                 /* glibc's guarantee on x86-64 */
+#define EXPORT __attribute__((visibility("default")))
+
+/* ===========================================================================
+ * Start-up: the first malloc creates the kmalloc classes, and whatever libc
+ * calls underneath (pthread_atfork, a report's stdio) may call malloc again on
+ * this thread. Such calls get memory from a static area that is never freed.
+ */
+static __thread int in_startup;
+static _Alignas(64) char boot_area[64 * 1024];
+static size_t boot_used;
+
+static bool is_boot(const void *p)
+{
+	return (const char *)p >= boot_area && (const char *)p < boot_area + sizeof(boot_area);
+}
+
+static void *boot_alloc(size_t size, size_t align)
+{
+	size_t cur = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start;
+	do {
+		start = USL_ALIGN(cur, align);
+		if (start + size > sizeof(boot_area) || start + size < start)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&boot_used, &cur, start + size, false, __ATOMIC_RELAXED,
+	                                      __ATOMIC_RELAXED));
+	return boot_area + start;            /* static storage: zero until written */
+}
+
+static int classes_ready;
+
+/* Before the first allocation: create the classes once, with re-entry served
+ * from the boot area. */
+static __attribute__((noinline, cold)) bool startup(void)
+{
+	in_startup = 1;
+	void *p = kmalloc(1, GFP_KERNEL | __GFP_NOWARN);  /* creates the classes */
+	kfree(p);
+	in_startup = 0;
+	if (p)
+		__atomic_store_n(&classes_ready, 1, __ATOMIC_RELEASE);
+	return p != NULL;
+}
+
+static inline bool ready(void)
+{
+	return usl_likely(__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) || (!in_startup && startup());
+}
+
+/* ===========================================================================
+ * The allocation core: size and alignment to a kmalloc block.
+ */
+
+/* Sizes up to 8 are served from kmalloc-16 (16-byte alignment). */
+static inline void *alloc_bytes(size_t n, gfp_t gfp)
+{
+	if (usl_unlikely(!ready()))
+		return in_startup ? boot_alloc(n ? n : 1, MALLOC_ALIGN) : NULL;
+	void *p = kmalloc(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
+	if (usl_unlikely(!p))
+		errno = ENOMEM;
+	return p;
+}
+
+/* align: a power of two. Power-of-two kmalloc classes and page blocks are
+ * naturally aligned, so a block of at least max(n, align) rounded up to a power
+ * of two is aligned; beyond the largest block, an aligned mapping. */
+static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
+{
+	if (align <= MALLOC_ALIGN)
+		return alloc_bytes(n, gfp);
+	if (usl_unlikely(!ready()))
+		return in_startup ? boot_alloc(n ? n : 1, align) : NULL;
+	size_t want = n > align ? n : align;
+	if (want > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p;
+	if (want <= (usl_page_size << USL_MAX_ORDER)) {
+		size_t pow2 = 1;
+		while (pow2 < want)
+			pow2 <<= 1;
+		p = kmalloc(pow2, gfp | __GFP_NOWARN);
+	} else {
+		p = usl_kmalloc_huge_aligned(n, align, gfp);
+	}
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+/* ===========================================================================
+ * The C and POSIX surface
+ */
+EXPORT void *malloc(size_t n)
+{
+	return alloc_bytes(n, GFP_KERNEL);
+}
+
+EXPORT void free(void *p)
+{
+	if (usl_unlikely(!p || is_boot(p)))
+		return;
+	int e = errno;                      /* free keeps errno (POSIX 2024) */
+	usl_kfree_as(p, "free");
+	errno = e;
+}
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_bytes(n, GFP_KERNEL | __GFP_ZERO);
+}
+
+/* The usable size of p (0 with a report for a pointer that is not ours). */
+static size_t usable(const void *p)
+{
+	if (is_boot(p))
+		return (size_t)(boot_area + sizeof(boot_area) - (const char *)p);
+	return usl_ksize_as(p, "malloc_usable_size/realloc");
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+	if (!p)
+		return malloc(n);
+	if (!n) {                            /* glibc: frees and returns NULL */
+		free(p);
+		return NULL;
+	}
+	size_t old = usable(p);
+	if (!old)
+		return NULL;                     /* reported by ksize; errno untouched */
+	/* In place while it fits and the block is not more than twice too big
+	 * (a shrink to a much smaller size moves, so memory is given back). */
+	if (n <= old && (n > old / 2 || old <= 2 * MALLOC_ALIGN) && !is_boot(p))
+		return p;
+	void *q = malloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	free(p);
+	return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(nmemb, size, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, n);
+}
+
+EXPORT int posix_memalign(void **memptr, size_t align, size_t n)
+{
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	int e = errno;
+	void *p = alloc_aligned(align, n, GFP_KERNEL);
+	errno = e;                           /* the result is the return value */
+	if (!p)
+		return ENOMEM;
+	*memptr = p;
+	return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return alloc_aligned(align, n, GFP_KERNEL);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	if (align & (align - 1)) {           /* glibc rounds up to a power of two */
+		size_t a = 1;
+		while (a && a < align)
+			a <<= 1;
+		if (!a) {
+			errno = EINVAL;
+			return NULL;
+		}
+		align = a;
+	}
+	return alloc_aligned(align ? align : 1, n, GFP_KERNEL);
+}
+
+EXPORT void *valloc(size_t n)
+{
+	return alloc_aligned(usl_page_size ? usl_page_size : 4096, n, GFP_KERNEL);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	size_t r = USL_ALIGN(n ? n : 1, ps);
+	if (r < n) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_aligned(ps, r, GFP_KERNEL);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	return p ? usable(p) : 0;
+}
+
+EXPORT void free_sized(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+	(void)align;
+	(void)size;
+	free(p);
+}
+
+EXPORT void cfree(void *p)
+{
+	free(p);
+}
+
+/* ---- glibc's extras ---- */
+
+EXPORT int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return uslab_release_free_memory() > 0;
+}
+
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct mallinfo2 mi;
+	size_t committed = 0, dirty = 0, clean = 0;
+
+	memset(&mi, 0, sizeof(mi));
+	usl_ensure_init();
+	usl_pages_stats(&committed, &dirty, &clean);
+	mi.arena = committed;                               /* address space committed */
+	mi.fordblks = dirty + clean;                        /* free in the page provider */
+	mi.uordblks = committed - dirty - clean;            /* in slabs and large blocks */
+	mi.keepcost = clean;                                /* already given back */
+	mi.hblkhd = usl_kmalloc_huge_bytes();               /* direct mappings */
+	mi.hblks = usl_kmalloc_huge_count();
+	return mi;
+}
+
+EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo mi;
+	memset(&mi, 0, sizeof(mi));
+	mi.arena = (int)m2.arena;
+	mi.fordblks = (int)m2.fordblks;
+	mi.uordblks = (int)m2.uordblks;
+	mi.keepcost = (int)m2.keepcost;
+	mi.hblkhd = (int)m2.hblkhd;
+	mi.hblks = (int)m2.hblks;
+	return mi;
+}
+
+EXPORT void malloc_stats(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	fprintf(stderr, "uslab: committed %zu bytes, in use %zu, free %zu (%zu returned to the OS), "
+	        "%zu bytes in %zu direct mappings\n", mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblkhd,
+	        mi.hblks);
+}
+
+EXPORT int malloc_info(int options, FILE *fp)
+{
+	if (options != 0 || !fp) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct mallinfo2 mi = mallinfo2();
+	fprintf(fp, "<malloc version=\"uslab-1\">\n<total type=\"committed\" size=\"%zu\"/>\n"
+	        "<total type=\"inuse\" size=\"%zu\"/>\n<total type=\"free\" size=\"%zu\"/>\n"
+	        "<total type=\"returned\" size=\"%zu\"/>\n<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n</malloc>\n",
+	        mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblks, mi.hblkhd);
+	return 0;
+}
+
+EXPORT int mallopt(int param, int value)
+{
+	(void)param;
+	(void)value;
+	return 1;                            /* accepted; uslab has no such knobs */
+}
+
+/* ---- glibc's internal names (static linking, and programs that call them) ---- */
+/* Wrappers rather than aliases: glibc's declarations carry attributes an alias
+ * would have to repeat. */
+#define LIBC_NAME(sym, ret, params, call) \
+	EXPORT ret usl_libc_##sym params __asm__(#sym); \
+	ret usl_libc_##sym params { return call; }
+LIBC_NAME(__libc_malloc, void *, (size_t n), malloc(n))
+LIBC_NAME(__libc_free, void, (void *p), free(p))
+LIBC_NAME(__libc_calloc, void *, (size_t a, size_t b), calloc(a, b))
+LIBC_NAME(__libc_realloc, void *, (void *p, size_t n), realloc(p, n))
+LIBC_NAME(__libc_memalign, void *, (size_t a, size_t n), memalign(a, n))
+LIBC_NAME(__libc_valloc, void *, (size_t n), valloc(n))
+LIBC_NAME(__libc_pvalloc, void *, (size_t n), pvalloc(n))
+LIBC_NAME(__libc_cfree, void, (void *p), free(p))
+LIBC_NAME(__posix_memalign, int, (void **r, size_t a, size_t n), posix_memalign(r, a, n))
+
+/* ===========================================================================
+ * C++ operator new and delete, defined here under their mangled names so that
+ * libuslab needs no C++ runtime. The throwing forms call the program's new
+ * handler and throw std::bad_alloc through libstdc++ (weak references: a C
+ * program without libstdc++ never throws; it aborts with a message instead).
+ */
+typedef void (*new_handler_fn)(void);
+extern new_handler_fn usl_cxx_get_new_handler(void) __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
+extern void usl_cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv") __attribute__((weak, noreturn));
+
+static __attribute__((noinline, cold)) void *new_failed(size_t align, size_t n)
+{
+	for (;;) {
+		new_handler_fn h = usl_cxx_get_new_handler ? usl_cxx_get_new_handler() : NULL;
+		if (!h) {
+			if (usl_cxx_throw_bad_alloc)
+				usl_cxx_throw_bad_alloc();
+			usl_report(USLAB_ERR_NOMEM, "operator new(%zu): out of memory and no C++ runtime to throw; aborting", n);
+			abort();
+		}
+		h();
+		void *p = align > MALLOC_ALIGN ? alloc_aligned(align, n, GFP_KERNEL) : alloc_bytes(n, GFP_KERNEL);
+		if (p)
+			return p;
+	}
+}
+
+static inline void *op_new(size_t n)
+{
+	void *p = alloc_bytes(n, GFP_KERNEL);
+	return usl_likely(p != NULL) ? p : new_failed(0, n);
+}
+
+static inline void *op_new_aligned(size_t n, size_t align)
+{
+	void *p = alloc_aligned(align, n, GFP_KERNEL);
+	return usl_likely(p != NULL) ? p : new_failed(align, n);
+}
+
+static void *op_new_nothrow(size_t n)
+{
+	return alloc_bytes(n, GFP_KERNEL);
+}
+
+static void *op_new_aligned_nothrow(size_t n, size_t align)
+{
+	return alloc_aligned(align, n, GFP_KERNEL);
+}
+
+static void op_delete(void *p)
+{
+	free(p);
+}
+
+#define CXX(sym, fn, ret, args) \
+	EXPORT ret usl_cxx_##sym args __asm__(#sym) __attribute__((alias(#fn)))
+/* new: (size), (size, nothrow), (size, align), (size, align, nothrow); [] alike. */
+static void *op_new_1(size_t n) { return op_new(n); }
+static void *op_new_2(size_t n, const void *nt) { (void)nt; return op_new_nothrow(n); }
+static void *op_new_3(size_t n, size_t al) { return op_new_aligned(n, al); }
+static void *op_new_4(size_t n, size_t al, const void *nt) { (void)nt; return op_new_aligned_nothrow(n, al); }
+/* delete: (p), (p, size), (p, align), (p, size, align), (p, nothrow), (p, align, nothrow). */
+static void op_del_1(void *p) { op_delete(p); }
+static void op_del_2(void *p, size_t x) { (void)x; op_delete(p); }
+static void op_del_3(void *p, size_t x, size_t y) { (void)x; (void)y; op_delete(p); }
+static void op_del_nt(void *p, const void *nt) { (void)nt; op_delete(p); }
+static void op_del_al_nt(void *p, size_t al, const void *nt) { (void)al; (void)nt; op_delete(p); }
+CXX(_Znwm, op_new_1, void *, (size_t));
+CXX(_Znam, op_new_1, void *, (size_t));
+CXX(_ZnwmRKSt9nothrow_t, op_new_2, void *, (size_t, const void *));
+CXX(_ZnamRKSt9nothrow_t, op_new_2, void *, (size_t, const void *));
+CXX(_ZnwmSt11align_val_t, op_new_3, void *, (size_t, size_t));
+CXX(_ZnamSt11align_val_t, op_new_3, void *, (size_t, size_t));
+CXX(_ZnwmSt11align_val_tRKSt9nothrow_t, op_new_4, void *, (size_t, size_t, const void *));
+CXX(_ZnamSt11align_val_tRKSt9nothrow_t, op_new_4, void *, (size_t, size_t, const void *));
+CXX(_ZdlPv, op_del_1, void, (void *));
+CXX(_ZdaPv, op_del_1, void, (void *));
+CXX(_ZdlPvm, op_del_2, void, (void *, size_t));
+CXX(_ZdaPvm, op_del_2, void, (void *, size_t));
+CXX(_ZdlPvSt11align_val_t, op_del_2, void, (void *, size_t));
+CXX(_ZdaPvSt11align_val_t, op_del_2, void, (void *, size_t));
+CXX(_ZdlPvmSt11align_val_t, op_del_3, void, (void *, size_t, size_t));
+CXX(_ZdaPvmSt11align_val_t, op_del_3, void, (void *, size_t, size_t));
+CXX(_ZdlPvRKSt9nothrow_t, op_del_nt, void, (void *, const void *));
+CXX(_ZdaPvRKSt9nothrow_t, op_del_nt, void, (void *, const void *));
+CXX(_ZdlPvSt11align_val_tRKSt9nothrow_t, op_del_al_nt, void, (void *, size_t, const void *));
+CXX(_ZdaPvSt11align_val_tRKSt9nothrow_t, op_del_al_nt, void, (void *, size_t, const void *));

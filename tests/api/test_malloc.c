@@ -1,0 +1,270 @@
+/* test_malloc.c - the drop-in malloc, linked statically (-luslab puts the program
+ * on uslab): glibc's rules for every entry point (malloc(0), errno, overflow,
+ * alignment up to 1 GiB, posix_memalign's failures, realloc), foreign frees
+ * reported and ignored, memory given back (malloc_trim, mallinfo2), fork while
+ * other threads allocate, and threads that exit with blocks freed elsewhere. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "internal.h"
+
+/* A block is uslab's when the page map or the mapping table knows it. */
+static bool ours(void *p)
+{
+	return p && usl_ksize_as(p, "test") > 0;
+}
+
+static bool all_bytes(const void *p, int c, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)c)
+			return false;
+	return true;
+}
+
+/* Through a volatile pointer, so the compiler cannot fold malloc/free pairs
+ * or reason about sizes. */
+static void *(*volatile vmalloc)(size_t) = malloc;
+static void *(*volatile vcalloc)(size_t, size_t) = calloc;
+static void *(*volatile vrealloc)(void *, size_t) = realloc;
+static void *(*volatile vreallocarray)(void *, size_t, size_t) = reallocarray;
+static void (*volatile vfree)(void *) = free;
+
+static void test_basics(void)
+{
+	unsigned long errs = uslab_error_count();
+	void *a = vmalloc(0), *b = vmalloc(0);
+	CHECK(a && b && a != b);               /* unique pointers */
+	CHECK(ours(a) && ours(b));
+	free(a);
+	free(b);
+	for (size_t n = 1; n <= 70000; n = n * 3 / 2 + 1) {
+		char *p = vmalloc(n);
+		CHECK(p && ((uintptr_t)p % 16) == 0);
+		CHECK(malloc_usable_size(p) >= n);
+		memset(p, 0x77, malloc_usable_size(p));
+		free(p);
+	}
+	CHECK_EQ(malloc_usable_size(NULL), 0);
+
+	/* free keeps errno; so does free(NULL). */
+	errno = 1234;
+	free(vmalloc(100));
+	free(NULL);
+	CHECK_EQ(errno, 1234);
+
+	/* calloc: zeroed, overflow is ENOMEM. */
+	char *c = vmalloc(4000);
+	memset(c, 0xee, 4000);
+	free(c);
+	c = calloc(1000, 4);
+	CHECK(c && all_bytes(c, 0, 4000));
+	free(c);
+	errno = 0;
+	CHECK(vcalloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(vreallocarray(NULL, SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(vmalloc(SIZE_MAX) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(vmalloc((size_t)PTRDIFF_MAX + 1) == NULL && errno == ENOMEM);
+	CHECK_EQ(uslab_error_count(), errs);   /* failures are not reports */
+}
+
+static void test_realloc(void)
+{
+	char *p = realloc(NULL, 100);
+	CHECK(p != NULL);
+	memset(p, 'a', 100);
+	char *q = realloc(p, 90);                /* shrink within the class: in place */
+	CHECK(q == p);
+	q = realloc(p, 5000);
+	CHECK(q && all_bytes(q, 'a', 90));
+	p = q;
+	q = realloc(p, 4500);                    /* in place: more than half of 8 KiB used */
+	CHECK(q == p);
+	q = realloc(p, 100);                     /* far smaller: moves, memory given back */
+	CHECK(q && all_bytes(q, 'a', 90) && malloc_usable_size(q) < 1000);
+	p = q;
+	q = realloc(p, 3u << 20);                /* to a large block and beyond */
+	CHECK(q && all_bytes(q, 'a', 90));
+	p = realloc(q, 9u << 20);
+	CHECK(p && all_bytes(p, 'a', 90));
+	errno = 0;
+	CHECK(vrealloc(p, SIZE_MAX) == NULL && errno == ENOMEM);  /* p untouched */
+	CHECK(all_bytes(p, 'a', 90));
+	CHECK(realloc(p, 0) == NULL);            /* glibc: frees */
+	p = reallocarray(NULL, 10, 10);
+	CHECK(p && malloc_usable_size(p) >= 100);
+	free(p);
+}
+
+static void test_aligned(void)
+{
+	for (size_t al = 1; al <= ((size_t)1 << 30); al <<= 1) {
+		void *p = (void *)0x1;
+		int r = posix_memalign(&p, al < sizeof(void *) ? sizeof(void *) : al, 100);
+		size_t a = al < sizeof(void *) ? sizeof(void *) : al;
+		CHECK(r == 0 && p && ((uintptr_t)p % a) == 0);
+		if (!r) {
+			memset(p, 1, 100);
+			free(p);
+		}
+		void *q = aligned_alloc(al, al > 1000 ? 3 * al / 2 : 1000);
+		CHECK(q && ((uintptr_t)q % al) == 0);
+		free(q);
+	}
+	/* posix_memalign: EINVAL for a bad alignment, the pointer left alone;
+	 * ENOMEM for an impossible size; errno untouched either way. */
+	void *keep = (void *)0x1234;
+	errno = 77;
+	CHECK_EQ(posix_memalign(&keep, 24, 10), EINVAL);
+	CHECK_EQ(posix_memalign(&keep, 4, 10), EINVAL);
+	CHECK_EQ(posix_memalign(&keep, 0, 10), EINVAL);
+	CHECK_EQ(posix_memalign(&keep, 64, SIZE_MAX - 10), ENOMEM);
+	CHECK(keep == (void *)0x1234 && errno == 77);
+	errno = 0;
+	CHECK(aligned_alloc(24, 48) == NULL && errno == EINVAL);
+	void *m = memalign(48, 100);             /* glibc: rounded up to 64 */
+	CHECK(m && ((uintptr_t)m % 64) == 0);
+	free(m);
+	long ps = sysconf(_SC_PAGESIZE);
+	void *v = valloc(10), *pv = pvalloc(10);
+	CHECK(v && pv && ((uintptr_t)v % (uintptr_t)ps) == 0 && ((uintptr_t)pv % (uintptr_t)ps) == 0);
+	CHECK(malloc_usable_size(pv) >= (size_t)ps);
+	free(v);
+	free(pv);
+}
+
+static void test_foreign_and_trim(void)
+{
+	capture_reports();
+	char stack[32];
+	unsigned long fo = reports(USLAB_ERR_FOREIGN), no = reports(USLAB_ERR_NOT_OBJECT);
+	errno = 5;
+	vfree(stack);                            /* reported once, ignored */
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 1);
+	CHECK(strstr(last_report, "free") != NULL);
+	CHECK_EQ(errno, 5);
+	char *p = vmalloc(64);
+	vfree(p + 16);                           /* inside a block: not freed */
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 1);
+	memset(p, 3, 64);
+	free(p);
+	uslab_set_report_handler(NULL, NULL);
+
+	/* A large working set, freed: malloc_trim gives it back, and mallinfo2
+	 * says so. */
+	enum { N = 4000 };
+	static void *v[N];
+	for (int i = 0; i < N; i++) {
+		v[i] = vmalloc(i % 2 ? 5000 : 300);
+		memset(v[i], 1, i % 2 ? 5000 : 300);
+	}
+	struct mallinfo2 full = mallinfo2();
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	CHECK_EQ(malloc_trim(0), 1);
+	struct mallinfo2 after = mallinfo2();
+	CHECK(full.uordblks > after.uordblks + 10u * 1000 * 1000);
+	CHECK(after.keepcost > 10u * 1000 * 1000);   /* returned to the OS */
+	CHECK_EQ(mallopt(M_ARENA_MAX, 1), 1);
+}
+
+/* Threads allocate while the main thread forks; each child allocates and
+ * frees with every size class and exits 0 if all went well. */
+static volatile int stop_threads;
+static void *churn(void *arg)
+{
+	unsigned x = (unsigned)(uintptr_t)arg;
+	void *keep[64] = { 0 };
+	while (!stop_threads) {
+		x = x * 1103515245u + 12345u;
+		unsigned i = (x >> 8) % 64;
+		free(keep[i]);
+		keep[i] = vmalloc((x >> 16) % 20000);
+	}
+	for (int i = 0; i < 64; i++)
+		free(keep[i]);
+	return NULL;
+}
+
+static void test_fork(void)
+{
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1));
+	int ok = 0;
+	for (int k = 0; k < 100; k++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			void *v[100];
+			for (int i = 0; i < 100; i++)
+				v[i] = vmalloc((size_t)i * 97);
+			for (int i = 0; i < 100; i++)
+				free(v[i]);
+			pthread_t ct;
+			pthread_create(&ct, NULL, churn, (void *)7);
+			stop_threads = 1;
+			pthread_join(ct, NULL);
+			_exit(0);
+		}
+		int st;
+		if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+	}
+	stop_threads = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(ok, 100);
+}
+
+/* Threads allocate and exit; their blocks are freed by the main thread. */
+static void *alloc_and_exit(void *arg)
+{
+	void **out = arg;
+	for (int i = 0; i < 100; i++) {
+		out[i] = vmalloc(16 + (size_t)i * 41);
+		memset(out[i], i, 16);
+	}
+	return NULL;
+}
+
+static void test_thread_exit(void)
+{
+	static void *blocks[32][100];
+	bool good = true;
+	for (int r = 0; r < 4; r++) {
+		pthread_t t[32];
+		for (int i = 0; i < 32; i++)
+			pthread_create(&t[i], NULL, alloc_and_exit, blocks[i]);
+		for (int i = 0; i < 32; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 32; i++)
+			for (int j = 0; j < 100; j++) {
+				good &= all_bytes(blocks[i][j], j, 16);
+				free(blocks[i][j]);
+			}
+	}
+	CHECK(good);
+}
+
+int main(void)
+{
+	unsigned long errs = uslab_error_count();
+	test_basics();
+	test_realloc();
+	test_aligned();
+	test_fork();
+	test_thread_exit();
+	CHECK_EQ(uslab_error_count(), errs);       /* nothing so far was reported */
+	test_foreign_and_trim();
+	return test_summary();
+}
