@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh - install what uslab needs on Debian, only if missing: the build tools,
-# clang with its sanitizer runtimes, valgrind and pkg-config (tests), and the peer
+# clang with its sanitizer runtimes, valgrind, pkg-config, g++ and the programs
+# run under LD_PRELOAD (tests), and the peer
 # allocators the benchmarks run against. Nothing else is downloaded.
 set -euo pipefail
 pkgs=()
@@ -10,6 +11,12 @@ command -v cc >/dev/null || pkgs+=(gcc)
 command -v clang >/dev/null || pkgs+=(clang)
 command -v valgrind >/dev/null || pkgs+=(valgrind)
 command -v pkg-config >/dev/null || pkgs+=(pkg-config)
+# The C++ test, and the real programs run under LD_PRELOAD.
+command -v g++ >/dev/null || pkgs+=(g++)
+command -v python3 >/dev/null || pkgs+=(python3)
+command -v sqlite3 >/dev/null || pkgs+=(sqlite3)
+command -v git >/dev/null || pkgs+=(git)
+command -v perl >/dev/null || pkgs+=(perl)
 [ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.tsan-x86_64.a ] || \
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a >/dev/null 2>&1 || pkgs+=(libclang-rt-14-dev)
 lib=/usr/lib/x86_64-linux-gnu
