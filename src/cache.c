@@ -316,6 +316,25 @@ void usl_cache_reclaim(void)
 	pthread_mutex_unlock(&slab_mutex);
 }
 
+static uint64_t next_sweep_ms;
+static __thread unsigned int tick_calls;
+
+void usl_decay_tick(void)
+{
+	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
+		return;                          /* the clock is read every 16 slow paths */
+	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
+	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
+	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	if (pthread_mutex_trylock(&slab_mutex) != 0)
+		return;
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
+		usl_sheaf_decay(usl_container_of(it, struct kmem_cache, list), now);
+	pthread_mutex_unlock(&slab_mutex);
+	usl_pages_purge(false);
+}
+
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its
  * empty slabs freed, then every free page returned to the OS. */
 size_t uslab_release_free_memory(void)

@@ -408,6 +408,7 @@ struct usl_sheaf_counts {
 	unsigned long cpu_sheaves, cpu_objects, barn_full, barn_empty, barn_objects;
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
+USL_HIDDEN void usl_sheaf_decay(struct kmem_cache *s, uint64_t now);  /* usl_decay_tick's sweep */
 
 /* Slab states, for tests and introspection (a snapshot, racy under load). */
 struct usl_state_counts {
@@ -432,6 +433,12 @@ USL_HIDDEN void usl_meta_free(void *p);
 /* Before the page provider grows: give back what caches hold beyond need (the
  * barns' surplus of full sheaves). Skipped if slab_mutex is busy. */
 USL_HIDDEN void usl_cache_reclaim(void);
+/* Called by slow paths: at most every half decay interval (USLAB_DECAY_MS), one
+ * caller sweeps every cache (barn surplus unused for an interval back to slabs)
+ * and the page provider (free blocks older than the interval to the OS). There
+ * is no background thread: a process that makes no slow-path call keeps its
+ * memory until malloc_trim / uslab_release_free_memory. */
+USL_HIDDEN void usl_decay_tick(void);
 
 /* ---------------------------------------------------------------------------
  * kmalloc.c: the kmalloc family. Locks: kmalloc_lock (outermost: creating the

@@ -116,12 +116,18 @@ EXPORT void *malloc(size_t n)
 	return alloc_bytes(n, GFP_KERNEL);
 }
 
+/* Every 256th free on a thread also ticks the decay clock, so a program whose
+ * frees all take fast paths still gives memory back (usl_decay_tick). */
+static __thread unsigned int free_calls;
+
 EXPORT void free(void *p)
 {
 	if (usl_unlikely(!p || is_boot(p)))
 		return;
 	int e = errno;                      /* free keeps errno (POSIX 2024) */
 	usl_kfree_as(p, "free");
+	if (usl_unlikely(!(++free_calls % 256)))
+		usl_decay_tick();
 	errno = e;
 }
 

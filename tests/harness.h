@@ -60,14 +60,4 @@ static inline unsigned long reports(enum uslab_error kind)
 	return __atomic_load_n(&reports_by_kind[kind & 15], __ATOMIC_RELAXED);
 }
 
-/* Tests count objects, slabs and sheaves per cache, so they want their caches
- * distinct: as the kernel's slub_kunit creates its caches with SLAB_NO_MERGE,
- * the harness turns cache merging off before uslab reads its options (at its
- * first call), unless the test's environment sets USLAB_NOMERGE. test_merge
- * and the ".merge" stress variants run with merging on. */
-__attribute__((constructor)) static void harness_nomerge(void)
-{
-	setenv("USLAB_NOMERGE", "1", 0);
-}
-
 #endif

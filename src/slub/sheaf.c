@@ -5,6 +5,7 @@
  * with no lock of this file held. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,27 +158,32 @@ static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct 
  * decay interval, moved (at most 64 a call) to *out. The count is what the low-
  * water mark says; which sheaves go does not matter (a stack keeps a push or pop
  * to the one sheaf it moves), so they are taken from the top. */
-static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
+/* max: how many to move at most (the rest at the next check). */
+static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
+                                  struct usl_list *out)
 {
-	unsigned int excess;
-
-	if (usl_opt.decay_ms == 0) {
-		excess = barn->nr_full - s->barn_max_full;
-	} else {
-		if (++barn->puts % 16)
-			return;          /* read the clock every 16 puts above the level */
-		uint64_t now = usl_now_ms();
-		if (now - barn->last_decay < usl_opt.decay_ms)
-			return;
-		unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
-		excess = low > s->barn_max_full ? low - s->barn_max_full : 0;
-		if (excess > 64)
-			excess = 64;     /* the rest at the next put */
-		else
-			barn->last_decay = now;
-	}
+	if (now - barn->last_decay < usl_opt.decay_ms)
+		return;
+	unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
+	unsigned int excess = low > s->barn_max_full ? low - s->barn_max_full : 0;
+	if (excess > max)
+		excess = max;
+	else
+		barn->last_decay = now;
 	barn_take_full_locked(barn, excess, out);
 	barn->low_full = barn->high_full = barn->nr_full;
+}
+
+static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
+{
+	if (usl_opt.decay_ms == 0) {
+		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, out);
+		barn->low_full = barn->high_full = barn->nr_full;
+		return;
+	}
+	if (++barn->puts % 16)
+		return;          /* read the clock every 16 puts above the level */
+	barn_decay_due_locked(s, barn, usl_now_ms(), 64, out);   /* bounded: a put pays for it */
 }
 
 static void flush_list(struct kmem_cache *s, struct usl_list *list);
@@ -428,6 +434,7 @@ void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 		obj = usl_slub_alloc(s, gfp);
 	}
 	pcs_put(s, &b);
+	usl_decay_tick();
 	return obj;
 }
 
@@ -472,6 +479,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 	else
 		usl_slub_free(s, usl_virt_to_slab(x), x);   /* no memory for a sheaf: straight to the slab */
 	pcs_put(s, &b);
+	usl_decay_tick();
 }
 
 /* ===========================================================================
@@ -625,6 +633,22 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level goes back to slabs now, used recently or not. */
+/* The periodic sweep (usl_decay_tick): the surplus that stayed unused for a
+ * decay interval goes back to slabs even if this cache's barn is not visited. */
+void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
+{
+	struct usl_barn *barn = get_barn(s);
+	struct usl_list out;
+
+	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
+		return;
+	usl_list_init(&out);
+	usl_spin_lock(&barn->lock);
+	barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
+	usl_spin_unlock(&barn->lock);
+	flush_list(s, &out);
+}
+
 void usl_sheaf_trim_barn(struct kmem_cache *s)
 {
 	struct usl_barn *barn = get_barn(s);

@@ -178,6 +178,57 @@ static void test_foreign_and_trim(void)
 	CHECK_EQ(mallopt(M_ARENA_MAX, 1), 1);
 }
 
+/* Resident set in KiB. */
+static long rss_kib(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A working set of about 64 MiB in mixed sizes, freed; then the resident set
+ * must fall back: at once with malloc_trim(0), or (decay) within a few decay
+ * intervals (ctest sets USLAB_DECAY_MS=100) of light malloc/free traffic. */
+static void test_rss(bool decay)
+{
+	enum { N = 16000 };
+	static void *v[N];
+	long before = rss_kib();
+	for (int i = 0; i < N; i++) {
+		size_t n = 256 + (size_t)(i * 7919) % 8000;
+		v[i] = vmalloc(n);
+		memset(v[i], 1, n);
+	}
+	long full = rss_kib();
+	CHECK(full - before > 48 * 1024);
+	for (int i = 0; i < N; i++)
+		vfree(v[i]);
+	long after;
+	if (!decay) {
+		malloc_trim(0);
+		after = rss_kib();
+	} else {
+		/* No background thread: the program keeps calling. Up to 5 s. */
+		for (int k = 0; k < 100; k++) {
+			for (int j = 0; j < 20000; j++)
+				vfree(vmalloc(64 + (size_t)j % 512));
+			after = rss_kib();
+			if (after - before < (full - before) / 10)
+				break;
+			usleep(50 * 1000);
+		}
+	}
+	/* Within a tenth of the working set of where it started. */
+	if (after - before >= (full - before) / 10)
+		fprintf(stderr, "  rss %ld KiB before, %ld full, %ld after\n", before, full, after);
+	CHECK(after - before < (full - before) / 10);
+}
+
 /* Threads allocate while the main thread forks; each child allocates and
  * frees with every size class and exits 0 if all went well. */
 static volatile int stop_threads;
@@ -256,8 +307,12 @@ static void test_thread_exit(void)
 	CHECK(good);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "decay")) {
+		test_rss(true);
+		return test_summary();
+	}
 	unsigned long errs = uslab_error_count();
 	test_basics();
 	test_realloc();
@@ -266,5 +321,6 @@ int main(void)
 	test_thread_exit();
 	CHECK_EQ(uslab_error_count(), errs);       /* nothing so far was reported */
 	test_foreign_and_trim();
+	test_rss(false);
 	return test_summary();
 }

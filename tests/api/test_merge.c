@@ -14,14 +14,16 @@ static void ctor(void *p) { *(int *)p = 7; }
 
 int main(int argc, char **argv)
 {
+	/* ctest sets USLAB_NOMERGE to match the argument (setenv here would be too
+	 * late: it allocates, and with the malloc override that starts uslab). */
 	merging = !(argc > 1 && !strcmp(argv[1], "nomerge"));
-	setenv("USLAB_NOMERGE", merging ? "0" : "1", 1);   /* before the first uslab call */
 	capture_reports();
 
 	struct kmem_cache *a = kmem_cache_create("m-a", 64, 0, 0, NULL);
 	struct kmem_cache *b = kmem_cache_create("m-b", 60, 0, 0, NULL);      /* 64 after word rounding */
 	struct kmem_cache *h = kmem_cache_create("m-h", 64, 0, SLAB_HWCACHE_ALIGN, NULL);
 	CHECK(a && b && h);
+	CHECK_EQ(usl_opt.nomerge, merging ? 0 : 1);   /* options are read by the first call */
 	CHECK_MERGED(a, b);
 	CHECK_MERGED(a, h);
 	CHECK_EQ(a->refcount, merging ? 3 : 1);
