@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # bench.sh - the main job: build uslab (Release) and run the seed benchmarks
-# against glibc, jemalloc, tcmalloc and mimalloc. Extra arguments go to
-# uslab-bench (e.g. "single --runs 5").
+# against glibc, jemalloc, tcmalloc and mimalloc (uslab-bench), then the malloc
+# workloads and real programs under LD_PRELOAD (uslab-mbench). Extra arguments
+# go to uslab-bench alone (e.g. "single --runs 5"); "malloc ..." runs only
+# uslab-mbench with the rest (e.g. "malloc larson --runs 3").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release
-exec build/release/bench/uslab-bench "$@"
+if [ "${1:-}" = "malloc" ]; then
+  shift
+  exec build/release/bench/uslab-mbench "$@"
+fi
+build/release/bench/uslab-bench "$@"
+if [ $# -eq 0 ] || [ "$1" = "all" ]; then
+  build/release/bench/uslab-mbench
+fi

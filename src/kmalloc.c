@@ -240,7 +240,9 @@ static bool huge_free(const void *p)
 	pthread_mutex_unlock(&huge_lock);
 	if (!e)
 		return false;
+	int saved_errno = errno;            /* free() must keep errno */
 	munmap((void *)p, len);
+	errno = saved_errno;
 	return true;
 }
 

@@ -124,11 +124,11 @@ EXPORT void free(void *p)
 {
 	if (usl_unlikely(!p || is_boot(p)))
 		return;
-	int e = errno;                      /* free keeps errno (POSIX 2024) */
+	/* free keeps errno (POSIX 2024): the paths below that make system calls
+	 * (munmap of a mapping, madvise in a purge) save and restore it. */
 	usl_kfree_as(p, "free");
 	if (usl_unlikely(!(++free_calls % 256)))
 		usl_decay_tick();
-	errno = e;
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size)

@@ -198,9 +198,11 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	return usl_slab_address(e);
 }
 
+/* Keeps errno: free() may end here, and free must not change it. */
 static size_t purge_locked(bool all, uint64_t now)
 {
 	size_t bytes = 0;
+	int saved_errno = errno;
 
 	for (int k = 0; k <= USL_MAX_ORDER; k++) {
 		struct usl_list *it;
@@ -217,6 +219,7 @@ static size_t purge_locked(bool all, uint64_t now)
 			}
 		}
 	}
+	errno = saved_errno;
 	return bytes;
 }
 

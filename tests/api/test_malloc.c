@@ -58,6 +58,8 @@ static void test_basics(void)
 	errno = 1234;
 	free(vmalloc(100));
 	free(NULL);
+	free(vmalloc(100000));                 /* a page block */
+	free(vmalloc(64u << 20));              /* a mapping: munmap inside */
 	CHECK_EQ(errno, 1234);
 
 	/* calloc: zeroed, overflow is ENOMEM. */

@@ -1,0 +1,510 @@
+/* mbench.c - uslab-mbench: malloc workloads of the kind mimalloc-bench runs
+ * (written here), and real programs, each run under uslab (LD_PRELOAD of
+ * libuslab.so), glibc, jemalloc, tcmalloc and mimalloc in one invocation:
+ * wall time and peak RSS, medians of interleaved runs, ratios against the
+ * best peer (time) and glibc (RSS).
+ * Usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]
+ * Not a test: timings never decide pass or fail. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef USLAB_SO_PATH
+#define USLAB_SO_PATH "libuslab.so"
+#endif
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long rss_kib(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static inline uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Called through pointers, so no compiler folds a malloc/free pair. */
+static void *(*volatile vmalloc)(size_t) = malloc;
+static void (*volatile vfree)(void *) = free;
+static void *(*volatile vrealloc)(void *, size_t) = realloc;
+
+static int quick;
+#define NTHREADS 4   /* more threads than this machine's 2 CPUs */
+
+/* ---------------------------------------------------------------- larson */
+/* Each thread replaces random slots of its array (free, then malloc of a
+ * random size of 16..512 bytes, first bytes written); every ROUND operations
+ * it swaps arrays with the shared exchange, so its next frees are of blocks
+ * another thread allocated (larson's "server" handing connections over). */
+enum { LARSON_SLOTS = 1000, LARSON_ROUND = 20000 };
+static void **larson_exchange[NTHREADS];
+static long larson_ops;
+
+static void *larson_thread(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
+	void **slots = calloc(LARSON_SLOTS, sizeof(void *));
+	for (long op = 0; op < larson_ops; op++) {
+		size_t i = xorshift(&x) % LARSON_SLOTS;
+		vfree(slots[i]);
+		size_t n = 16 + xorshift(&x) % 497;
+		char *p = vmalloc(n);
+		p[0] = (char)op;
+		p[n - 1] = (char)id;
+		slots[i] = p;
+		if (op % LARSON_ROUND == LARSON_ROUND - 1)
+			slots = __atomic_exchange_n(&larson_exchange[(id + 1) % NTHREADS], slots, __ATOMIC_ACQ_REL);
+	}
+	for (size_t i = 0; i < LARSON_SLOTS; i++)
+		vfree(slots[i]);
+	free(slots);
+	return NULL;
+}
+
+static void larson(void)
+{
+	pthread_t t[NTHREADS];
+	larson_ops = quick ? 500000 : 2500000;
+	for (int i = 0; i < NTHREADS; i++)
+		larson_exchange[i] = calloc(LARSON_SLOTS, sizeof(void *));
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, larson_thread, (void *)(intptr_t)i);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < NTHREADS; i++) {
+		for (size_t j = 0; j < LARSON_SLOTS; j++)
+			vfree(larson_exchange[i][j]);
+		free(larson_exchange[i]);
+	}
+}
+
+/* ---------------------------------------------------------------- xmalloc */
+/* Producers allocate batches of 64 blocks (16..256 bytes, written) and push
+ * them on a shared stack; consumers pop batches, read and free the blocks. */
+enum { XM_BATCH = 64 };
+struct xm_batch {
+	struct xm_batch *next;
+	void *b[XM_BATCH];
+};
+static struct xm_batch *xm_stack;
+static pthread_mutex_t xm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t xm_cond = PTHREAD_COND_INITIALIZER;
+static long xm_batches, xm_done_producers;
+static unsigned long xm_sum;
+
+static void *xm_producer(void *arg)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull * (uint64_t)((intptr_t)arg + 1);
+	for (long k = 0; k < xm_batches; k++) {
+		struct xm_batch *bt = vmalloc(sizeof(*bt));
+		for (int i = 0; i < XM_BATCH; i++) {
+			size_t n = 16 + xorshift(&x) % 241;
+			unsigned char *p = vmalloc(n);
+			p[0] = (unsigned char)i;
+			bt->b[i] = p;
+		}
+		pthread_mutex_lock(&xm_lock);
+		bt->next = xm_stack;
+		xm_stack = bt;
+		pthread_cond_signal(&xm_cond);
+		pthread_mutex_unlock(&xm_lock);
+	}
+	pthread_mutex_lock(&xm_lock);
+	xm_done_producers++;
+	pthread_cond_broadcast(&xm_cond);
+	pthread_mutex_unlock(&xm_lock);
+	return NULL;
+}
+
+static void *xm_consumer(void *arg)
+{
+	unsigned long sum = 0;
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&xm_lock);
+		while (!xm_stack && xm_done_producers < NTHREADS / 2)
+			pthread_cond_wait(&xm_cond, &xm_lock);
+		struct xm_batch *bt = xm_stack;
+		if (bt)
+			xm_stack = bt->next;
+		pthread_mutex_unlock(&xm_lock);
+		if (!bt)
+			break;
+		for (int i = 0; i < XM_BATCH; i++) {
+			sum += *(unsigned char *)bt->b[i];
+			vfree(bt->b[i]);
+		}
+		vfree(bt);
+	}
+	__atomic_fetch_add(&xm_sum, sum, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void xmalloc_test(void)
+{
+	pthread_t t[NTHREADS];
+	xm_batches = quick ? 10000 : 60000;
+	for (int i = 0; i < NTHREADS / 2; i++)
+		pthread_create(&t[i], NULL, xm_producer, (void *)(intptr_t)i);
+	for (int i = NTHREADS / 2; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, xm_consumer, NULL);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---------------------------------------------------------------- cache-scratch */
+/* The main thread allocates one small block per thread (neighbours in memory);
+ * each thread frees the one it was given, then repeatedly allocates a small
+ * block and writes it many times. An allocator that hands neighbouring blocks
+ * to different threads makes them share cache lines (false sharing). */
+static void *scratch_given[NTHREADS];
+static long scratch_iters;
+
+static void *scratch_thread(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	vfree(scratch_given[id]);
+	for (long r = 0; r < scratch_iters; r++) {
+		volatile char *p = vmalloc(8);
+		for (int w = 0; w < 500; w++)
+			for (int k = 0; k < 8; k++)
+				p[k] = (char)(p[k] + 1);
+		vfree((void *)p);
+	}
+	return NULL;
+}
+
+static void scratch(void)
+{
+	pthread_t t[NTHREADS];
+	scratch_iters = quick ? 2000 : 10000;
+	for (int i = 0; i < NTHREADS; i++)
+		scratch_given[i] = vmalloc(8);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, scratch_thread, (void *)(intptr_t)i);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---------------------------------------------------------------- churn */
+/* One thread, a working set of slots with sizes spread evenly over the
+ * logarithm from 8 bytes to 64 KiB: each operation frees, allocates or
+ * reallocates (grow or shrink) a random slot. At the end everything is freed;
+ * the child reports its RSS before the workload, after the frees plus a short
+ * stretch of light malloc/free traffic (the allocator's own decay), and after
+ * malloc_trim(0). */
+static size_t log_size(uint64_t *x)
+{
+	unsigned int sh = 3 + (unsigned int)(xorshift(x) % 14);        /* 8 .. 64 KiB */
+	return ((size_t)1 << sh) + xorshift(x) % ((size_t)1 << sh);
+}
+
+static void churn(long *rss_before, long *rss_after, long *rss_trim)
+{
+	enum { SLOTS = 8000 };
+	static void *slot[SLOTS];
+	static size_t len[SLOTS];
+	uint64_t x = 88172645463325252ull;
+	long ops = quick ? 400000 : 2000000;
+
+	*rss_before = rss_kib();
+	for (long op = 0; op < ops; op++) {
+		size_t i = xorshift(&x) % SLOTS;
+		unsigned int what = (unsigned int)(xorshift(&x) % 4);
+		if (!slot[i]) {
+			len[i] = log_size(&x);
+			slot[i] = vmalloc(len[i]);
+			memset(slot[i], (int)i, len[i] < 64 ? len[i] : 64);
+		} else if (what == 0) {
+			vfree(slot[i]);
+			slot[i] = NULL;
+		} else {
+			size_t n = what == 1 ? len[i] * 2 + 1 : len[i] / 2 + 1;
+			if (n > (1u << 17))
+				n = 1u << 17;
+			char *q = vrealloc(slot[i], n);
+			if (q) {
+				slot[i] = q;
+				len[i] = n;
+				q[n - 1] = 1;
+			}
+		}
+	}
+	for (size_t i = 0; i < SLOTS; i++) {
+		vfree(slot[i]);
+		slot[i] = NULL;
+	}
+	double end = now_s() + 1.5;       /* 1.5 s of light traffic */
+	while (now_s() < end)
+		for (int j = 0; j < 10000; j++)
+			vfree(vmalloc(16 + (size_t)j % 256));
+	*rss_after = rss_kib();
+	malloc_trim(0);
+	*rss_trim = rss_kib();
+}
+
+/* ---------------------------------------------------------------- driver */
+struct alloc {
+	const char *name;
+	const char *preload;    /* NULL: glibc */
+	int present;
+};
+static struct alloc allocs[] = {
+	{ "uslab", USLAB_SO_PATH, 1 },
+	{ "glibc", NULL, 1 },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1 },
+	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1 },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1 },
+};
+#define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
+#define MAXRUNS 21
+
+static const char *self;
+
+/* Run argv under allocator a: wall seconds, peak RSS (KiB), and up to 3 numbers
+ * the child printed. Returns the count of numbers read, -1 on failure. */
+static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[3], const char *outfile)
+{
+	int pfd[2];
+	if (pipe(pfd) != 0)
+		return -1;
+	fflush(stdout);
+	double t0 = now_s();
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		if (outfile) {
+			FILE *f = freopen(outfile, "w", stdout);
+			(void)f;
+		} else {
+			dup2(pfd[1], 1);
+		}
+		close(pfd[1]);
+		if (allocs[a].preload)
+			setenv("LD_PRELOAD", allocs[a].preload, 1);
+		else
+			unsetenv("LD_PRELOAD");
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char buf[256];
+	ssize_t n, got = 0;
+	while ((n = read(pfd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(pfd[0]);
+	buf[got > 0 ? got : 0] = 0;
+	int st;
+	struct rusage ru;
+	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
+		return -1;
+	*secs = now_s() - t0;
+	*maxrss = ru.ru_maxrss;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "uslab-mbench: %s under %s failed (status %d)\n", argv[0], allocs[a].name, st);
+		return -1;
+	}
+	return sscanf(buf, "%ld %ld %ld", &vals[0], &vals[1], &vals[2]) > 0 ? 3 : 0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_d);
+	return n ? v[n / 2] : 0;
+}
+
+/* One workload (a child mode of this program, or an external command): runs
+ * interleaved over the allocators, then its table. */
+static void measure(const char *title, char *const argv[], int runs, int with_rss_vals, const char *outfile)
+{
+	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS];
+	int ok[NALLOC] = { 0 };
+	for (int k = 0; k < runs; k++)
+		for (int a = 0; a < NALLOC; a++) {
+			if (!allocs[a].present)
+				continue;
+			double secs;
+			long maxrss, vals[3] = { 0, 0, 0 };
+			if (run(a, argv, &secs, &maxrss, vals, outfile) < 0)
+				continue;
+			t[a][ok[a]] = secs;
+			r[a][ok[a]] = (double)maxrss / 1024.0;
+			for (int j = 0; j < 3; j++)
+				v[a][j][ok[a]] = (double)vals[j] / 1024.0;
+			ok[a]++;
+		}
+	double mt[NALLOC], mr[NALLOC], mv[NALLOC][3], best = 0;
+	for (int a = 0; a < NALLOC; a++) {
+		mt[a] = ok[a] ? median(t[a], ok[a]) : 0;
+		mr[a] = ok[a] ? median(r[a], ok[a]) : 0;
+		for (int j = 0; j < 3; j++)
+			mv[a][j] = ok[a] ? median(v[a][j], ok[a]) : 0;
+		if (a > 0 && ok[a] && (best == 0 || mt[a] < best))
+			best = mt[a];
+	}
+	printf("\n== %s (median of %d runs) ==\n", title, runs);
+	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
+	if (with_rss_vals)
+		printf(" %12s %14s %11s", "RSS before", "after free+1.5s", "after trim");
+	printf("\n");
+	for (int a = 0; a < NALLOC; a++) {
+		if (!allocs[a].present)
+			continue;
+		if (!ok[a]) {
+			printf("%-10s FAILED\n", allocs[a].name);
+			continue;
+		}
+		printf("%-10s %9.3f %8.2f %11.1f %9.2f", allocs[a].name, mt[a], best > 0 ? mt[a] / best : 0, mr[a],
+		       mr[1] > 0 ? mr[a] / mr[1] : 0);
+		if (with_rss_vals)
+			printf(" %12.1f %14.1f %11.1f", mv[a][0], mv[a][1], mv[a][2]);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static int child(const char *w)
+{
+	long b = 0, f = 0, tr = 0;
+	if (!strcmp(w, "larson"))
+		larson();
+	else if (!strcmp(w, "xmalloc"))
+		xmalloc_test();
+	else if (!strcmp(w, "scratch"))
+		scratch();
+	else if (!strcmp(w, "churn")) {
+		churn(&b, &f, &tr);
+		printf("%ld %ld %ld\n", b, f, tr);
+	} else
+		return 2;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = "all";
+	int runs = 5;
+	self = "/proc/self/exe";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--child") && i + 1 < argc) {
+			quick = getenv("MBENCH_QUICK") != NULL;
+			return child(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+			runs = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--quick")) {
+			quick = 1;
+		} else if (argv[i][0] != '-') {
+			what = argv[i];
+		} else {
+			fprintf(stderr, "usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]\n");
+			return 2;
+		}
+	}
+	if (runs < 1 || runs > MAXRUNS)
+		runs = 5;
+	if (quick)
+		setenv("MBENCH_QUICK", "1", 1);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 1;
+	exe[n] = 0;
+	for (int a = 0; a < NALLOC; a++)
+		if (allocs[a].preload && access(allocs[a].preload, R_OK) != 0) {
+			allocs[a].present = 0;
+			fprintf(stderr, "uslab-mbench: %s not found (%s); its rows are skipped\n", allocs[a].name,
+			        allocs[a].preload);
+		}
+	if (!allocs[0].present)
+		return 1;
+	printf("uslab-mbench: %d threads where threaded, %s sizes; uslab = LD_PRELOAD=%s\n", NTHREADS,
+	       quick ? "quick" : "full", USLAB_SO_PATH);
+	int all = !strcmp(what, "all");
+	struct {
+		const char *name, *title;
+	} w[] = {
+		{ "larson", "larson-like: 4 threads replace random slots (16..512 B), arrays handed between threads" },
+		{ "xmalloc", "xmalloc-like: 2 producer threads, 2 consumer threads (16..256 B, batches of 64)" },
+		{ "scratch", "cache-scratch: 4 threads free a neighbour block, then allocate and write 8-byte blocks" },
+		{ "churn", "churn: 1 thread, 8000 slots, 8 B..64 KiB, malloc/free/realloc grow and shrink; RSS in MB" },
+	};
+	for (unsigned i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		if (!all && strcmp(what, w[i].name))
+			continue;
+		char *cargv[] = { exe, (char *)"--child", (char *)w[i].name, NULL };
+		measure(w[i].title, cargv, runs, !strcmp(w[i].name, "churn"), NULL);
+	}
+	if (all || !strcmp(what, "programs")) {
+		/* Real programs; their output goes to a scratch file. */
+		char dir[] = "/tmp/uslab-mbench-XXXXXX";
+		if (!mkdtemp(dir))
+			return 1;
+		char script[8192], lines[4600], out[4200];
+		snprintf(lines, sizeof(lines), "%s/lines.txt", dir);
+		snprintf(out, sizeof(out), "%s/out", dir);
+		snprintf(script, sizeof(script), "seq 1 %d | awk '{ print ($1 * 7919) %% 1000003, \"line\", $1 }' > %s",
+		         quick ? 200000 : 1000000, lines);
+		if (system(script) != 0)
+			return 1;
+		char *py[] = { (char *)"python3", (char *)"-c",
+		               (char *)"d = {i: str(i) * (i % 9) for i in range(600000)}\n"
+		                       "l = sorted(d.values(), key=len)\n"
+		                       "s = set(x[:3] for x in l)\n"
+		                       "import json; j = json.loads(json.dumps([{'k': k, 'v': v} for k, v in list(d.items())[:100000]]))\n"
+		                       "print(len(l), len(s), len(j))",
+		               NULL };
+		char *srt[] = { (char *)"sort", (char *)"-n", lines, NULL };
+		char *sq[] = { (char *)"sqlite3", (char *)":memory:",
+		               (char *)"create table t(a integer primary key, b text, c int);"
+		                       "with recursive n(x) as (select 1 union all select x + 1 from n where x < 400000)"
+		                       " insert into t select x, hex(randomblob(16)) || x, x % 97 from n;"
+		                       "create index ic on t(c); create index ib on t(b);"
+		                       "select c, count(*) from t where c < 3 group by c;",
+		               NULL };
+		char *pl[] = { (char *)"perl", (char *)"-e",
+		               (char *)"my %h; $h{\"k$_\"} = \"v\" x ($_ % 50) for 1..600000;"
+		                       " my @s = sort keys %h; print scalar(@s), \"\\n\"",
+		               NULL };
+		measure("python3: dicts, sorting, sets, json", py, runs, 0, out);
+		measure("sort -n of a large file", srt, runs, 0, out);
+		measure("sqlite3: 400k inserts, two indexes, a query", sq, runs, 0, out);
+		measure("perl: a hash of 600k keys, sorted", pl, runs, 0, out);
+		snprintf(script, sizeof(script), "rm -rf %s", dir);
+		if (system(script) != 0)
+			return 1;
+	}
+	return 0;
+}
