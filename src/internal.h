@@ -210,6 +210,8 @@ struct usl_barn {
 	unsigned int high_full;      /* most full sheaves since last_decay: as many empties
 	                                may stay, for the frees that will refill them */
 	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
+	unsigned int visits;         /* barn visits, and their count at the last sweep: */
+	unsigned int visits_swept;   /* equal at a sweep means the cache sat idle */
 	uint64_t last_decay;         /* ms */
 };
 
@@ -450,6 +452,9 @@ USL_HIDDEN void usl_kmalloc_fork_unlock_inner(void);
 USL_HIDDEN void usl_kmalloc_fork_unlock(void);
 USL_HIDDEN void usl_kfree_bulk_nonslab(size_t nr, void **p);
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);   /* tests */
+/* malloc's allocation: kmalloc, with quarter-step classes from 256 to 8 KiB. */
+USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
+USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);       /* tests */
 USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);
 USL_HIDDEN size_t usl_kmalloc_huge_bytes(void);
 USL_HIDDEN size_t usl_kmalloc_huge_count(void);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -80,6 +81,88 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
 	if (usl_unlikely(!__atomic_load_n(&kmalloc_ready, __ATOMIC_ACQUIRE)) && !kmalloc_create_caches())
 		return NULL;
 	return kmalloc_caches[kmalloc_index(size)];
+}
+
+/* ===========================================================================
+ * The malloc path's classes. kmalloc doubles from 256 to 8 KiB, which costs a
+ * program up to half of every such block (sqlite's 4.2 KiB page buffers take
+ * 8 KiB). malloc adds seven classes between each pair of kmalloc classes
+ * there (steps of an eighth: 288, 320, ... 512, 576, ... 7680, 8192), so at
+ * most a ninth of a block is waste, and below 256 steps of 16 and 32 bytes.
+ * They are caches named malloc-<size>, made by the first malloc; sizes kmalloc
+ * has are its caches.
+ */
+#define MALLOC_FINE_LOW 9                    /* eighth steps above 2^8 */
+#define MALLOC_STEPS 8                       /* classes per doubling */
+#define MALLOC_STEP_SHIFT 3
+static struct kmem_cache *malloc_caches[KMALLOC_SHIFT_HIGH + 1][MALLOC_STEPS];
+/* Up to 256 bytes: steps of 16 to 128, then of 32 (glibc's granularity is 16),
+ * indexed by (n + 15) / 16 up to 128 and 8 + (n - 97) / 32 above. */
+static struct kmem_cache *malloc_small[13];
+static const unsigned int malloc_small_size[13] = { 0, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256 };
+static int malloc_ready;
+
+static inline unsigned int malloc_small_index(size_t n)
+{
+	return n <= 128 ? (unsigned int)((n + 15) / 16) : (unsigned int)(8 + (n - 97) / 32);
+}
+
+/* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
+static struct kmem_cache *malloc_class(unsigned int size)
+{
+	if (!(size & (size - 1)) || size == 96 || size == 192)
+		return kmalloc_caches[kmalloc_index(size)];
+	char name[32];
+	snprintf(name, sizeof(name), "malloc-%u", size);
+	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
+}
+
+static __attribute__((noinline, cold)) bool malloc_create_caches(void)
+{
+	bool ok = kmalloc_cache(1) != NULL;
+	pthread_mutex_lock(&kmalloc_lock);
+	if (ok && !__atomic_load_n(&malloc_ready, __ATOMIC_ACQUIRE)) {
+		for (unsigned int i = 1; i < 13 && ok; i++)
+			if (!malloc_small[i])
+				ok = (malloc_small[i] = malloc_class(malloc_small_size[i])) != NULL;
+		for (unsigned int k = MALLOC_FINE_LOW; k <= KMALLOC_SHIFT_HIGH && ok; k++) {
+			for (unsigned int q = 0; q < MALLOC_STEPS && ok; q++) {
+				unsigned int size = (1u << (k - 1)) + (q + 1) * (1u << (k - 1 - MALLOC_STEP_SHIFT));
+				if (!malloc_caches[k][q])
+					ok = (malloc_caches[k][q] = malloc_class(size)) != NULL;
+			}
+		}
+		if (ok)
+			__atomic_store_n(&malloc_ready, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&kmalloc_lock);
+	return ok;
+}
+
+/* The malloc path's cache for 1 .. 8192 bytes; NULL if it cannot be made. */
+static inline struct kmem_cache *malloc_cache(size_t n)
+{
+	if (usl_unlikely(!__atomic_load_n(&malloc_ready, __ATOMIC_ACQUIRE)) && !malloc_create_caches())
+		return NULL;
+	if (n <= 256)
+		return malloc_small[malloc_small_index(n)];
+	unsigned int k = (unsigned int)(64 - __builtin_clzl(n - 1));        /* n in (2^(k-1), 2^k] */
+	unsigned int q = (unsigned int)((n - 1 - (1ul << (k - 1))) >> (k - 1 - MALLOC_STEP_SHIFT)); /* its step */
+	return malloc_caches[k][q];
+}
+
+void *usl_malloc_bytes(size_t n, gfp_t gfp)
+{
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
+		struct kmem_cache *s = malloc_cache(n ? n : 1);
+		return s ? kmem_cache_alloc(s, gfp) : NULL;
+	}
+	return kmalloc(n, gfp);
+}
+
+struct kmem_cache *usl_malloc_cache_for(size_t n)
+{
+	return n && n <= KMALLOC_MAX_CACHE_SIZE ? malloc_cache(n) : NULL;
 }
 
 /* ===========================================================================

@@ -74,7 +74,7 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 {
 	if (usl_unlikely(!ready()))
 		return in_startup ? boot_alloc(n ? n : 1, MALLOC_ALIGN) : NULL;
-	void *p = kmalloc(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
+	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
 	if (usl_unlikely(!p))
 		errno = ENOMEM;
 	return p;

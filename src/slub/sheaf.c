@@ -203,6 +203,7 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct slab_sheaf *gi
 	    !__atomic_load_n(want ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
 		return NULL;        /* peeked unlocked: a miss costs only a refill */
 	usl_spin_lock(&barn->lock);
+	barn->visits++;
 	if (want >= 0)
 		got = barn_take_locked(barn, want == 1);
 	if (give && give->size) {
@@ -634,19 +635,34 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level goes back to slabs now, used recently or not. */
 /* The periodic sweep (usl_decay_tick): the surplus that stayed unused for a
- * decay interval goes back to slabs even if this cache's barn is not visited. */
+ * decay interval goes back to slabs even if this cache's barn is not visited.
+ * A cache whose barn was not visited at all since the previous sweep (at least
+ * a decay interval ago) is idle: all its full sheaves go back, and its empty
+ * slabs to the page provider (a program that stopped using a size keeps
+ * nothing of it beyond the per-CPU sheaves). */
 void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);
 	struct usl_list out;
+	bool idle;
 
-	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
+	if (!s->sheaf_capacity)
 		return;
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
-	barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
+	idle = barn->visits == barn->visits_swept && now - barn->last_decay >= usl_opt.decay_ms;
+	barn->visits_swept = barn->visits;
+	if (idle) {
+		barn_take_full_locked(barn, barn->nr_full, &out);
+		barn->low_full = barn->high_full = 0;
+		barn->last_decay = now;
+	} else if (barn->nr_full > s->barn_max_full) {
+		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
+	}
 	usl_spin_unlock(&barn->lock);
 	flush_list(s, &out);
+	if (idle)
+		usl_slub_release(s);
 }
 
 void usl_sheaf_trim_barn(struct kmem_cache *s)
