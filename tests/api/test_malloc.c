@@ -54,6 +54,27 @@ static void test_basics(void)
 	}
 	CHECK_EQ(malloc_usable_size(NULL), 0);
 
+	/* malloc's classes: steps of 16 bytes to 128, 32 to 256, then an eighth of
+	 * the power of two, so little is wasted (kmalloc's own doubles). */
+	bool fine = true;
+	for (size_t n = 1; n <= 8192; n++) {
+		struct kmem_cache *c = usl_malloc_cache_for(n < 16 ? 16 : n);
+		size_t sz = c ? kmem_cache_size(c) : 0;
+		size_t slack = n <= 128 ? 15 : n <= 256 ? 31 : n / 8;
+		if (sz < n || sz > (n < 16 ? 16 : n) + slack) {
+			if (fine)
+				fprintf(stderr, "  malloc(%zu): class %zu\n", n, sz);
+			fine = false;
+		}
+	}
+	CHECK(fine);
+	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4368)), "malloc-4608"));
+	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(100)), "malloc-112"));
+	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4096)), "kmalloc-4k"));
+	void *m4 = vmalloc(4368);
+	CHECK(malloc_usable_size(m4) == 4608);
+	free(m4);
+
 	/* free keeps errno; so does free(NULL). */
 	errno = 1234;
 	free(vmalloc(100));
