@@ -66,26 +66,15 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void child_single(long iters)
+/* BATCHES batches of per pairs: m/f through pointers, or (m NULL) the uslab
+ * cache; the median batch's ns and ticks per pair. */
+static void single_batches(alloc_fn m, free_fn f, long per, double *ns_med, double *tk_med)
 {
 	double ns[BATCHES], tk[BATCHES];
-	long per = iters / BATCHES;
-	alloc_fn m = sys_malloc;
-	free_fn f = sys_free;
-
-	if (use_uslab) {
-		cache = kmem_cache_create("bench-256", 256, 0, 0, NULL);
-		report_path(cache);
-		for (int i = 0; i < 1000; i++)
-			kmem_cache_free(cache, kmem_cache_alloc(cache, GFP_KERNEL));
-	} else {
-		for (int i = 0; i < 1000; i++)
-			f(m(256));
-	}
 	for (int b = 0; b < BATCHES; b++) {
 		double t0 = now_ns();
 		uint64_t k0 = ticks();
-		if (use_uslab) {
+		if (!m) {
 			for (long i = 0; i < per; i++) {
 				void *p = kmem_cache_alloc(cache, GFP_KERNEL);
 				ESCAPE(p);
@@ -103,7 +92,27 @@ static void child_single(long iters)
 	}
 	qsort(ns, BATCHES, sizeof(double), cmp_d);
 	qsort(tk, BATCHES, sizeof(double), cmp_d);
-	printf("%.3f %.2f\n", ns[BATCHES / 2], tk[BATCHES / 2]);
+	*ns_med = ns[BATCHES / 2];
+	*tk_med = tk[BATCHES / 2];
+}
+
+static void child_single(long iters)
+{
+	double ns, tk;
+	alloc_fn m = sys_malloc;
+	free_fn f = sys_free;
+
+	if (use_uslab) {
+		cache = kmem_cache_create("bench-256", 256, 0, 0, NULL);
+		report_path(cache);
+		for (int i = 0; i < 1000; i++)
+			kmem_cache_free(cache, kmem_cache_alloc(cache, GFP_KERNEL));
+	} else {
+		for (int i = 0; i < 1000; i++)
+			f(m(256));
+	}
+	single_batches(use_uslab ? NULL : m, f, iters / BATCHES, &ns, &tk);
+	printf("%.3f %.2f\n", ns, tk);
 }
 
 /* nalloc (seed 003): for each size, N allocations each timed, then N frees each
@@ -623,25 +632,7 @@ static free_fn volatile floor_free_p = floor_free;
 
 static void call_floor(long iters, double *ns_out, double *tk_out)
 {
-	double ns[BATCHES], tk[BATCHES];
-	long per = iters / BATCHES;
-	alloc_fn m = floor_alloc_p;
-	free_fn f = floor_free_p;
-	for (int b = 0; b < BATCHES; b++) {
-		double t0 = now_ns();
-		uint64_t k0 = ticks();
-		for (long i = 0; i < per; i++) {
-			void *p = m(256);
-			ESCAPE(p);
-			f(p);
-		}
-		tk[b] = (double)(ticks() - k0) / (double)per;
-		ns[b] = (now_ns() - t0) / (double)per;
-	}
-	qsort(ns, BATCHES, sizeof(double), cmp_d);
-	qsort(tk, BATCHES, sizeof(double), cmp_d);
-	*ns_out = ns[BATCHES / 2];
-	*tk_out = tk[BATCHES / 2];
+	single_batches(floor_alloc_p, floor_free_p, iters / BATCHES, ns_out, tk_out);
 }
 
 static void bench_single(int runs, long iters)

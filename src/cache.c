@@ -141,7 +141,7 @@ static void make_alias(struct kmem_cache *s, unsigned int size)
 	if (size > s->object_size)
 		__atomic_store_n(&s->object_size, size, __ATOMIC_RELAXED);
 	if (USL_ALIGN(size, (unsigned int)sizeof(void *)) > s->inuse)
-		s->inuse = USL_ALIGN(size, (unsigned int)sizeof(void *));
+		__atomic_store_n(&s->inuse, USL_ALIGN(size, (unsigned int)sizeof(void *)), __ATOMIC_RELAXED);
 }
 
 struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,

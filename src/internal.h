@@ -370,6 +370,7 @@ USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache
 USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
+USL_HIDDEN bool usl_slub_obj_ok(struct kmem_cache *s, const void *x); /* an object start of s */
 USL_HIDDEN void usl_slub_release(struct kmem_cache *s);       /* discard every empty slab */
 /* fork(): take / release flush_mutex, and one cache's slot locks and list_lock. */
 USL_HIDDEN void usl_slub_fork_lock_global(void);

@@ -360,7 +360,8 @@ struct what {
  * (a free pointer kept outside the object) follows the object. */
 static inline size_t slab_ksize(const struct kmem_cache *s)
 {
-	return s->offset >= s->inuse ? s->inuse : s->size;
+	unsigned int inuse = __atomic_load_n(&s->inuse, __ATOMIC_RELAXED);   /* raised by make_alias */
+	return s->offset >= inuse ? inuse : s->size;
 }
 
 static struct what classify(const void *p)
@@ -372,9 +373,11 @@ static struct what classify(const void *p)
 		const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
 		struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
 		if (s) {
-			w.kind = K_SLAB;
-			w.s = s;
-			w.size = slab_ksize(s);
+			if (usl_slub_obj_ok(s, p)) {       /* an object's start, not inside one */
+				w.kind = K_SLAB;
+				w.s = s;
+				w.size = slab_ksize(s);
+			}
 			return w;
 		}
 		struct slab *h = usl_virt_to_slab(p);
@@ -409,11 +412,11 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 
 	if (size > PTRDIFF_MAX)
 		return NULL;
+	usl_ensure_init();                  /* the page size is known from here on */
 	while (usl_order_bytes(order) < size && order <= USL_MAX_ORDER)
 		order++;
 	if (order > USL_MAX_ORDER)
 		return huge_alloc(size, gfp);
-	usl_ensure_init();
 	p = usl_pages_alloc(order, USL_PAGE_LARGE);
 	if (!p && !(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);

@@ -33,15 +33,21 @@ static bool is_boot(const void *p)
 	return (const char *)p >= boot_area && (const char *)p < boot_area + sizeof(boot_area);
 }
 
+/* Each boot block is preceded by its size (for malloc_usable_size and
+ * realloc); the address, not the offset, is aligned. */
 static void *boot_alloc(size_t size, size_t align)
 {
+	const uintptr_t base = (uintptr_t)boot_area;
 	size_t cur = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start;
+	if (align < MALLOC_ALIGN)
+		align = MALLOC_ALIGN;
 	do {
-		start = USL_ALIGN(cur, align);
+		start = USL_ALIGN(base + cur + sizeof(size_t), align) - base;
 		if (start + size > sizeof(boot_area) || start + size < start)
 			return NULL;
 	} while (!__atomic_compare_exchange_n(&boot_used, &cur, start + size, false, __ATOMIC_RELAXED,
 	                                      __ATOMIC_RELAXED));
+	memcpy(boot_area + start - sizeof(size_t), &size, sizeof(size_t));
 	return boot_area + start;            /* static storage: zero until written */
 }
 
@@ -52,7 +58,7 @@ static int classes_ready;
 static __attribute__((noinline, cold)) bool startup(void)
 {
 	in_startup = 1;
-	void *p = kmalloc(1, GFP_KERNEL | __GFP_NOWARN);  /* creates the classes */
+	void *p = usl_malloc_bytes(300, GFP_KERNEL | __GFP_NOWARN);  /* creates every class */
 	kfree(p);
 	in_startup = 0;
 	if (p)
@@ -72,8 +78,12 @@ static inline bool ready(void)
 /* Sizes up to 8 are served from kmalloc-16 (16-byte alignment). */
 static inline void *alloc_bytes(size_t n, gfp_t gfp)
 {
-	if (usl_unlikely(!ready()))
-		return in_startup ? boot_alloc(n ? n : 1, MALLOC_ALIGN) : NULL;
+	if (usl_unlikely(!ready())) {
+		void *b = in_startup ? boot_alloc(n ? n : 1, MALLOC_ALIGN) : NULL;
+		if (!b)
+			errno = ENOMEM;
+		return b;
+	}
 	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
 	if (usl_unlikely(!p))
 		errno = ENOMEM;
@@ -87,8 +97,12 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 {
 	if (align <= MALLOC_ALIGN)
 		return alloc_bytes(n, gfp);
-	if (usl_unlikely(!ready()))
-		return in_startup ? boot_alloc(n ? n : 1, align) : NULL;
+	if (usl_unlikely(!ready())) {
+		void *b = in_startup ? boot_alloc(n ? n : 1, align) : NULL;
+		if (!b)
+			errno = ENOMEM;
+		return b;
+	}
 	size_t want = n > align ? n : align;
 	if (want > PTRDIFF_MAX) {
 		errno = ENOMEM;
@@ -144,8 +158,11 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 /* The usable size of p (0 with a report for a pointer that is not ours). */
 static size_t usable(const void *p)
 {
-	if (is_boot(p))
-		return (size_t)(boot_area + sizeof(boot_area) - (const char *)p);
+	if (is_boot(p)) {
+		size_t n;
+		memcpy(&n, (const char *)p - sizeof(size_t), sizeof(size_t));
+		return n;
+	}
 	return usl_ksize_as(p, "malloc_usable_size/realloc");
 }
 

@@ -132,9 +132,12 @@ bool usl_parse_int(const char *s, long lo, long hi, long *out)
 
 	if (!s || !*s)
 		return false;
+	int saved = errno;               /* the first malloc must not change errno */
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < lo || v > hi)
+	bool bad = errno || *end || end == s || v < lo || v > hi;
+	errno = saved;
+	if (bad)
 		return false;
 	*out = v;
 	return true;

@@ -4,6 +4,7 @@
 #ifndef USLAB_TEST_HARNESS_H
 #define USLAB_TEST_HARNESS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,16 @@ static inline int test_summary(void)
 {
 	printf("%d passed, %d failed\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
+}
+
+/* Every one of the n bytes at p is c. */
+static inline bool all_bytes(const void *p, int c, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)c)
+			return false;
+	return true;
 }
 
 /* Report capture */

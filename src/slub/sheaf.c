@@ -162,7 +162,7 @@ static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct 
 static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
                                   struct usl_list *out)
 {
-	if (now - barn->last_decay < usl_opt.decay_ms)
+	if (now < barn->last_decay + usl_opt.decay_ms)   /* (last_decay may be after now) */
 		return;
 	unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
 	unsigned int excess = low > s->barn_max_full ? low - s->barn_max_full : 0;
@@ -650,7 +650,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		return;
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
-	idle = barn->visits == barn->visits_swept && now - barn->last_decay >= usl_opt.decay_ms;
+	idle = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
 	barn->visits_swept = barn->visits;
 	if (idle) {
 		barn_take_full_locked(barn, barn->nr_full, &out);
@@ -660,7 +660,15 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
 	}
 	usl_spin_unlock(&barn->lock);
+	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
+	for (struct usl_list *it = out.next; it != &out; it = it->next)
+		own++;
 	flush_list(s, &out);
+	if (own) {
+		usl_spin_lock(&barn->lock);
+		barn->visits_swept += own;           /* the sweep's own visits are not use */
+		usl_spin_unlock(&barn->lock);
+	}
 	if (idle)
 		usl_slub_release(s);
 }

@@ -914,6 +914,12 @@ static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s
 	       obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED));
 }
 
+/* kmalloc.c's ksize/krealloc: x is the start of an object of s (the free check). */
+bool usl_slub_obj_ok(struct kmem_cache *s, const void *x)
+{
+	return obj_check(s, (void *)x);
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	if (usl_unlikely(!x))

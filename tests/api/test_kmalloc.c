@@ -19,15 +19,6 @@ static size_t expected_class(size_t n)
 	return 0;
 }
 
-static bool all_bytes(const void *p, int c, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (unsigned char)c)
-			return false;
-	return true;
-}
-
 /* Objects of s in use, after its sheaves and cpu slabs are flushed. */
 static unsigned long in_use(struct kmem_cache *s)
 {
@@ -218,6 +209,10 @@ static void test_bad_input(void)
 	char *p = kmalloc(64, GFP_KERNEL);
 	kfree(p + 8);                                   /* inside an object: not freed */
 	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 1);
+	CHECK_EQ(ksize(p + 8), 0);                      /* nor sized, nor resized */
+	CHECK(krealloc(p + 8, 200, GFP_KERNEL) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 3);
+	no += 2;
 	CHECK_EQ(in_use(k64), before + 1);
 	kfree(p);
 	kfree(p);                                       /* at once: caught */
@@ -399,6 +394,10 @@ static void test_threads(void)
 
 int main(void)
 {
+	/* The very first uslab call a large kmalloc: the page size must be known. */
+	void *first = kmalloc(100000, GFP_KERNEL);
+	CHECK(first && ksize(first) >= 100000);
+	kfree(first);
 	test_classes();
 	test_zero_and_overflow();
 	test_large();

@@ -20,15 +20,6 @@ static bool ours(void *p)
 	return p && usl_ksize_as(p, "test") > 0;
 }
 
-static bool all_bytes(const void *p, int c, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (unsigned char)c)
-			return false;
-	return true;
-}
-
 /* Through a volatile pointer, so the compiler cannot fold malloc/free pairs
  * or reason about sizes. */
 static void *(*volatile vmalloc)(size_t) = malloc;
@@ -179,6 +170,9 @@ static void test_foreign_and_trim(void)
 	char *p = vmalloc(64);
 	vfree(p + 16);                           /* inside a block: not freed */
 	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 1);
+	CHECK(vrealloc(p + 16, 200) == NULL);    /* nor resized */
+	CHECK_EQ(malloc_usable_size(p + 16), 0);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 3);
 	memset(p, 3, 64);
 	free(p);
 	uslab_set_report_handler(NULL, NULL);
