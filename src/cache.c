@@ -329,8 +329,10 @@ void usl_decay_tick(void)
 		return;
 	if (pthread_mutex_trylock(&slab_mutex) != 0)
 		return;
+	usl_pages_aging = true;
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_sheaf_decay(usl_container_of(it, struct kmem_cache, list), now);
+	usl_pages_aging = false;
 	pthread_mutex_unlock(&slab_mutex);
 	usl_pages_purge(false);
 }

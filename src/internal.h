@@ -332,6 +332,9 @@ USL_HIDDEN void usl_pages_free(void *addr);
 /* Free the large kmalloc block starting at addr; false (nothing done) if addr is
  * not the start of one (checked under pages_lock, so two frees cannot both win). */
 USL_HIDDEN bool usl_pages_free_large(void *addr);
+/* Set by the decay sweep while it frees: the blocks it frees count as free for a
+ * whole decay interval already (their objects sat unused that long). */
+extern __thread bool usl_pages_aging USL_HIDDEN;
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
 USL_HIDDEN bool usl_pages_short(unsigned int order); /* no free block that size (racy) */

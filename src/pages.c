@@ -16,6 +16,7 @@ uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
 struct usl_pagemap_entry *usl_pagemap;
+__thread bool usl_pages_aging;
 unsigned int usl_page_shift;
 size_t usl_page_size;
 
@@ -260,7 +261,10 @@ static bool free_block(void *addr, int need_kind)
 		pfn &= ~((size_t)1 << order);
 		order++;
 	}
-	set_free_head(&usl_table[pfn], order, dirty, now);
+	/* Blocks the decay sweep frees held objects nobody used for an interval:
+	 * they count as that old, so the sweep's purge returns them at once. */
+	uint64_t when = usl_pages_aging && now >= usl_opt.decay_ms ? now - usl_opt.decay_ms : now;
+	set_free_head(&usl_table[pfn], order, dirty, when);
 	if (now - last_decay_check >= usl_opt.decay_ms / 4 + 1) {
 		last_decay_check = now;
 		purge_locked(false, now);
