@@ -462,6 +462,7 @@ USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);       /* tests */
 USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);
 USL_HIDDEN size_t usl_kmalloc_huge_bytes(void);
 USL_HIDDEN size_t usl_kmalloc_huge_count(void);
+USL_HIDDEN void *usl_kmalloc_huge_resize(void *p, size_t n);   /* mremap; NULL: not a mapping */
 USL_HIDDEN void usl_kfree_as(const void *p, const char *fn);     /* reports name fn */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 

@@ -308,6 +308,46 @@ static size_t huge_size(const void *p)
 	return len;
 }
 
+/* Resize the direct mapping at p to hold n bytes (mremap, which may move it);
+ * the new address, or NULL (p unchanged) if p is not a mapping or the kernel
+ * refuses. Under huge_lock throughout, so the table never names a stale range. */
+void *usl_kmalloc_huge_resize(void *p, size_t n)
+{
+	size_t len = USL_ALIGN(n, usl_page_size);
+	void *q = NULL;
+
+	if (len < n || len > PTRDIFF_MAX)
+		return NULL;
+	pthread_mutex_lock(&huge_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	if (e) {
+		int saved_errno = errno;
+		q = e->len == len ? p : mremap(p, e->len, len, MREMAP_MAYMOVE);
+		errno = saved_errno;
+		if (q == MAP_FAILED) {
+			q = NULL;
+		} else if (q != p) {
+			/* Moved: the entry goes to its new slot (the table has room: a
+			 * deletion frees one, and reserve never fails below half full). */
+			size_t old_len = e->len;
+			e->addr = HUGE_DELETED;
+			size_t i = huge_slot((uintptr_t)q, huge_cap);
+			while (huge_tab[i].addr > HUGE_DELETED)
+				i = (i + 1) & (huge_cap - 1);
+			if (!huge_tab[i].addr)
+				huge_used++;
+			huge_tab[i].addr = (uintptr_t)q;
+			huge_tab[i].len = len;
+			__atomic_store_n(&huge_bytes, huge_bytes - old_len + len, __ATOMIC_RELAXED);
+		} else {
+			__atomic_store_n(&huge_bytes, huge_bytes - e->len + len, __ATOMIC_RELAXED);
+			e->len = len;
+		}
+	}
+	pthread_mutex_unlock(&huge_lock);
+	return q;
+}
+
 /* Unmap the direct mapping at p; false if there is none. */
 static bool huge_free(const void *p)
 {

@@ -177,6 +177,14 @@ EXPORT void *realloc(void *p, size_t n)
 	size_t old = usable(p);
 	if (!old)
 		return NULL;                     /* reported by ksize; errno untouched */
+	/* A direct mapping that stays one: mremap, no copy (growing a big buffer
+	 * step by step would otherwise copy it each time). */
+	size_t max_block = usl_page_size << USL_MAX_ORDER;
+	if (old > max_block && n > max_block && !is_boot(p)) {
+		void *q = usl_kmalloc_huge_resize(p, n);
+		if (q)
+			return q;
+	}
 	/* In place while it fits and the block is not more than twice too big
 	 * (a shrink to a much smaller size moves, so memory is given back). */
 	if (n <= old && (n > old / 2 || old <= 2 * MALLOC_ALIGN) && !is_boot(p))

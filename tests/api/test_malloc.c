@@ -114,6 +114,26 @@ static void test_realloc(void)
 	errno = 0;
 	CHECK(vrealloc(p, SIZE_MAX) == NULL && errno == ENOMEM);  /* p untouched */
 	CHECK(all_bytes(p, 'a', 90));
+	/* A big buffer grown step by step: mremap keeps it, contents and all. */
+	unsigned char *g = vmalloc(5u << 20);
+	bool kept = g != NULL;
+	for (size_t i = 0; kept && i < (5u << 20); i += 4096)
+		g[i] = (unsigned char)(i >> 12);
+	for (size_t sz = 6u << 20; kept && sz <= (40u << 20); sz += 1u << 20) {
+		unsigned char *h = vrealloc(g, sz);
+		kept = h != NULL;
+		if (!h)
+			break;
+		g = h;
+		for (size_t i = 0; i < (5u << 20); i += 4096)
+			kept &= g[i] == (unsigned char)(i >> 12);
+		g[sz - 1] = 7;
+		kept &= malloc_usable_size(g) == sz;
+	}
+	g = kept ? vrealloc(g, 5u << 20) : g;    /* and shrunk again */
+	kept &= g && malloc_usable_size(g) == (5u << 20) && g[4096] == 1;
+	CHECK(kept);
+	free(g);
 	CHECK(realloc(p, 0) == NULL);            /* glibc: frees */
 	p = reallocarray(NULL, 10, 10);
 	CHECK(p && malloc_usable_size(p) >= 100);
