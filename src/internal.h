@@ -328,6 +328,9 @@ extern size_t usl_page_size USL_HIDDEN;
 
 USL_HIDDEN int usl_pages_init(void);
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
+/* The same; *zeroed tells whether the block is known to read as zeros (a clean
+ * block: fresh, or purged with MADV_DONTNEED). */
+USL_HIDDEN void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed);
 USL_HIDDEN void usl_pages_free(void *addr);
 /* Free the large kmalloc block starting at addr; false (nothing done) if addr is
  * not the start of one (checked under pages_lock, so two frees cannot both win). */

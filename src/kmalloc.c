@@ -457,11 +457,12 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 		order++;
 	if (order > USL_MAX_ORDER)
 		return huge_alloc(size, gfp);
-	p = usl_pages_alloc(order, USL_PAGE_LARGE);
+	bool zeroed = false;
+	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);
-	if (p && (gfp & __GFP_ZERO))
-		memset(p, 0, size);
+	if (p && (gfp & __GFP_ZERO) && !zeroed)   /* a clean block is zero already, */
+		memset(p, 0, size);                   /* and stays out of the RSS until used */
 	return p;
 }
 

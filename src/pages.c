@@ -146,6 +146,11 @@ static bool grow(void)
 
 void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 {
+	return usl_pages_alloc_z(order, kind, NULL);
+}
+
+void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed)
+{
 	struct slab *e = NULL;
 	unsigned int k;
 
@@ -173,6 +178,8 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	e = usl_container_of(free_area[k].next, struct slab, slab_list);
 	bool dirty = e->dirty;
 	uint64_t when = e->counters;
+	if (zeroed)
+		*zeroed = !dirty;            /* never touched, or given back with madvise */
 	take_free_block(e);
 	/* Split: the upper halves go back on the free lists. */
 	while (k > order) {

@@ -177,6 +177,19 @@ static void test_aligned(void)
 	free(pv);
 }
 
+/* Resident set in KiB. */
+static long rss_kib(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 static void test_foreign_and_trim(void)
 {
 	capture_reports();
@@ -213,20 +226,23 @@ static void test_foreign_and_trim(void)
 	CHECK(full.uordblks > after.uordblks + 10u * 1000 * 1000);
 	CHECK(after.keepcost > 10u * 1000 * 1000);   /* returned to the OS */
 	CHECK_EQ(mallopt(M_ARENA_MAX, 1), 1);
+
+	/* calloc of a clean page block (all free memory was just given back) does
+	 * not write it: the resident set does not grow by its size, yet it reads
+	 * as zeros; a dirty one is cleared. */
+	malloc_trim(0);
+	long r0 = rss_kib();
+	unsigned char *z = vcalloc(1, 2u << 20);
+	long r1 = rss_kib();
+	CHECK(z && r1 - r0 < 512);
+	CHECK(z && all_bytes(z, 0, 2u << 20));
+	memset(z, 0x5a, 2u << 20);
+	free(z);
+	z = vcalloc(1, 2u << 20);                /* the same block, dirty now */
+	CHECK(z && all_bytes(z, 0, 2u << 20));
+	free(z);
 }
 
-/* Resident set in KiB. */
-static long rss_kib(void)
-{
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 /* A working set of about 64 MiB in mixed sizes, freed; then the resident set
  * must fall back: at once with malloc_trim(0), or (decay) within a few decay
