@@ -244,18 +244,24 @@ static void *huge_alloc(size_t size, gfp_t gfp)
 
 /* Record the mapping [p, p + len) (len a page multiple); false if the table
  * cannot grow. */
+/* Under huge_lock, with room reserved: enter [p, p + len) (counters aside). */
+static void huge_insert_locked(void *p, size_t len)
+{
+	size_t i = huge_slot((uintptr_t)p, huge_cap);
+	while (huge_tab[i].addr > HUGE_DELETED)
+		i = (i + 1) & (huge_cap - 1);
+	if (!huge_tab[i].addr)
+		huge_used++;
+	huge_tab[i].addr = (uintptr_t)p;
+	huge_tab[i].len = len;
+}
+
 static bool huge_record(void *p, size_t len)
 {
 	pthread_mutex_lock(&huge_lock);
 	bool ok = huge_reserve();
 	if (ok) {
-		size_t i = huge_slot((uintptr_t)p, huge_cap);
-		while (huge_tab[i].addr > HUGE_DELETED)
-			i = (i + 1) & (huge_cap - 1);
-		if (!huge_tab[i].addr)
-			huge_used++;
-		huge_tab[i].addr = (uintptr_t)p;
-		huge_tab[i].len = len;
+		huge_insert_locked(p, len);
 		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
 	}
@@ -331,13 +337,7 @@ void *usl_kmalloc_huge_resize(void *p, size_t n)
 			 * deletion frees one, and reserve never fails below half full). */
 			size_t old_len = e->len;
 			e->addr = HUGE_DELETED;
-			size_t i = huge_slot((uintptr_t)q, huge_cap);
-			while (huge_tab[i].addr > HUGE_DELETED)
-				i = (i + 1) & (huge_cap - 1);
-			if (!huge_tab[i].addr)
-				huge_used++;
-			huge_tab[i].addr = (uintptr_t)q;
-			huge_tab[i].len = len;
+			huge_insert_locked(q, len);
 			__atomic_store_n(&huge_bytes, huge_bytes - old_len + len, __ATOMIC_RELAXED);
 		} else {
 			__atomic_store_n(&huge_bytes, huge_bytes - e->len + len, __ATOMIC_RELAXED);
