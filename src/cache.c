@@ -99,29 +99,14 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
 
 static bool cache_unmergeable(const struct kmem_cache *s)
 {
-	return usl_opt.nomerge == 1 || (s->flags & SLAB_NEVER_MERGE) || s->ctor || s->refcount <= 0;
+	return (s->flags & SLAB_NEVER_MERGE) || s->ctor || s->refcount <= 0;
 }
 
-/* The alignment a cache of these parameters would get (usl_slub_cache_init's rule). */
-static unsigned int merge_alignment(slab_flags_t flags, unsigned int align, unsigned int size)
-{
-	if (flags & SLAB_HWCACHE_ALIGN) {
-		unsigned int ralign = USL_CACHELINE;
-		while (size <= ralign / 2)
-			ralign /= 2;
-		if (ralign > align)
-			align = ralign;
-	}
-	if (align < sizeof(void *))
-		align = sizeof(void *);
-	return USL_ALIGN(align, (unsigned int)sizeof(void *));
-}
-
-/* Under slab_mutex. */
+/* Under slab_mutex (USLAB_NOMERGE checked by the caller). */
 static struct kmem_cache *find_mergeable(unsigned int size, unsigned int align, slab_flags_t flags)
 {
 	size = USL_ALIGN(size, (unsigned int)sizeof(void *));
-	align = merge_alignment(flags, align, size);
+	align = usl_slub_alignment(flags, align, size);
 	size = USL_ALIGN(size, align);
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
 		struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);

@@ -226,9 +226,9 @@ struct kmem_cache_node {
 } __attribute__((aligned(64)));
 
 #define USL_NAME_MAX 48
-/* s->flags bit of uslab's own caches (sheaf structures): no sheaves, and their
- * growth does not reclaim the barns their sheaves serve. */
-#define USL_SLAB_INTERNAL 0x80000000U   /* uslab's own (sheaf structures): no sheaves, no merging */
+/* s->flags bits. uslab's own caches (sheaf structures): no sheaves, no merging,
+ * and their growth does not reclaim the barns their sheaves serve. */
+#define USL_SLAB_INTERNAL 0x80000000U
 #define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, a merge target */
 
 struct kmem_cache {
@@ -377,6 +377,7 @@ USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's sla
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
 USL_HIDDEN bool usl_slub_obj_ok(struct kmem_cache *s, const void *x); /* an object start of s */
+USL_HIDDEN unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int align, unsigned int object_size);
 USL_HIDDEN void usl_slub_release(struct kmem_cache *s);       /* discard every empty slab */
 /* fork(): take / release flush_mutex, and one cache's slot locks and list_lock. */
 USL_HIDDEN void usl_slub_fork_lock_global(void);
@@ -459,7 +460,8 @@ USL_HIDDEN void usl_kmalloc_fork_unlock_inner(void);
 USL_HIDDEN void usl_kmalloc_fork_unlock(void);
 USL_HIDDEN void usl_kfree_bulk_nonslab(size_t nr, void **p);
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);   /* tests */
-/* malloc's allocation: kmalloc, with quarter-step classes from 256 to 8 KiB. */
+/* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
+ * 32 bytes to 256, then eight a doubling). */
 USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
 USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);       /* tests */
 USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);

@@ -45,33 +45,45 @@ static inline unsigned int kmalloc_index(size_t size)
 	return (unsigned int)(64 - __builtin_clzl(size - 1));   /* fls(size - 1) */
 }
 
-static __attribute__((noinline, cold)) bool kmalloc_create_caches(void)
+/* Run make (which fills a class table, skipping entries made by an earlier
+ * try) once under kmalloc_lock, and publish *ready when it succeeded. */
+static bool create_once(int *ready, bool (*make)(void))
 {
 	bool ok = true;
-
-	usl_ensure_init();
 	pthread_mutex_lock(&kmalloc_lock);
-	if (!__atomic_load_n(&kmalloc_ready, __ATOMIC_ACQUIRE)) {
-		for (unsigned int i = 1; i <= KMALLOC_SHIFT_HIGH && ok; i++) {
-			unsigned int size = kmalloc_info[i].size;
-			if (kmalloc_caches[i])
-				continue;
-			/* Power-of-two sizes are naturally aligned (the kernel's rule):
-			 * with a stride of exactly the size inside a block aligned to at
-			 * least that, every object is; the requested alignment says so
-			 * up to the page (the block does the rest). */
-			unsigned int align = (size & (size - 1)) ? 8 : size;
-			if (align > usl_page_size)
-				align = (unsigned int)usl_page_size;
-			kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL,
-			                                     USL_CACHE_KMALLOC);
-			ok = kmalloc_caches[i] != NULL;
-		}
+	if (!__atomic_load_n(ready, __ATOMIC_ACQUIRE)) {
+		ok = make();
 		if (ok)
-			__atomic_store_n(&kmalloc_ready, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(ready, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&kmalloc_lock);
 	return ok;
+}
+
+static bool make_kmalloc_caches(void)
+{
+	bool ok = true;
+	for (unsigned int i = 1; i <= KMALLOC_SHIFT_HIGH && ok; i++) {
+		unsigned int size = kmalloc_info[i].size;
+		if (kmalloc_caches[i])
+			continue;
+		/* Power-of-two sizes are naturally aligned (the kernel's rule): with
+		 * a stride of exactly the size inside a block aligned to at least
+		 * that, every object is; the requested alignment says so up to the
+		 * page (the block does the rest). */
+		unsigned int align = (size & (size - 1)) ? 8 : size;
+		if (align > usl_page_size)
+			align = (unsigned int)usl_page_size;
+		kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL, USL_CACHE_KMALLOC);
+		ok = kmalloc_caches[i] != NULL;
+	}
+	return ok;
+}
+
+static __attribute__((noinline, cold)) bool kmalloc_create_caches(void)
+{
+	usl_ensure_init();
+	return create_once(&kmalloc_ready, make_kmalloc_caches);
 }
 
 /* The class cache for size (1 .. KMALLOC_MAX_CACHE_SIZE), NULL if the classes
@@ -117,26 +129,25 @@ static struct kmem_cache *malloc_class(unsigned int size)
 	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
 }
 
+static bool make_malloc_caches(void)
+{
+	bool ok = true;
+	for (unsigned int i = 1; i < 13 && ok; i++)
+		if (!malloc_small[i])
+			ok = (malloc_small[i] = malloc_class(malloc_small_size[i])) != NULL;
+	for (unsigned int k = MALLOC_FINE_LOW; k <= KMALLOC_SHIFT_HIGH && ok; k++) {
+		for (unsigned int q = 0; q < MALLOC_STEPS && ok; q++) {
+			unsigned int size = (1u << (k - 1)) + (q + 1) * (1u << (k - 1 - MALLOC_STEP_SHIFT));
+			if (!malloc_caches[k][q])
+				ok = (malloc_caches[k][q] = malloc_class(size)) != NULL;
+		}
+	}
+	return ok;
+}
+
 static __attribute__((noinline, cold)) bool malloc_create_caches(void)
 {
-	bool ok = kmalloc_cache(1) != NULL;
-	pthread_mutex_lock(&kmalloc_lock);
-	if (ok && !__atomic_load_n(&malloc_ready, __ATOMIC_ACQUIRE)) {
-		for (unsigned int i = 1; i < 13 && ok; i++)
-			if (!malloc_small[i])
-				ok = (malloc_small[i] = malloc_class(malloc_small_size[i])) != NULL;
-		for (unsigned int k = MALLOC_FINE_LOW; k <= KMALLOC_SHIFT_HIGH && ok; k++) {
-			for (unsigned int q = 0; q < MALLOC_STEPS && ok; q++) {
-				unsigned int size = (1u << (k - 1)) + (q + 1) * (1u << (k - 1 - MALLOC_STEP_SHIFT));
-				if (!malloc_caches[k][q])
-					ok = (malloc_caches[k][q] = malloc_class(size)) != NULL;
-			}
-		}
-		if (ok)
-			__atomic_store_n(&malloc_ready, 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&kmalloc_lock);
-	return ok;
+	return kmalloc_cache(1) != NULL && create_once(&malloc_ready, make_malloc_caches);
 }
 
 /* The malloc path's cache for 1 .. 8192 bytes; NULL if it cannot be made. */
@@ -224,26 +235,6 @@ static bool huge_reserve(void)
 	return true;
 }
 
-static bool huge_record(void *p, size_t len);
-
-static void *huge_alloc(size_t size, gfp_t gfp)
-{
-	(void)gfp;
-	size_t len = USL_ALIGN(size, usl_page_size);
-	if (len < size)
-		return NULL;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	if (!huge_record(p, len)) {
-		munmap(p, len);
-		return NULL;
-	}
-	return p;                               /* fresh anonymous memory is zero */
-}
-
-/* Record the mapping [p, p + len) (len a page multiple); false if the table
- * cannot grow. */
 /* Under huge_lock, with room reserved: enter [p, p + len) (counters aside). */
 static void huge_insert_locked(void *p, size_t len)
 {
@@ -256,6 +247,8 @@ static void huge_insert_locked(void *p, size_t len)
 	huge_tab[i].len = len;
 }
 
+/* Record the mapping [p, p + len) (len a page multiple); false if the table
+ * cannot grow. */
 static bool huge_record(void *p, size_t len)
 {
 	pthread_mutex_lock(&huge_lock);
@@ -269,24 +262,24 @@ static bool huge_record(void *p, size_t len)
 	return ok;
 }
 
-/* A direct mapping of size bytes aligned to align (a power of two above the
- * page size): map size + align, unmap the unaligned head and the tail. */
+/* A direct mapping of size bytes aligned to align (a power of two; a page
+ * unless more is asked): above a page, map size + align and unmap the
+ * unaligned head and the tail. Fresh anonymous memory reads as zeros. */
 void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp)
 {
 	(void)gfp;
 	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
-	if (align < usl_page_size)
-		align = usl_page_size;
-	if (len < size || len + align < len || len + align > PTRDIFF_MAX)
+	size_t extra = align > usl_page_size ? align : 0;
+	if (len < size || len + extra < len || len + extra > PTRDIFF_MAX)
 		return NULL;
-	char *raw = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *raw = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return NULL;
-	char *p = (char *)USL_ALIGN((uintptr_t)raw, align);
+	char *p = extra ? (char *)USL_ALIGN((uintptr_t)raw, align) : raw;
 	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
-	if (raw + len + align > p + len)
-		munmap(p + len, (size_t)(raw + len + align - (p + len)));
+	if (raw + len + extra > p + len)
+		munmap(p + len, (size_t)(raw + len + extra - (p + len)));
 	if (!huge_record(p, len)) {
 		munmap(p, len);
 		return NULL;
@@ -389,12 +382,12 @@ void usl_kmalloc_fork_unlock(void)
 /* ===========================================================================
  * What a pointer is
  */
-enum kind { K_BAD, K_SLAB, K_LARGE, K_HUGE };
-struct what {
-	enum kind kind;
-	struct kmem_cache *s;   /* K_SLAB */
-	size_t size;            /* usable bytes (ksize) */
-};
+
+/* The cache owning the page at the committed offset off, or NULL (not a slab). */
+static inline struct kmem_cache *page_owner(uintptr_t off)
+{
+	return (struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_ACQUIRE);
+}
 
 /* The bytes of a slab object the caller may use: the stride, unless metadata
  * (a free pointer kept outside the object) follows the object. */
@@ -404,32 +397,22 @@ static inline size_t slab_ksize(const struct kmem_cache *s)
 	return s->offset >= inuse ? inuse : s->size;
 }
 
-static struct what classify(const void *p)
+/* The usable bytes of the block p starts (a slab object, a large block or a
+ * mapping); 0 if p starts none. */
+static size_t block_size(const void *p)
 {
-	struct what w = { K_BAD, NULL, 0 };
 	uintptr_t off = (uintptr_t)p - usl_base;
 
 	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
-		const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-		struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
-		if (s) {
-			if (usl_slub_obj_ok(s, p)) {       /* an object's start, not inside one */
-				w.kind = K_SLAB;
-				w.s = s;
-				w.size = slab_ksize(s);
-			}
-			return w;
-		}
+		struct kmem_cache *s = page_owner(off);
+		if (s)   /* an object's start, not inside one */
+			return usl_slub_obj_ok(s, p) ? slab_ksize(s) : 0;
 		struct slab *h = usl_virt_to_slab(p);
-		if (h && __atomic_load_n(&h->kind, __ATOMIC_ACQUIRE) == USL_PAGE_LARGE && (const char *)p == h->addr) {
-			w.kind = K_LARGE;
-			w.size = usl_order_bytes(h->order);
-		}
-		return w;
+		if (h && __atomic_load_n(&h->kind, __ATOMIC_ACQUIRE) == USL_PAGE_LARGE && (const char *)p == h->addr)
+			return usl_order_bytes(h->order);
+		return 0;
 	}
-	if ((w.size = huge_size(p)) != 0)
-		w.kind = K_HUGE;
-	return w;
+	return huge_size(p);
 }
 
 static __attribute__((noinline, cold)) void report_bad(const char *fn, const void *p)
@@ -456,7 +439,7 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 	while (usl_order_bytes(order) < size && order <= USL_MAX_ORDER)
 		order++;
 	if (order > USL_MAX_ORDER)
-		return huge_alloc(size, gfp);
+		return usl_kmalloc_huge_aligned(size, usl_page_size, gfp);
 	bool zeroed = false;
 	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))
@@ -513,8 +496,7 @@ void usl_kfree_as(const void *p, const char *fn)
 		return;
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_likely(off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
-		struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner,
-		                                                              __ATOMIC_ACQUIRE);
+		struct kmem_cache *s = page_owner(off);
 		if (usl_likely(s != NULL)) {
 			kmem_cache_free(s, (void *)p);   /* checks the object start, reports */
 			return;
@@ -536,10 +518,10 @@ size_t usl_ksize_as(const void *p, const char *fn)
 {
 	if (ZERO_OR_NULL_PTR(p))
 		return 0;
-	struct what w = classify(p);
-	if (w.kind == K_BAD)
+	size_t n = block_size(p);
+	if (!n)
 		report_bad(fn, p);
-	return w.size;
+	return n;
 }
 
 void *krealloc(const void *p, size_t n, gfp_t gfp)
@@ -552,12 +534,11 @@ void *krealloc(const void *p, size_t n, gfp_t gfp)
 		return ZERO_SIZE_PTR;
 	}
 	if (!ZERO_OR_NULL_PTR(p)) {
-		struct what w = classify(p);
-		if (w.kind == K_BAD) {
+		ks = block_size(p);
+		if (!ks) {
 			report_bad("krealloc", p);
 			return NULL;
 		}
-		ks = w.size;
 		if (ks >= n) {
 			/* Fits: in place, as the kernel does. */
 			if (gfp & __GFP_ZERO)
@@ -603,7 +584,7 @@ void usl_kfree_bulk_nonslab(size_t nr, void **p)
 		if (!p[i])
 			continue;
 		uintptr_t off = (uintptr_t)p[i] - usl_base;
-		if (off < top && __atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_RELAXED))
+		if (off < top && page_owner(off))
 			continue;
 		kfree(p[i]);
 		p[i] = NULL;

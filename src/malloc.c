@@ -75,15 +75,21 @@ static inline bool ready(void)
  * The allocation core: size and alignment to a kmalloc block.
  */
 
+/* Before the classes exist: the boot area while they are being made, else
+ * (start-up failed) nothing. */
+static __attribute__((noinline, cold)) void *not_ready(size_t n, size_t align)
+{
+	void *b = in_startup ? boot_alloc(n ? n : 1, align) : NULL;
+	if (!b)
+		errno = ENOMEM;
+	return b;
+}
+
 /* Sizes up to 8 are served from kmalloc-16 (16-byte alignment). */
 static inline void *alloc_bytes(size_t n, gfp_t gfp)
 {
-	if (usl_unlikely(!ready())) {
-		void *b = in_startup ? boot_alloc(n ? n : 1, MALLOC_ALIGN) : NULL;
-		if (!b)
-			errno = ENOMEM;
-		return b;
-	}
+	if (usl_unlikely(!ready()))
+		return not_ready(n, MALLOC_ALIGN);
 	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
 	if (usl_unlikely(!p))
 		errno = ENOMEM;
@@ -97,12 +103,8 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 {
 	if (align <= MALLOC_ALIGN)
 		return alloc_bytes(n, gfp);
-	if (usl_unlikely(!ready())) {
-		void *b = in_startup ? boot_alloc(n ? n : 1, align) : NULL;
-		if (!b)
-			errno = ENOMEM;
-		return b;
-	}
+	if (usl_unlikely(!ready()))
+		return not_ready(n, align);
 	size_t want = n > align ? n : align;
 	if (want > PTRDIFF_MAX) {
 		errno = ENOMEM;

@@ -155,10 +155,10 @@ static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct 
 }
 
 /* Under barn->lock: the full sheaves above max_full that stayed unused for a
- * decay interval, moved (at most 64 a call) to *out. The count is what the low-
+ * decay interval, moved to *out. The count is what the low-
  * water mark says; which sheaves go does not matter (a stack keeps a push or pop
- * to the one sheaf it moves), so they are taken from the top. */
-/* max: how many to move at most (the rest at the next check). */
+ * to the one sheaf it moves), so they are taken from the top. max: how many to
+ * move at most (the rest at the next check). */
 static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
                                   struct usl_list *out)
 {

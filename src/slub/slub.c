@@ -1734,6 +1734,21 @@ static uint32_t inverse_mod32(uint32_t d)
 	return x;
 }
 
+/* The alignment a cache gets (the kernel's calculate_alignment): at least a
+ * word; with SLAB_HWCACHE_ALIGN a cache line, halved while the object fits in
+ * half of it. Cache merging asks it of a cache it has not made yet. */
+unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int align, unsigned int object_size)
+{
+	if (flags & SLAB_HWCACHE_ALIGN) {
+		unsigned int ralign = USL_CACHELINE;
+		while (object_size <= ralign / 2)
+			ralign /= 2;
+		if (ralign > align)
+			align = ralign;
+	}
+	return align < sizeof(void *) ? (unsigned int)sizeof(void *) : align;
+}
+
 int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args)
 {
 	unsigned int size = USL_ALIGN(s->object_size, (unsigned int)sizeof(void *));
@@ -1751,15 +1766,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	} else {
 		s->offset = (s->object_size / 2) & ~(unsigned int)(sizeof(void *) - 1);
 	}
-	if (s->flags & SLAB_HWCACHE_ALIGN) {
-		unsigned int ralign = USL_CACHELINE;
-		while (s->object_size <= ralign / 2)
-			ralign /= 2;
-		if (ralign > align)
-			align = ralign;
-	}
-	if (align < sizeof(void *))
-		align = sizeof(void *);
+	align = usl_slub_alignment(s->flags, align, s->object_size);
 	s->align = align;
 	size = USL_ALIGN(size, align);
 	s->size = size;

@@ -267,6 +267,19 @@ static void test_kfree_bulk(void)
 	kfree(huge);
 	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 1);
 	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 1);
+	/* Bad entries among good ones: each reported, the rest freed. */
+	char stack[16];
+	char *in = kmalloc(64, GFP_KERNEL);
+	unsigned long fo2 = reports(USLAB_ERR_FOREIGN), no2 = reports(USLAB_ERR_NOT_OBJECT);
+	p[0] = kmalloc(20, GFP_KERNEL);
+	p[1] = stack;
+	p[2] = in + 8;
+	p[3] = kmalloc(20, GFP_KERNEL);
+	kfree_bulk(4, p);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo2 + 1);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no2 + 1);
+	CHECK_EQ(in_use(k32), u32);
+	kfree(in);
 	/* kmem_cache_free_bulk(NULL, ...) is kfree_bulk. */
 	p[0] = kmalloc(20, GFP_KERNEL);
 	p[1] = kmalloc(9000, GFP_KERNEL);

@@ -206,6 +206,15 @@ static void test_foreign_and_trim(void)
 	CHECK(vrealloc(p + 16, 200) == NULL);    /* nor resized */
 	CHECK_EQ(malloc_usable_size(p + 16), 0);
 	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 3);
+	CHECK_EQ(malloc_usable_size(stack), 0);
+	CHECK(vrealloc(stack, 10) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 3);
+	/* malloc_info takes options 0 and a stream; pvalloc's rounding overflows. */
+	errno = 0;
+	CHECK(malloc_info(1, stdout) == -1 && errno == EINVAL);
+	CHECK(malloc_info(0, NULL) == -1);
+	errno = 0;
+	CHECK(pvalloc(SIZE_MAX - 10) == NULL && errno == ENOMEM);
 	memset(p, 3, 64);
 	free(p);
 	uslab_set_report_handler(NULL, NULL);
