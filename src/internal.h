@@ -257,6 +257,7 @@ struct kmem_cache {
 	int refcount;
 	struct usl_list list;        /* registry (slab_mutex) */
 	char name[USL_NAME_MAX];
+	void *meta;                  /* the block holding this structure (coloured inside it) */
 	struct kmem_cache_node *node[1];
 };
 
@@ -463,6 +464,12 @@ USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);   /* tests */
 /* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
  * 32 bytes to 256, then eight a doubling). */
 USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
+/* The class cache for n <= KMALLOC_MAX_CACHE_SIZE at [(n + 15) >> 4]; all
+ * NULL until usl_malloc_bytes has made the classes (malloc's inline path). */
+#define KMALLOC_SHIFT_HIGH 13                       /* the largest class: 8 KiB */
+#define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
+#define USL_MALLOC_TAB (KMALLOC_MAX_CACHE_SIZE / 16 + 1)
+USL_HIDDEN extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
 USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);       /* tests */
 USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);
 USL_HIDDEN size_t usl_kmalloc_huge_bytes(void);

@@ -17,8 +17,6 @@
  * 2^n bytes; 1 is 96 and 2 is 192 (the kernel's numbering).
  */
 #define KMALLOC_SHIFT_LOW 3
-#define KMALLOC_SHIFT_HIGH 13
-#define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
 
 static const struct {
 	const char *name;
@@ -104,20 +102,20 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
  * They are caches named malloc-<size>, made by the first malloc; sizes kmalloc
  * has are its caches.
  */
-#define MALLOC_FINE_LOW 9                    /* eighth steps above 2^8 */
-#define MALLOC_STEPS 8                       /* classes per doubling */
-#define MALLOC_STEP_SHIFT 3
-static struct kmem_cache *malloc_caches[KMALLOC_SHIFT_HIGH + 1][MALLOC_STEPS];
-/* Up to 256 bytes: steps of 16 to 128, then of 32 (glibc's granularity is 16),
- * indexed by (n + 15) / 16 up to 128 and 8 + (n - 97) / 32 above. */
-static struct kmem_cache *malloc_small[13];
-static const unsigned int malloc_small_size[13] = { 0, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256 };
 static int malloc_ready;
 
-static inline unsigned int malloc_small_index(size_t n)
+/* The class size serving n bytes (1 .. KMALLOC_MAX_CACHE_SIZE). */
+static unsigned int malloc_class_size(size_t n)
 {
-	return n <= 128 ? (unsigned int)((n + 15) / 16) : (unsigned int)(8 + (n - 97) / 32);
+	size_t step = n <= 128 ? 16 : n <= 256 ? 32 : ((size_t)1 << (63 - __builtin_clzl(n - 1))) / 8;
+	return (unsigned int)((n + step - 1) & ~(step - 1));
 }
+
+/* The class of every n up to KMALLOC_MAX_CACHE_SIZE, by (n + 15) / 16 (every
+ * class size is a multiple of 16): one load and no branch on the size, which
+ * a program's mix of sizes would mispredict. All NULL until the classes are
+ * made; entry 0 (malloc(0)) is the smallest class. */
+struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
 
 /* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
 static struct kmem_cache *malloc_class(unsigned int size)
@@ -129,20 +127,24 @@ static struct kmem_cache *malloc_class(unsigned int size)
 	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
 }
 
+/* Under kmalloc_lock: every class, then the table (entries published last, so
+ * a reader that sees one sees a made cache). */
 static bool make_malloc_caches(void)
 {
-	bool ok = true;
-	for (unsigned int i = 1; i < 13 && ok; i++)
-		if (!malloc_small[i])
-			ok = (malloc_small[i] = malloc_class(malloc_small_size[i])) != NULL;
-	for (unsigned int k = MALLOC_FINE_LOW; k <= KMALLOC_SHIFT_HIGH && ok; k++) {
-		for (unsigned int q = 0; q < MALLOC_STEPS && ok; q++) {
-			unsigned int size = (1u << (k - 1)) + (q + 1) * (1u << (k - 1 - MALLOC_STEP_SHIFT));
-			if (!malloc_caches[k][q])
-				ok = (malloc_caches[k][q] = malloc_class(size)) != NULL;
-		}
+	static struct kmem_cache *made[USL_MALLOC_TAB];
+	unsigned int prev = 0;
+	for (size_t i = 1; i < USL_MALLOC_TAB; i++) {
+		unsigned int size = malloc_class_size(i * 16);
+		if (!made[i])
+			made[i] = size == prev ? made[i - 1] : malloc_class(size);
+		if (!made[i])
+			return false;
+		prev = size;
 	}
-	return ok;
+	made[0] = made[1];
+	for (size_t i = 0; i < USL_MALLOC_TAB; i++)
+		__atomic_store_n(&usl_malloc_tab[i], made[i], __ATOMIC_RELEASE);
+	return true;
 }
 
 static __attribute__((noinline, cold)) bool malloc_create_caches(void)
@@ -150,22 +152,18 @@ static __attribute__((noinline, cold)) bool malloc_create_caches(void)
 	return kmalloc_cache(1) != NULL && create_once(&malloc_ready, make_malloc_caches);
 }
 
-/* The malloc path's cache for 1 .. 8192 bytes; NULL if it cannot be made. */
+/* The malloc path's cache for 0 .. 8192 bytes; NULL if it cannot be made. */
 static inline struct kmem_cache *malloc_cache(size_t n)
 {
 	if (usl_unlikely(!__atomic_load_n(&malloc_ready, __ATOMIC_ACQUIRE)) && !malloc_create_caches())
 		return NULL;
-	if (n <= 256)
-		return malloc_small[malloc_small_index(n)];
-	unsigned int k = (unsigned int)(64 - __builtin_clzl(n - 1));        /* n in (2^(k-1), 2^k] */
-	unsigned int q = (unsigned int)((n - 1 - (1ul << (k - 1))) >> (k - 1 - MALLOC_STEP_SHIFT)); /* its step */
-	return malloc_caches[k][q];
+	return usl_malloc_tab[(n + 15) >> 4];
 }
 
 void *usl_malloc_bytes(size_t n, gfp_t gfp)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
-		struct kmem_cache *s = malloc_cache(n ? n : 1);
+		struct kmem_cache *s = malloc_cache(n);
 		return s ? kmem_cache_alloc(s, gfp) : NULL;
 	}
 	return kmalloc(n, gfp);

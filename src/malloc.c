@@ -85,9 +85,20 @@ static __attribute__((noinline, cold)) void *not_ready(size_t n, size_t align)
 	return b;
 }
 
-/* Sizes up to 8 are served from kmalloc-16 (16-byte alignment). */
+/* Sizes up to 8 are served from the 16-byte class (16-byte alignment). The
+ * common case is one table load and the cache's fast path; the table is empty
+ * until start-up has made the classes. */
 static inline void *alloc_bytes(size_t n, gfp_t gfp)
 {
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
+		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[(n + 15) >> 4], __ATOMIC_ACQUIRE);
+		if (usl_likely(s != NULL)) {
+			void *p = kmem_cache_alloc(s, gfp | __GFP_NOWARN);
+			if (usl_unlikely(!p))
+				errno = ENOMEM;
+			return p;
+		}
+	}
 	if (usl_unlikely(!ready()))
 		return not_ready(n, MALLOC_ALIGN);
 	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
