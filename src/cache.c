@@ -1,6 +1,7 @@
 /* cache.c - the cache registry: kmem_cache_create checks, destroy ("Objects
- * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex
- * (outermost); the fork handlers take every lock of the library. */
+ * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex,
+ * and cache_cache_lock outside it while the first cache is made; the fork
+ * handlers take every lock of the library. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,11 +9,14 @@
 
 static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct usl_list cache_list = { &cache_list, &cache_list };
+static struct kmem_cache *cache_cache;          /* holds the other caches' structures */
+static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its creation */
 
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
-/* fork(): take every allocator lock in the documented order (sheaf_classes_lock, slab_mutex,
+/* fork(): take every allocator lock in the documented order (kmalloc_lock,
+ * sheaf_classes_lock, cache_cache_lock, slab_mutex,
  * flush_mutex, each cache's sheaf locks and barn lock, its slot locks and
  * list_lock, pages_lock), so the child
  * of a multithreaded parent finds them all free. */
@@ -20,6 +24,7 @@ static void fork_prepare(void)
 {
 	usl_kmalloc_fork_lock();
 	usl_sheaf_fork_lock_global();
+	pthread_mutex_lock(&cache_cache_lock);
 	pthread_mutex_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
@@ -40,6 +45,7 @@ static void fork_release(void)
 	}
 	usl_slub_fork_unlock_global();
 	pthread_mutex_unlock(&slab_mutex);
+	pthread_mutex_unlock(&cache_cache_lock);
 	usl_sheaf_fork_unlock_global();
 	usl_kmalloc_fork_unlock();
 }
@@ -79,23 +85,46 @@ void usl_meta_free(void *p)
 	usl_pages_free(p);
 }
 
-/* A cache structure (with its node and per-CPU slots: bytes) at a rotating
- * cache-line offset inside its block. Page-aligned, the first line of every
- * cache and every cache's slot of a CPU fell in one L1 set (12 ways), so a
- * malloc mix of a few dozen classes missed L1 on each call; the slack of the
- * block (most of a page) spreads them over the sets for free. */
+/* Cache structures (each with its node and per-CPU slots: bytes) are objects
+ * of one internal cache, "kmem_cache", as in the kernel; its own structure is
+ * a page block. A page each cost a program with the ~60 malloc classes about
+ * 230 KiB of RSS, and put the first line of every cache and every cache's
+ * slot of a CPU in one L1 set (12 ways), so a mix of a few dozen classes
+ * missed L1 on each call; packed, they spread over the sets. */
+static __thread bool making_cache_cache;
+
 static struct kmem_cache *cache_struct_alloc(size_t bytes)
 {
-	static unsigned int color;
-	size_t block = usl_order_bytes(meta_order(bytes));
-	size_t colors = (block - bytes) / USL_CACHELINE + 1;
-	size_t off = (__atomic_fetch_add(&color, 1, __ATOMIC_RELAXED) % colors) * USL_CACHELINE;
-	char *base = usl_meta_alloc(bytes + off);
-	if (!base)
-		return NULL;
-	struct kmem_cache *s = (struct kmem_cache *)(base + off);
-	s->meta = base;
-	return s;
+	struct kmem_cache *cc = __atomic_load_n(&cache_cache, __ATOMIC_ACQUIRE);
+	if (usl_unlikely(!cc)) {
+		if (making_cache_cache) {        /* "kmem_cache" itself */
+			struct kmem_cache *s = usl_meta_alloc(bytes);
+			if (s)
+				s->meta = s;
+			return s;
+		}
+		pthread_mutex_lock(&cache_cache_lock);
+		if (!cache_cache) {
+			making_cache_cache = true;
+			cc = usl_cache_create("kmem_cache", (unsigned int)bytes, USL_CACHELINE, 0, NULL, NULL,
+			                      USL_CACHE_INTERNAL);
+			making_cache_cache = false;
+			__atomic_store_n(&cache_cache, cc, __ATOMIC_RELEASE);
+		}
+		cc = cache_cache;
+		pthread_mutex_unlock(&cache_cache_lock);
+		if (!cc)
+			return NULL;
+	}
+	return kmem_cache_alloc(cc, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
+}
+
+static void cache_struct_free(struct kmem_cache *s)
+{
+	if (s->meta)
+		usl_meta_free(s->meta);
+	else
+		kmem_cache_free(cache_cache, s);
 }
 
 static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, const char *why, unsigned long v)
@@ -210,6 +239,11 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 
 	head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
 	bytes = head + sizeof(struct kmem_cache_node) + (size_t)usl_nr_cpus * sizeof(struct kmem_cache_cpu);
+	/* An odd number of cache lines: packed structures then start in different
+	 * L1 sets (512 bytes apart, every eighth would share one). */
+	bytes = USL_ALIGN(bytes, (size_t)USL_CACHELINE);
+	if (!((bytes / USL_CACHELINE) & 1))
+		bytes += USL_CACHELINE;
 	s = cache_struct_alloc(bytes);
 	if (!s)
 		return create_failed(name, flags, "out of memory for the cache structure", bytes);
@@ -222,14 +256,14 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	s->refcount = 1;
 	strncpy(s->name, name, sizeof(s->name) - 1);
 	if (usl_slub_cache_init(s, args) != 0) {
-		usl_meta_free(s->meta);
+		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
 	}
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		if (usl_sheaf_cache_init(s) != 0) {
 			pthread_mutex_destroy(&s->node[0]->list_lock);
-			usl_meta_free(s->meta);
+			cache_struct_free(s);
 			return create_failed(name, flags, "out of memory for its sheaves", sheaf_capacity);
 		}
 	}
@@ -288,7 +322,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	usl_cache_unlock();
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
-	usl_meta_free(s->meta);
+	cache_struct_free(s);
 	usl_pages_purge(false);
 }
 

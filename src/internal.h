@@ -257,7 +257,7 @@ struct kmem_cache {
 	int refcount;
 	struct usl_list list;        /* registry (slab_mutex) */
 	char name[USL_NAME_MAX];
-	void *meta;                  /* the block holding this structure (coloured inside it) */
+	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
 	struct kmem_cache_node *node[1];
 };
 
@@ -288,6 +288,7 @@ static inline void usl_ensure_init(void)
 	if (usl_unlikely(!__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE)))
 		usl_init();
 }
+USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 USL_HIDDEN uint64_t usl_now_ms(void);

@@ -123,7 +123,7 @@ static struct kmem_cache *malloc_class(unsigned int size)
 	if (!(size & (size - 1)) || size == 96 || size == 192)
 		return kmalloc_caches[kmalloc_index(size)];
 	char name[32];
-	snprintf(name, sizeof(name), "malloc-%u", size);
+	usl_name_number(name, sizeof(name), "malloc-", size);
 	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
 }
 
@@ -381,10 +381,14 @@ void usl_kmalloc_fork_unlock(void)
  * What a pointer is
  */
 
-/* The cache owning the page at the committed offset off, or NULL (not a slab). */
+/* The cache owning the page at the committed offset off, or NULL: not a slab,
+ * or a slab of uslab's own (cache structures, sheaves), which no kfree may
+ * touch (kfree of a struct kmem_cache is reported, not done). */
 static inline struct kmem_cache *page_owner(uintptr_t off)
 {
-	return (struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_ACQUIRE);
+	struct kmem_cache *s =
+		(struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_ACQUIRE);
+	return s && !(s->flags & USL_SLAB_INTERNAL) ? s : NULL;
 }
 
 /* The bytes of a slab object the caller may use: the stride, unless metadata
@@ -487,11 +491,26 @@ void kfree(const void *p)
 	usl_kfree_as(p, "kfree");
 }
 
-/* kfree, with reports naming fn (free() reports as "free"). */
-void usl_kfree_as(const void *p, const char *fn)
+/* kfree's other cases: NULL and ZERO_SIZE_PTR, large blocks, mappings and
+ * pointers that are none of these (reported under fn). Kept out of line so
+ * the slab-object path below saves no registers. */
+static __attribute__((noinline)) void kfree_other(const void *p, const char *fn)
 {
 	if (ZERO_OR_NULL_PTR(p))
 		return;
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
+		if (usl_pages_free_large((void *)p))
+			return;
+	} else if (huge_free(p)) {
+		return;
+	}
+	report_bad(fn, p);
+}
+
+/* kfree, with reports naming fn (free() reports as "free"). */
+void usl_kfree_as(const void *p, const char *fn)
+{
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_likely(off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
 		struct kmem_cache *s = page_owner(off);
@@ -499,12 +518,8 @@ void usl_kfree_as(const void *p, const char *fn)
 			kmem_cache_free(s, (void *)p);   /* checks the object start, reports */
 			return;
 		}
-		if (usl_pages_free_large((void *)p))
-			return;
-	} else if (huge_free(p)) {
-		return;
 	}
-	report_bad(fn, p);
+	kfree_other(p, fn);
 }
 
 size_t ksize(const void *p)

@@ -215,6 +215,25 @@ int usl_membarrier_rseq(void)
 	return (int)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
 }
 
+/* prefix followed by n in decimal, cut to len - 1 bytes. For cache names made
+ * at start-up: snprintf would pull printf's machinery (a few dozen KiB of libc
+ * text) into every process's RSS. */
+void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
+{
+	char digits[12];
+	size_t i = 0, k = sizeof(digits);
+	do {
+		digits[--k] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	for (; *prefix && i + 1 < len; prefix++)
+		buf[i++] = *prefix;
+	for (; k < sizeof(digits) && i + 1 < len; k++)
+		buf[i++] = digits[k];
+	if (len)
+		buf[i] = 0;
+}
+
 /* ---- per-CPU mode ---- */
 
 /* Highest possible CPU id + 1, from /sys/devices/system/cpu/possible ("0-3,8-11"):
@@ -222,7 +241,7 @@ int usl_membarrier_rseq(void)
  * calls: nothing here may allocate. */
 static unsigned int possible_cpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_CONF);
+	long n = 0;
 	char buf[256];
 	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
 
@@ -252,6 +271,8 @@ static unsigned int possible_cpus(void)
 				n = max + 1;
 		}
 	}
+	if (n < 1)                            /* no sysfs: glibc's count (it reads a directory) */
+		n = sysconf(_SC_NPROCESSORS_CONF);
 	if (n < 1)
 		n = 1;
 	if (n > 8192)

@@ -937,7 +937,7 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 	pthread_mutex_lock(&sheaf_classes_lock);
 	if (!sheaf_class_cache[cls]) {
 		char name[32];
-		snprintf(name, sizeof(name), "uslab-sheaf-%u", sheaf_classes[cls]);
+		usl_name_number(name, sizeof(name), "uslab-sheaf-", sheaf_classes[cls]);
 		sheaf_class_cache[cls] = usl_cache_create(name, sheaf_classes[cls], 64, SLAB_NO_MERGE, NULL, NULL,
 		                                          USL_CACHE_INTERNAL);
 	}

@@ -236,6 +236,18 @@ static void test_bad_input(void)
 	kfree(h);
 	kfree(h);                                       /* unmapped: now foreign */
 	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 4);
+
+	/* A cache structure is an object of uslab's own cache: kfree of it (for
+	 * kmem_cache_destroy) is reported and the cache keeps working. */
+	struct kmem_cache *c = kmem_cache_create("kfree-me", 40, 0, SLAB_NO_MERGE, NULL);
+	CHECK(c != NULL);
+	void *o = kmem_cache_alloc(c, GFP_KERNEL);
+	kfree(c);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 4);
+	CHECK_EQ(ksize(c), 0);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 5);
+	kmem_cache_free(c, o);
+	kmem_cache_destroy(c);
 	uslab_set_report_handler(NULL, NULL);
 }
 
