@@ -234,6 +234,8 @@ static void churn(long *rss_before, long *rss_after, long *rss_trim)
 	uint64_t x = 88172645463325252ull;
 	long ops = quick ? 400000 : 2000000;
 
+	memset(slot, 0, sizeof(slot));       /* the bench's own arrays count before */
+	memset(len, 0, sizeof(len));
 	*rss_before = rss_kib();
 	for (long op = 0; op < ops; op++) {
 		size_t i = xorshift(&x) % SLOTS;

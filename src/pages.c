@@ -27,6 +27,12 @@ static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked 
 static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
 static size_t nr_free_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lock; peeked */
 static uint64_t last_decay_check;
+/* Purged free blocks of the largest order are kept off free_area[], by page
+ * number on this stack, so that their whole table and page-map slices (80 KiB
+ * per 4 MiB block) go back to the OS with them; taking one writes its entries
+ * again (revive). They still count as free clean blocks. Under pages_lock. */
+static uint32_t *clean_max;
+static size_t nr_clean_max;
 static long fail_after = -1;
 
 static inline size_t pfn_of(const struct slab *e) { return (size_t)(e - usl_table); }
@@ -69,6 +75,10 @@ int usl_pages_init(void)
 
 	usl_table = t;
 	usl_pagemap = pm;
+	clean_max = mmap(NULL, (usl_range / max_block) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (clean_max == MAP_FAILED)
+		clean_max = NULL;             /* then purged blocks stay on the lists */
 	for (int i = 0; i <= USL_MAX_ORDER; i++)
 		usl_list_init(&free_area[i]);
 	last_decay_check = usl_now_ms();
@@ -110,6 +120,29 @@ static void take_free_block(struct slab *e)
 	e->kind = USL_PAGE_UNUSED;
 }
 
+/* The free state of n pages' table and page-map entries from e on. */
+static void init_entries(struct slab *e, size_t n)
+{
+	struct usl_pagemap_entry *m = &usl_pagemap[pfn_of(e)];
+	for (size_t i = 0; i < n; i++) {
+		m[i].start = (uint32_t)(pfn_of(&e[i]) << usl_page_shift);
+		m[i].objects = 0;
+		m[i].owner = 0;
+		e[i].head = &e[i];
+		e[i].kind = USL_PAGE_UNUSED;
+	}
+}
+
+/* A largest block from the clean stack back on its free list. */
+static void revive(void)
+{
+	struct slab *e = &usl_table[clean_max[--nr_clean_max]];
+	init_entries(e, (size_t)1 << USL_MAX_ORDER);
+	count_add(&nr_free_blocks[USL_MAX_ORDER], -1);       /* set_free_head counts it again */
+	count_add(&free_clean_pages, -(long)(1UL << USL_MAX_ORDER));
+	set_free_head(e, USL_MAX_ORDER, false, 0);
+}
+
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
 static bool grow(void)
 {
@@ -132,13 +165,7 @@ static bool grow(void)
 	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	for (size_t i = 0; i < npages; i++) {
-		m[i].start = (uint32_t)(pfn_of(&e[i]) << usl_page_shift);
-		m[i].objects = 0;
-		m[i].owner = 0;
-		e[i].head = &e[i];
-		e[i].kind = USL_PAGE_UNUSED;
-	}
+	init_entries(e, npages);
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	set_free_head(e, USL_MAX_ORDER, false, 0);
 	return true;
@@ -170,6 +197,10 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 				break;
 		if (k <= USL_MAX_ORDER)
 			break;
+		if (nr_clean_max) {
+			revive();
+			continue;
+		}
 		if (!grow()) {
 			pthread_mutex_unlock(&pages_lock);
 			return NULL;
@@ -206,6 +237,28 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 	return usl_slab_address(e);
 }
 
+/* madvise the whole OS pages of [from, to): they read as zeros afterwards. */
+static void zero_pages(void *from, void *to)
+{
+	uintptr_t a = USL_ALIGN((uintptr_t)from, usl_page_size), b = (uintptr_t)to & ~(usl_page_size - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* A purged free block's table and page-map entries go back to the OS too (a
+ * 4 MiB block has 64 KiB of table and 16 KiB of map). All but the head's are
+ * in their free state, which zeros also mean (USL_PAGE_UNUSED, no owner): a
+ * page map start of 0 only points a stray pointer's lookup at another block,
+ * and the paths that take such pointers check the block they get (kind and
+ * address). The pages holding the head entry stay: it is on a free list.
+ * Under pages_lock. */
+static void purge_entries(struct slab *e, unsigned int order)
+{
+	size_t pfn = pfn_of(e), n = (size_t)1 << order;
+	zero_pages(e + 1, e + n);
+	zero_pages(&usl_pagemap[pfn + 1], &usl_pagemap[pfn + n]);
+}
+
 /* Keeps errno: free() may end here, and free must not change it. */
 static size_t purge_locked(bool all, uint64_t now)
 {
@@ -213,9 +266,10 @@ static size_t purge_locked(bool all, uint64_t now)
 	int saved_errno = errno;
 
 	for (int k = 0; k <= USL_MAX_ORDER; k++) {
-		struct usl_list *it;
-		for (it = free_area[k].next; it != &free_area[k]; it = it->next) {
+		struct usl_list *it, *next;
+		for (it = free_area[k].next; it != &free_area[k]; it = next) {
 			struct slab *e = usl_container_of(it, struct slab, slab_list);
+			next = it->next;
 			if (!e->dirty || (!all && now - e->counters < usl_opt.decay_ms))
 				continue;
 			size_t len = usl_page_size << k;
@@ -224,6 +278,14 @@ static size_t purge_locked(bool all, uint64_t now)
 				count_add(&free_dirty_pages, -(long)(1UL << k));
 				count_add(&free_clean_pages, (long)(1UL << k));
 				bytes += len;
+				if (k == USL_MAX_ORDER && clean_max) {
+					usl_list_del(&e->slab_list);    /* still counted as free */
+					clean_max[nr_clean_max++] = (uint32_t)pfn_of(e);
+					zero_pages(e, e + len / usl_page_size);
+					zero_pages(&usl_pagemap[pfn_of(e)], &usl_pagemap[pfn_of(e) + len / usl_page_size]);
+				} else {
+					purge_entries(e, (unsigned int)k);
+				}
 			}
 		}
 	}

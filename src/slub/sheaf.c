@@ -640,6 +640,22 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
  * a decay interval ago) is idle: all its full sheaves go back, and its empty
  * slabs to the page provider (a program that stopped using a size keeps
  * nothing of it beyond the per-CPU sheaves). */
+/* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
+ * partial slabs)? Unlocked peeks: sheaves are objects of uslab's caches, whose
+ * memory stays mapped, so a stale pointer reads harmlessly. */
+static bool slots_hold_objects(struct kmem_cache *s)
+{
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_RELAXED);
+		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED)) ||
+		    __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
 void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);
@@ -669,8 +685,18 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn->visits_swept += own;           /* the sweep's own visits are not use */
 		usl_spin_unlock(&barn->lock);
 	}
-	if (idle)
+	if (idle) {
+		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
+		 * reached with the flush protocol (one membarrier), only when a peek
+		 * finds something there. */
+		if (slots_hold_objects(s)) {
+			usl_slub_flush_all(s);
+			usl_spin_lock(&barn->lock);
+			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
+			usl_spin_unlock(&barn->lock);
+		}
 		usl_slub_release(s);
+	}
 }
 
 void usl_sheaf_trim_barn(struct kmem_cache *s)
