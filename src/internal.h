@@ -375,6 +375,7 @@ static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size 
  * list_lock -> pages_lock.
  */
 USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args); /* sizes, order, slots */
+USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);   /* before first use */
 USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);

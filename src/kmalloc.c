@@ -96,19 +96,33 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
 /* ===========================================================================
  * The malloc path's classes. kmalloc doubles from 256 to 8 KiB, which costs a
  * program up to half of every such block (sqlite's 4.2 KiB page buffers take
- * 8 KiB). malloc adds seven classes between each pair of kmalloc classes
- * there (steps of an eighth: 288, 320, ... 512, 576, ... 7680, 8192), so at
- * most a ninth of a block is waste, and below 256 steps of 16 and 32 bytes.
- * They are caches named malloc-<size>, made by the first malloc; sizes kmalloc
- * has are its caches.
+ * 8 KiB). malloc has eight classes a doubling there, each the largest size of
+ * which k objects fill a slab of 8 times the doubling's top (4 KiB for 256..512,
+ * 64 KiB for 4..8 KiB) with k = 15 .. 8, in multiples of 16: 4368 is 64 KiB
+ * / 15, so sqlite's 4368-byte page buffers waste nothing (the eighth steps
+ * before gave them 4608), and a slab wastes under 16 bytes an object. A size
+ * just above a class may waste an eighth plus 16 bytes. Below 256: steps of
+ * 16 to 128, then of 32. They are
+ * caches named malloc-<size> with that slab order, made by the first malloc;
+ * the power-of-two sizes (k = 8) are kmalloc's caches.
  */
 static int malloc_ready;
+
+/* The slab bytes of the classes for n in (2^(j-1), 2^j], j > 8: 2^(j+3). */
+static size_t malloc_slab_bytes(size_t n)
+{
+	return (size_t)8 << (64 - __builtin_clzl(n - 1));
+}
 
 /* The class size serving n bytes (1 .. KMALLOC_MAX_CACHE_SIZE). */
 static unsigned int malloc_class_size(size_t n)
 {
-	size_t step = n <= 128 ? 16 : n <= 256 ? 32 : ((size_t)1 << (63 - __builtin_clzl(n - 1))) / 8;
-	return (unsigned int)((n + step - 1) & ~(step - 1));
+	if (n <= 256) {
+		size_t step = n <= 128 ? 16 : 32;
+		return (unsigned int)((n + step - 1) & ~(step - 1));
+	}
+	size_t b = malloc_slab_bytes(n), k = b / n;   /* the most objects of n bytes */
+	return (unsigned int)((b / k) & ~(size_t)15);     /* >= n: n is a multiple of 16 here */
 }
 
 /* The class of every n up to KMALLOC_MAX_CACHE_SIZE, by (n + 15) / 16 (every
@@ -124,7 +138,15 @@ static struct kmem_cache *malloc_class(unsigned int size)
 		return kmalloc_caches[kmalloc_index(size)];
 	char name[32];
 	usl_name_number(name, sizeof(name), "malloc-", size);
-	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
+	struct kmem_cache *s = usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
+	if (s && size > 256) {
+		size_t b = malloc_slab_bytes(size);
+		unsigned int order = 0;
+		while (usl_order_bytes(order) < b && order < USL_MAX_ORDER)
+			order++;
+		usl_slub_set_order(s, order);   /* keeps the calculated one if this cannot be */
+	}
+	return s;
 }
 
 /* Under kmalloc_lock: every class, then the table (entries published last, so

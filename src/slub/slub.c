@@ -1749,6 +1749,30 @@ unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int align, unsigned
 	return align < sizeof(void *) ? (unsigned int)sizeof(void *) : align;
 }
 
+static void set_cpu_partial_slabs(struct kmem_cache *s)
+{
+	s->cpu_partial_slabs = (s->cpu_partial * 2 + s->objects - 1) / s->objects;
+}
+
+/* The slab order of s (its size set): the calculated one at creation, or the
+ * malloc classes' own, set before the class is published. */
+int usl_slub_set_order(struct kmem_cache *s, unsigned int order)
+{
+	unsigned int size = s->size;
+	if (order > USL_MAX_ORDER || usl_order_bytes(order) < size)
+		return -1;
+	s->order = order;
+	s->objects = (unsigned int)(usl_order_bytes(order) / size);
+	if (s->objects > USL_MAX_OBJS_PER_SLAB)
+		s->objects = USL_MAX_OBJS_PER_SLAB;
+	s->min_order = get_order(size);
+	if (s->min_order > s->order)
+		s->min_order = s->order;
+	if (s->cpu_partial)
+		set_cpu_partial_slabs(s);
+	return 0;
+}
+
 int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args)
 {
 	unsigned int size = USL_ALIGN(s->object_size, (unsigned int)sizeof(void *));
@@ -1771,15 +1795,8 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	size = USL_ALIGN(size, align);
 	s->size = size;
 
-	s->order = usl_calculate_order(size);
-	if (s->order > USL_MAX_ORDER)
+	if (usl_slub_set_order(s, usl_calculate_order(size)) != 0)
 		return -1;
-	s->objects = (unsigned int)(usl_order_bytes(s->order) / size);
-	if (s->objects > USL_MAX_OBJS_PER_SLAB)
-		s->objects = USL_MAX_OBJS_PER_SLAB;
-	s->min_order = get_order(size);
-	if (s->min_order > s->order)
-		s->min_order = s->order;
 	s->div_shift = (uint32_t)__builtin_ctz(size);
 	s->div_inv = inverse_mod32(size >> s->div_shift);
 
@@ -1793,7 +1810,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		s->cpu_partial = 52;
 	else
 		s->cpu_partial = 120;
-	s->cpu_partial_slabs = (s->cpu_partial * 2 + s->objects - 1) / s->objects;
+	set_cpu_partial_slabs(s);
 
 	unsigned long step = 1;
 	while (step < usl_nr_cpus)

@@ -45,25 +45,35 @@ static void test_basics(void)
 	}
 	CHECK_EQ(malloc_usable_size(NULL), 0);
 
-	/* malloc's classes: steps of 16 bytes to 128, 32 to 256, then an eighth of
-	 * the power of two, so little is wasted (kmalloc's own doubles). */
-	bool fine = true;
+	/* malloc's classes: steps of 16 bytes to 128, 32 to 256, then eight a
+	 * doubling, under an eighth (plus the 16-byte granule) of waste (kmalloc's
+	 * own double); above 256 each is the largest multiple of 16 of which its
+	 * slab holds that many. */
+	bool fine = true, packed = true;
 	for (size_t n = 1; n <= 8192; n++) {
 		struct kmem_cache *c = usl_malloc_cache_for(n < 16 ? 16 : n);
 		size_t sz = c ? kmem_cache_size(c) : 0;
-		size_t slack = n <= 128 ? 15 : n <= 256 ? 31 : n / 8;
+		size_t slack = n <= 128 ? 15 : n <= 256 ? 31 : n / 8 + 16;
 		if (sz < n || sz > (n < 16 ? 16 : n) + slack) {
 			if (fine)
 				fprintf(stderr, "  malloc(%zu): class %zu\n", n, sz);
 			fine = false;
 		}
+		if (c && n > 256 && (sz & (sz - 1)) && (sz + 16) * c->objects <= usl_order_bytes(c->order)) {
+			if (packed)
+				fprintf(stderr, "  class %zu: its slab of order %u would hold %u of %zu bytes\n", sz,
+				        c->order, c->objects, sz + 16);
+			packed = false;
+		}
 	}
 	CHECK(fine);
-	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4368)), "malloc-4608"));
+	CHECK(packed);
+	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4368)), "malloc-4368"));   /* 64 KiB / 15 */
+	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4369)), "malloc-4672"));
 	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(100)), "malloc-112"));
 	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4096)), "kmalloc-4k"));
 	void *m4 = vmalloc(4368);
-	CHECK(malloc_usable_size(m4) == 4608);
+	CHECK(malloc_usable_size(m4) == 4368);
 	free(m4);
 
 	/* free keeps errno; so does free(NULL). */
