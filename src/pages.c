@@ -294,14 +294,14 @@ static size_t purge_locked(bool all, uint64_t now)
 }
 
 /* Free the block at addr; with need_kind >= 0 only if addr starts a block of
- * that kind (checked under the lock). */
-static bool free_block(void *addr, int need_kind)
+ * that kind (checked under the lock). A clean block (madvised by the caller)
+ * stays clean unless it merges with a dirty buddy. */
+static bool free_block_as(void *addr, int need_kind, bool dirty)
 {
 	struct slab *e;
 	unsigned int order;
 	size_t pfn, n;
 	uint64_t now = usl_now_ms();
-	bool dirty = true;
 
 	pthread_mutex_lock(&pages_lock);
 	e = usl_virt_to_slab(addr);
@@ -326,6 +326,7 @@ static bool free_block(void *addr, int need_kind)
 		struct slab *b = &usl_table[bpfn];
 		if ((bpfn << usl_page_shift) >= usl_top || b->kind != USL_PAGE_FREE || b->order != order)
 			break;
+		dirty |= b->dirty;
 		take_free_block(b);
 		pfn &= ~((size_t)1 << order);
 		order++;
@@ -342,14 +343,48 @@ static bool free_block(void *addr, int need_kind)
 	return true;
 }
 
+static bool free_block(void *addr, int need_kind)
+{
+	return free_block_as(addr, need_kind, true);
+}
+
+static bool free_block_clean(void *addr, bool clean)
+{
+	return free_block_as(addr, -1, !clean);
+}
+
 void usl_pages_free(void *addr)
 {
 	free_block(addr, -1);
 }
 
+/* A large block bigger than this (and than any freed before: glibc's dynamic
+ * mmap threshold) is given back to the OS as it is freed, not after the decay
+ * interval: a program growing a buffer or table step by step frees each old
+ * one once, and waiting would hold them all at its peak. Repeated sizes stay
+ * with the decay. Under pages_lock. */
+static size_t purge_at_free = 256 * 1024;
+
 bool usl_pages_free_large(void *addr)
 {
-	return free_block(addr, USL_PAGE_LARGE);
+	pthread_mutex_lock(&pages_lock);
+	struct slab *e = usl_virt_to_slab(addr);
+	if (!e || e->kind != USL_PAGE_LARGE || e->addr != (char *)addr) {
+		pthread_mutex_unlock(&pages_lock);
+		return false;
+	}
+	size_t len = usl_order_bytes(e->order);
+	if (len <= purge_at_free) {
+		pthread_mutex_unlock(&pages_lock);
+		return free_block(addr, USL_PAGE_LARGE);   /* checks again: a racing free loses */
+	}
+	purge_at_free = len;
+	e->kind = USL_PAGE_INTERNAL;        /* ours now: a second free of addr is refused */
+	pthread_mutex_unlock(&pages_lock);
+	int saved_errno = errno;
+	bool clean = madvise(addr, len, MADV_DONTNEED) == 0;
+	errno = saved_errno;
+	return free_block_clean(addr, clean);
 }
 
 size_t usl_pages_purge(bool all)

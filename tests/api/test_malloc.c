@@ -263,6 +263,29 @@ static void test_foreign_and_trim(void)
 }
 
 
+/* A large block bigger than any freed before goes back to the OS as it is
+ * freed (glibc's dynamic mmap threshold): no decay interval, no trim. A
+ * second free of it is reported, and nothing else happens. */
+static void test_large_free_at_once(void)
+{
+	size_t n = 3u << 20;                     /* a page block: up to 4 MiB */
+	char *p = vmalloc(n);
+	CHECK(p != NULL);
+	memset(p, 1, n);
+	long full = rss_kib();
+	vfree(p);
+	long after = rss_kib();
+	if (full - after <= 2 * 1024)
+		fprintf(stderr, "  rss %ld KiB with 3 MiB, %ld after its free\n", full, after);
+	CHECK(full - after > 2 * 1024);
+	unsigned long errs = uslab_error_count();
+	free(p);
+	CHECK_EQ(uslab_error_count(), errs + 1);
+	char *q = vmalloc(n);                     /* the same block, clean */
+	CHECK(q && all_bytes(q, 0, n));
+	free(q);
+}
+
 /* A working set of about 64 MiB in mixed sizes, freed; then the resident set
  * must fall back: at once with malloc_trim(0), or (decay) within a few decay
  * intervals (ctest sets USLAB_DECAY_MS=100) of light malloc/free traffic. */
@@ -385,6 +408,7 @@ int main(int argc, char **argv)
 		test_rss(true);
 		return test_summary();
 	}
+	test_large_free_at_once();                 /* first: no large block freed before */
 	unsigned long errs = uslab_error_count();
 	test_basics();
 	test_realloc();
