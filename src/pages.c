@@ -120,24 +120,11 @@ static void take_free_block(struct slab *e)
 	e->kind = USL_PAGE_UNUSED;
 }
 
-/* The free state of n pages' table and page-map entries from e on. */
-static void init_entries(struct slab *e, size_t n)
-{
-	struct usl_pagemap_entry *m = &usl_pagemap[pfn_of(e)];
-	for (size_t i = 0; i < n; i++) {
-		m[i].start = (uint32_t)(pfn_of(&e[i]) << usl_page_shift);
-		m[i].objects = 0;
-		m[i].owner = 0;
-		e[i].head = &e[i];
-		e[i].kind = USL_PAGE_UNUSED;
-	}
-}
-
-/* A largest block from the clean stack back on its free list. */
+/* A largest block from the clean stack back on its free list (its zeroed
+ * entries are in their free state). */
 static void revive(void)
 {
 	struct slab *e = &usl_table[clean_max[--nr_clean_max]];
-	init_entries(e, (size_t)1 << USL_MAX_ORDER);
 	count_add(&nr_free_blocks[USL_MAX_ORDER], -1);       /* set_free_head counts it again */
 	count_add(&free_clean_pages, -(long)(1UL << USL_MAX_ORDER));
 	set_free_head(e, USL_MAX_ORDER, false, 0);
@@ -165,7 +152,9 @@ static bool grow(void)
 	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	init_entries(e, npages);
+	/* Fresh pages read as zeros, the free state of every entry but a free
+	 * block's head (set below): the slices are touched only as blocks are
+	 * handed out, not 80 KiB at once. */
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	set_free_head(e, USL_MAX_ORDER, false, 0);
 	return true;

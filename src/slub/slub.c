@@ -823,6 +823,12 @@ static void __attribute__((noinline, cold)) report_bad_free_in(const char *fn, s
 {
 	const char *name = s ? s->name : "any cache";
 
+	/* A pointer into never-used or purged memory finds a zeroed page-map
+	 * entry, which leads to some other block: not x's. */
+	if (slab && (uintptr_t)x - (uintptr_t)usl_slab_address(slab) >= usl_order_bytes(slab->order)) {
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not in a slab; not freed", fn, name, x);
+		return;
+	}
 	if (!slab) {
 		usl_report(USLAB_ERR_FOREIGN, "%s(%s): %p is not a uslab pointer; not freed", fn, name, x);
 		return;
