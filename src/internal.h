@@ -376,6 +376,13 @@ static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size 
  */
 USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args); /* sizes, order, slots */
 USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);   /* before first use */
+/* kfree/free of a slab object of a user or kmalloc cache (reports name fn),
+ * ticking the decay clock every 256th call; any other pointer goes to
+ * other(x, fn). */
+USL_HIDDEN void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *));
+/* malloc from class s: kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN), errno
+ * ENOMEM on failure. */
+USL_HIDDEN void *usl_slub_malloc(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);

@@ -516,7 +516,7 @@ void kfree(const void *p)
 /* kfree's other cases: NULL and ZERO_SIZE_PTR, large blocks, mappings and
  * pointers that are none of these (reported under fn). Kept out of line so
  * the slab-object path below saves no registers. */
-static __attribute__((noinline)) void kfree_other(const void *p, const char *fn)
+static __attribute__((noinline)) void kfree_other(void *p, const char *fn)
 {
 	if (ZERO_OR_NULL_PTR(p))
 		return;
@@ -533,15 +533,7 @@ static __attribute__((noinline)) void kfree_other(const void *p, const char *fn)
 /* kfree, with reports naming fn (free() reports as "free"). */
 void usl_kfree_as(const void *p, const char *fn)
 {
-	uintptr_t off = (uintptr_t)p - usl_base;
-	if (usl_likely(off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
-		struct kmem_cache *s = page_owner(off);
-		if (usl_likely(s != NULL)) {
-			kmem_cache_free(s, (void *)p);   /* checks the object start, reports */
-			return;
-		}
-	}
-	kfree_other(p, fn);
+	usl_slub_kfree_or((void *)p, fn, kfree_other);   /* a slab object: checked, freed or reported */
 }
 
 size_t ksize(const void *p)

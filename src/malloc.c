@@ -138,24 +138,38 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 /* ===========================================================================
  * The C and POSIX surface
  */
-EXPORT void *malloc(size_t n)
+/* malloc's cases other than a class that exists: large sizes, start-up. Out
+ * of line, so malloc itself is a table load and a jump. */
+static __attribute__((noinline)) void *malloc_other(size_t n)
 {
 	return alloc_bytes(n, GFP_KERNEL);
 }
 
-/* Every 256th free on a thread also ticks the decay clock, so a program whose
- * frees all take fast paths still gives memory back (usl_decay_tick). */
-static __thread unsigned int free_calls;
+EXPORT void *malloc(size_t n)
+{
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
+		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[(n + 15) >> 4], __ATOMIC_ACQUIRE);
+		if (usl_likely(s != NULL))
+			return usl_slub_malloc(s);
+	}
+	return malloc_other(n);
+}
 
+/* free's cases other than a slab object: NULL, the boot area, then kfree's
+ * (large blocks, mappings, reports). */
+static void free_other(void *p, const char *fn)
+{
+	if (!p || is_boot(p))
+		return;
+	usl_kfree_as(p, fn);
+}
+
+/* free keeps errno (POSIX 2024): the paths that make system calls (munmap of
+ * a mapping, madvise in a purge) save and restore it. A slab object goes
+ * straight to the slab core (which also ticks the decay clock). */
 EXPORT void free(void *p)
 {
-	if (usl_unlikely(!p || is_boot(p)))
-		return;
-	/* free keeps errno (POSIX 2024): the paths below that make system calls
-	 * (munmap of a mapping, madvise in a purge) save and restore it. */
-	usl_kfree_as(p, "free");
-	if (usl_unlikely(!(++free_calls % 256)))
-		usl_decay_tick();
+	usl_slub_kfree_or(p, "free", free_other);
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size)

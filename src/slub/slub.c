@@ -2,6 +2,7 @@
  * flush, shrink, sizing. Locks: flush_mutex, then the slot lock (locked mode),
  * then node list_lock; pages_lock is taken inside the page provider. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/rseq.h>
@@ -803,6 +804,30 @@ slow:
 	return cpu_slab_alloc_slow(s, gfp);
 }
 
+/* malloc's allocation from its class s: kmem_cache_alloc(s, GFP_KERNEL |
+ * __GFP_NOWARN) that sets errno to ENOMEM when it fails. The sheaf pop is
+ * inlined so that malloc is a table load and a jump here. */
+static __attribute__((noinline)) void *malloc_slow(struct kmem_cache *s)
+{
+	void *obj = s->sheaf_capacity ? sheaf_alloc_slow(s, GFP_KERNEL | __GFP_NOWARN)
+	                              : kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN);
+	if (usl_unlikely(!obj))
+		errno = ENOMEM;
+	return obj;
+}
+
+void *usl_slub_malloc(struct kmem_cache *s)
+{
+	void *obj;
+
+	if (usl_likely(s->sheaf_capacity)) {
+		USL_RSEQ_SHEAF_POP(s, obj, slow);
+		return obj;
+	}
+slow:
+	return malloc_slow(s);
+}
+
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
 {
 	/* One node until NUMA placement lands: every node id is a hint. */
@@ -926,6 +951,27 @@ bool usl_slub_obj_ok(struct kmem_cache *s, const void *x)
 	return obj_check(s, (void *)x);
 }
 
+/* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
+static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn)
+{
+	if (s->sheaf_capacity) {
+		int r = usl_rseq_sheaf_push(s, x);
+		if (usl_likely(r == USL_RS_OK))
+			return;
+		if (r == USL_RS_OTHER)
+			usl_report_double_free(s, x, fn);
+		else
+			usl_sheaf_free(s, x);
+		return;
+	}
+	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
+	struct slab *slab = usl_virt_to_slab(x);
+	int r = usl_rseq_free(s, slab, x);
+	if (usl_likely(r == USL_RS_OK))
+		return;
+	free_one_slow(s, slab, x, r, fn);
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	if (usl_unlikely(!x))
@@ -938,22 +984,32 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		report_bad_free(s, x, usl_virt_to_slab(x));
 		return;
 	}
-	if (s->sheaf_capacity) {
-		int r = usl_rseq_sheaf_push(s, x);
-		if (usl_likely(r == USL_RS_OK))
-			return;
-		if (r == USL_RS_OTHER)
-			usl_report_double_free(s, x, "kmem_cache_free");
-		else
-			usl_sheaf_free(s, x);
-		return;
-	}
-	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
-	struct slab *slab = usl_virt_to_slab(x);
-	int r = usl_rseq_free(s, slab, x);
-	if (usl_likely(r == USL_RS_OK))
-		return;
-	free_one_slow(s, slab, x, r, "kmem_cache_free");
+	free_checked(s, x, "kmem_cache_free");
+}
+
+/* kfree/free of x: a slab object of a user or kmalloc cache, its cache from
+ * the page map (read once) and the object check kmem_cache_free's; anything
+ * else (a large block, a mapping, NULL, uslab's own object, no uslab
+ * pointer) is other(x, fn)'s, a tail call. Every 256th free of a thread also
+ * ticks the decay clock, so a program whose frees all take fast paths still
+ * gives memory back. */
+static __thread unsigned int kfree_calls;
+
+void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *))
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return other(x, fn);
+	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
+	struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
+	if (usl_unlikely(!s || (s->flags & USL_SLAB_INTERNAL)))
+		return other(x, fn);
+	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED))))
+		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
+	else
+		free_checked(s, x, fn);
+	if (usl_unlikely(!(++kfree_calls % 256)))
+		usl_decay_tick();
 }
 
 /* The cpu-slab layer's free of a checked object of s. */
