@@ -2,6 +2,7 @@
  * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex,
  * and cache_cache_lock outside it while the first cache is made; the fork
  * handlers take every lock of the library. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +108,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 		if (!cache_cache) {
 			making_cache_cache = true;
 			cc = usl_cache_create("kmem_cache", (unsigned int)bytes, USL_CACHELINE, 0, NULL, NULL,
-			                      USL_CACHE_INTERNAL);
+			                      USL_CACHE_INTERNAL, 0);
 			making_cache_cache = false;
 			__atomic_store_n(&cache_cache, cc, __ATOMIC_RELEASE);
 		}
@@ -179,7 +180,7 @@ static void make_alias(struct kmem_cache *s, unsigned int size)
 
 struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
                                     void (*ctor)(void *), const struct kmem_cache_args *args,
-                                    enum usl_cache_kind kind)
+                                    enum usl_cache_kind kind, size_t slab_bytes)
 {
 	bool internal = kind == USL_CACHE_INTERNAL;
 	struct kmem_cache *s;
@@ -259,6 +260,14 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
 	}
+	if (slab_bytes) {                    /* before the cache is on the list */
+		unsigned int order = 0;
+		while (usl_order_bytes(order) < slab_bytes && order < USL_MAX_ORDER)
+			order++;
+		if (usl_opt.max_order_given && order > (unsigned int)usl_opt.max_order)
+			order = (unsigned int)usl_opt.max_order;
+		usl_slub_set_order(s, order);    /* keeps the calculated one if this cannot be */
+	}
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		if (usl_sheaf_cache_init(s) != 0) {
@@ -278,15 +287,15 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 struct kmem_cache *(kmem_cache_create)(const char *name, unsigned int size, unsigned int align,
                                        slab_flags_t flags, void (*ctor)(void *))
 {
-	return usl_cache_create(name, size, align, flags, ctor, NULL, USL_CACHE_USER);
+	return usl_cache_create(name, size, align, flags, ctor, NULL, USL_CACHE_USER, 0);
 }
 
 struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int size,
                                                 struct kmem_cache_args *args, slab_flags_t flags)
 {
 	if (!args)
-		return usl_cache_create(name, size, 0, flags, NULL, NULL, USL_CACHE_USER);
-	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER);
+		return usl_cache_create(name, size, 0, flags, NULL, NULL, USL_CACHE_USER, 0);
+	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER, 0);
 }
 
 void kmem_cache_destroy(struct kmem_cache *s)
@@ -367,12 +376,14 @@ void usl_decay_tick(void)
 		return;
 	if (pthread_mutex_trylock(&slab_mutex) != 0)
 		return;
+	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_sheaf_decay(usl_container_of(it, struct kmem_cache, list), now);
 	usl_pages_aging = false;
 	pthread_mutex_unlock(&slab_mutex);
 	usl_pages_purge(false);
+	errno = saved_errno;
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its

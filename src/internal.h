@@ -258,6 +258,7 @@ struct kmem_cache {
 	struct usl_list list;        /* registry (slab_mutex) */
 	char name[USL_NAME_MAX];
 	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
+	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
 	struct kmem_cache_node *node[1];
 };
 
@@ -268,6 +269,7 @@ struct usl_options {
 	int min_objects;             /* 0 = kernel formula */
 	int min_order;
 	int max_order;
+	bool max_order_given;        /* USLAB_MAX_ORDER set: it bounds malloc's own slab orders too */
 	int rseq;                    /* -1 auto, 0 off, 1 on */
 	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
 	unsigned int decay_ms;       /* free block age before madvise */
@@ -376,9 +378,8 @@ static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size 
  */
 USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args); /* sizes, order, slots */
 USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);   /* before first use */
-/* kfree/free of a slab object of a user or kmalloc cache (reports name fn),
- * ticking the decay clock every 256th call; any other pointer goes to
- * other(x, fn). */
+/* kfree/free of a slab object of a user or kmalloc cache (reports name fn);
+ * any other pointer goes to other(x, fn). */
 USL_HIDDEN void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *));
 /* malloc from class s: kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN), errno
  * ENOMEM on failure. */
@@ -446,9 +447,12 @@ USL_HIDDEN void *usl_meta_alloc(size_t size);   /* zeroed, from the page provide
  * cache), USL_CACHE_KMALLOC (a kmalloc class) or USL_CACHE_INTERNAL (sheaf
  * structures: no sheaves, never merged). */
 enum usl_cache_kind { USL_CACHE_USER, USL_CACHE_KMALLOC, USL_CACHE_INTERNAL };
+/* slab_bytes: 0 for the calculated slab order, else the smallest order that
+ * holds that many bytes (malloc's classes; bounded by USLAB_MAX_ORDER if given). */
 USL_HIDDEN struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align,
                                                slab_flags_t flags, void (*ctor)(void *),
-                                               const struct kmem_cache_args *args, enum usl_cache_kind kind);
+                                               const struct kmem_cache_args *args, enum usl_cache_kind kind,
+                                               size_t slab_bytes);
 USL_HIDDEN void usl_meta_free(void *p);
 /* Before the page provider grows: give back what caches hold beyond need (the
  * barns' surplus of full sheaves). Skipped if slab_mutex is busy. */

@@ -72,7 +72,7 @@ static bool make_kmalloc_caches(void)
 		unsigned int align = (size & (size - 1)) ? 8 : size;
 		if (align > usl_page_size)
 			align = (unsigned int)usl_page_size;
-		kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL, USL_CACHE_KMALLOC);
+		kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL, USL_CACHE_KMALLOC, 0);
 		ok = kmalloc_caches[i] != NULL;
 	}
 	return ok;
@@ -138,15 +138,7 @@ static struct kmem_cache *malloc_class(unsigned int size)
 		return kmalloc_caches[kmalloc_index(size)];
 	char name[32];
 	usl_name_number(name, sizeof(name), "malloc-", size);
-	struct kmem_cache *s = usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC);
-	if (s && size > 256) {
-		size_t b = malloc_slab_bytes(size);
-		unsigned int order = 0;
-		while (usl_order_bytes(order) < b && order < USL_MAX_ORDER)
-			order++;
-		usl_slub_set_order(s, order);   /* keeps the calculated one if this cannot be */
-	}
-	return s;
+	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC, size > 256 ? malloc_slab_bytes(size) : 0);
 }
 
 /* Under kmalloc_lock: every class, then the table (entries published last, so

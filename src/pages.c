@@ -248,6 +248,22 @@ static void purge_entries(struct slab *e, unsigned int order)
 	zero_pages(&usl_pagemap[pfn + 1], &usl_pagemap[pfn + n]);
 }
 
+/* A clean free block e of order k (on its free list) gives back its entries:
+ * a largest one moves to the clean stack with all of them, a smaller one keeps
+ * the pages holding its head entry. Under pages_lock. */
+static void release_entries(struct slab *e, unsigned int k)
+{
+	size_t n = (size_t)1 << k;
+	if (k == USL_MAX_ORDER && clean_max) {
+		usl_list_del(&e->slab_list);       /* still counted as free */
+		clean_max[nr_clean_max++] = (uint32_t)pfn_of(e);
+		zero_pages(e, e + n);
+		zero_pages(&usl_pagemap[pfn_of(e)], &usl_pagemap[pfn_of(e) + n]);
+	} else {
+		purge_entries(e, k);
+	}
+}
+
 /* Keeps errno: free() may end here, and free must not change it. */
 static size_t purge_locked(bool all, uint64_t now)
 {
@@ -267,14 +283,7 @@ static size_t purge_locked(bool all, uint64_t now)
 				count_add(&free_dirty_pages, -(long)(1UL << k));
 				count_add(&free_clean_pages, (long)(1UL << k));
 				bytes += len;
-				if (k == USL_MAX_ORDER && clean_max) {
-					usl_list_del(&e->slab_list);    /* still counted as free */
-					clean_max[nr_clean_max++] = (uint32_t)pfn_of(e);
-					zero_pages(e, e + len / usl_page_size);
-					zero_pages(&usl_pagemap[pfn_of(e)], &usl_pagemap[pfn_of(e) + len / usl_page_size]);
-				} else {
-					purge_entries(e, (unsigned int)k);
-				}
+				release_entries(e, (unsigned int)k);
 			}
 		}
 	}
@@ -324,6 +333,11 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	 * they count as that old, so the sweep's purge returns them at once. */
 	uint64_t when = usl_pages_aging && now >= usl_opt.decay_ms ? now - usl_opt.decay_ms : now;
 	set_free_head(&usl_table[pfn], order, dirty, when);
+	if (!dirty) {                        /* madvised by the caller: its entries go too */
+		int saved_errno = errno;
+		release_entries(&usl_table[pfn], order);
+		errno = saved_errno;
+	}
 	if (now - last_decay_check >= usl_opt.decay_ms / 4 + 1) {
 		last_decay_check = now;
 		purge_locked(false, now);
@@ -367,12 +381,17 @@ bool usl_pages_free_large(void *addr)
 		pthread_mutex_unlock(&pages_lock);
 		return free_block(addr, USL_PAGE_LARGE);   /* checks again: a racing free loses */
 	}
-	purge_at_free = len;
 	e->kind = USL_PAGE_INTERNAL;        /* ours now: a second free of addr is refused */
 	pthread_mutex_unlock(&pages_lock);
 	int saved_errno = errno;
 	bool clean = madvise(addr, len, MADV_DONTNEED) == 0;
 	errno = saved_errno;
+	if (clean) {
+		pthread_mutex_lock(&pages_lock);
+		if (len > purge_at_free)
+			purge_at_free = len;
+		pthread_mutex_unlock(&pages_lock);
+	}
 	return free_block_clean(addr, clean);
 }
 

@@ -164,6 +164,7 @@ static void read_options(void)
 	option_int("USLAB_MIN_OBJECTS", &usl_opt.min_objects, 1, USL_MAX_OBJS_PER_SLAB);
 	option_int("USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER);
 	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
+	usl_opt.max_order_given = getenv("USLAB_MAX_ORDER") != NULL;
 	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
 	option_int("USLAB_SHEAVES", &usl_opt.sheaves, 0, 1);
 	option_int("USLAB_NOMERGE", &usl_opt.nomerge, 0, 1);

@@ -641,16 +641,49 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
  * slabs to the page provider (a program that stopped using a size keeps
  * nothing of it beyond the per-CPU sheaves). */
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
- * partial slabs)? Unlocked peeks: sheaves are objects of uslab's caches, whose
- * memory stays mapped, so a stale pointer reads harmlessly. */
+ * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
+ * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
+ * locked mode under the slot's locks, one at a time (§5). */
+static bool slot_holds_objects(struct kmem_cache_cpu *c)
+{
+	struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_RELAXED);
+	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
+	return __atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED)) ||
+	       __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED);
+}
+
+/* The sweep flushes CPU slots only while membarrier works: a process that
+ * forbids it later (a seccomp sandbox) gets no report and no failing call on
+ * every sweep; shrink, destroy and malloc_trim still try and report. */
+static bool sweep_flush_off;
+
+static bool sweep_may_flush(void)
+{
+	if (usl_rseq_mode && usl_membarrier_rseq() != 0) {
+		__atomic_store_n(&sweep_flush_off, true, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
 static bool slots_hold_objects(struct kmem_cache *s)
 {
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_RELAXED);
-		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED)) ||
-		    __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED))
+		bool some;
+		if (usl_rseq_mode) {
+			some = slot_holds_objects(c);
+		} else {
+			usl_spin_lock(&c->sheaf_lock);
+			some = c->main->size || (c->spare && c->spare->size);
+			usl_spin_unlock(&c->sheaf_lock);
+			if (!some) {
+				usl_spin_lock(&c->lock);
+				some = c->slab || c->partial || c->freelist;
+				usl_spin_unlock(&c->lock);
+			}
+		}
+		if (some)
 			return true;
 	}
 	return false;
@@ -666,7 +699,10 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		return;
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
-	idle = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
+	/* Idle: no barn visit since the last sweep, and no free of it sampled by
+	 * the tick (a cache used only through its main sheaves visits no barn). */
+	idle = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms &&
+	       !__atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
 	barn->visits_swept = barn->visits;
 	if (idle) {
 		barn_take_full_locked(barn, barn->nr_full, &out);
@@ -689,7 +725,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
 		 * reached with the flush protocol (one membarrier), only when a peek
 		 * finds something there. */
-		if (slots_hold_objects(s)) {
+		if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_objects(s) && sweep_may_flush()) {
 			usl_slub_flush_all(s);
 			usl_spin_lock(&barn->lock);
 			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
@@ -965,7 +1001,7 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 		char name[32];
 		usl_name_number(name, sizeof(name), "uslab-sheaf-", sheaf_classes[cls]);
 		sheaf_class_cache[cls] = usl_cache_create(name, sheaf_classes[cls], 64, SLAB_NO_MERGE, NULL, NULL,
-		                                          USL_CACHE_INTERNAL);
+		                                          USL_CACHE_INTERNAL, 0);
 	}
 	s->sheaf_cache = sheaf_class_cache[cls];
 	pthread_mutex_unlock(&sheaf_classes_lock);

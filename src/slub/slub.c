@@ -951,9 +951,22 @@ bool usl_slub_obj_ok(struct kmem_cache *s, const void *x)
 	return obj_check(s, (void *)x);
 }
 
+/* Every 256th free of a thread (kmem_cache_free, kfree, free) marks its cache
+ * used, for the decay sweep's idea of idle, and ticks the decay clock, so a
+ * program whose frees all take fast paths still gives memory back. */
+static __thread unsigned int free_calls;
+
+static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
+{
+	__atomic_store_n(&s->recent_use, 1, __ATOMIC_RELAXED);
+	usl_decay_tick();
+}
+
 /* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
 static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn)
 {
+	if (usl_unlikely(!(++free_calls % 256)))
+		free_sample(s);
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK))
@@ -990,26 +1003,24 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 /* kfree/free of x: a slab object of a user or kmalloc cache, its cache from
  * the page map (read once) and the object check kmem_cache_free's; anything
  * else (a large block, a mapping, NULL, uslab's own object, no uslab
- * pointer) is other(x, fn)'s, a tail call. Every 256th free of a thread also
- * ticks the decay clock, so a program whose frees all take fast paths still
- * gives memory back. */
-static __thread unsigned int kfree_calls;
-
+ * pointer) is other(x, fn)'s, a tail call. */
 void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *))
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
-		return other(x, fn);
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		other(x, fn);
+		return;
+	}
 	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
 	struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
-	if (usl_unlikely(!s || (s->flags & USL_SLAB_INTERNAL)))
-		return other(x, fn);
+	if (usl_unlikely(!s || (s->flags & USL_SLAB_INTERNAL))) {
+		other(x, fn);
+		return;
+	}
 	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED))))
 		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
 	else
 		free_checked(s, x, fn);
-	if (usl_unlikely(!(++kfree_calls % 256)))
-		usl_decay_tick();
 }
 
 /* The cpu-slab layer's free of a checked object of s. */
