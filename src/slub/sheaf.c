@@ -701,8 +701,8 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	usl_spin_lock(&barn->lock);
 	/* Idle: no barn visit since the last sweep, and no free of it sampled by
 	 * the tick (a cache used only through its main sheaves visits no barn). */
-	idle = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms &&
-	       !__atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
+	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
+	idle = !used && barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
 	barn->visits_swept = barn->visits;
 	if (idle) {
 		barn_take_full_locked(barn, barn->nr_full, &out);
