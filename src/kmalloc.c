@@ -102,9 +102,9 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
  * / 15, so sqlite's 4368-byte page buffers waste nothing (the eighth steps
  * before gave them 4608), and a slab wastes under 16 bytes an object. A size
  * just above a class may waste an eighth plus 16 bytes. Below 256: steps of
- * 16 to 128, then of 32. They are
- * caches named malloc-<size> with that slab order, made by the first malloc;
- * the power-of-two sizes (k = 8) are kmalloc's caches.
+ * 16 to 128, then of 32. They are caches named malloc-<size> with that slab
+ * order, made by the first malloc; the power-of-two sizes (k = 8) are
+ * kmalloc's caches.
  */
 static int malloc_ready;
 
