@@ -724,8 +724,11 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	if (idle) {
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
 		 * reached with the flush protocol (one membarrier), only when a peek
-		 * finds something there. */
-		if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_objects(s) && sweep_may_flush()) {
+		 * finds something there. Only for kmalloc and malloc classes, whose
+		 * frees are sampled: a user cache used only through its main sheaves
+		 * would look idle. */
+		if ((s->flags & USL_SLAB_KMALLOC) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
+		    slots_hold_objects(s) && sweep_may_flush()) {
 			usl_slub_flush_all(s);
 			usl_spin_lock(&barn->lock);
 			barn->visits_swept = barn->visits;   /* the flush's visits are not use */

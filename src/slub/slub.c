@@ -951,9 +951,11 @@ bool usl_slub_obj_ok(struct kmem_cache *s, const void *x)
 	return obj_check(s, (void *)x);
 }
 
-/* Every 256th free of a thread (kmem_cache_free, kfree, free) marks its cache
- * used, for the decay sweep's idea of idle, and ticks the decay clock, so a
- * program whose frees all take fast paths still gives memory back. */
+/* Every 256th kfree/free of a thread marks its cache used, for the decay
+ * sweep's idea of idle, and ticks the decay clock, so a program whose frees
+ * all take fast paths still gives memory back. (kmem_cache_free does not: its
+ * pair with kmem_cache_alloc is the leanest path; a user cache's CPU slots are
+ * never flushed by the sweep.) */
 static __thread unsigned int free_calls;
 
 static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
@@ -963,14 +965,17 @@ static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
 }
 
 /* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
-static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn)
+static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
+                                                               bool sample)
 {
-	if (usl_unlikely(!(++free_calls % 256)))
-		free_sample(s);
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
-		if (usl_likely(r == USL_RS_OK))
+		if (usl_likely(r == USL_RS_OK)) {
+			/* Last, so it is a tail call and the path saves no register. */
+			if (sample && usl_unlikely(!(++free_calls % 256)))
+				free_sample(s);
 			return;
+		}
 		if (r == USL_RS_OTHER)
 			usl_report_double_free(s, x, fn);
 		else
@@ -980,8 +985,11 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
 	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
-	if (usl_likely(r == USL_RS_OK))
+	if (usl_likely(r == USL_RS_OK)) {
+		if (sample && usl_unlikely(!(++free_calls % 256)))
+			free_sample(s);
 		return;
+	}
 	free_one_slow(s, slab, x, r, fn);
 }
 
@@ -997,7 +1005,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		report_bad_free(s, x, usl_virt_to_slab(x));
 		return;
 	}
-	free_checked(s, x, "kmem_cache_free");
+	free_checked(s, x, "kmem_cache_free", false);
 }
 
 /* kfree/free of x: a slab object of a user or kmalloc cache, its cache from
@@ -1020,7 +1028,7 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED))))
 		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
 	else
-		free_checked(s, x, fn);
+		free_checked(s, x, fn, true);
 }
 
 /* The cpu-slab layer's free of a checked object of s. */
