@@ -979,7 +979,9 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 		if (r == USL_RS_OTHER)
 			usl_report_double_free(s, x, fn);
 		else
-			usl_sheaf_free(s, x);
+			usl_sheaf_free(s, x);   /* full main, marked slot, locked mode */
+		if (sample && usl_unlikely(!(++free_calls % 256)))
+			free_sample(s);
 		return;
 	}
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
@@ -991,6 +993,8 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 		return;
 	}
 	free_one_slow(s, slab, x, r, fn);
+	if (sample && usl_unlikely(!(++free_calls % 256)))
+		free_sample(s);
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
