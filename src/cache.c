@@ -60,17 +60,9 @@ static void register_atfork(void)
 void usl_cache_lock(void) { pthread_mutex_lock(&slab_mutex); }
 void usl_cache_unlock(void) { pthread_mutex_unlock(&slab_mutex); }
 
-static unsigned int meta_order(size_t size)
-{
-	unsigned int order = 0;
-	while (usl_order_bytes(order) < size)
-		order++;
-	return order;
-}
-
 void *usl_meta_alloc(size_t size)
 {
-	unsigned int order = meta_order(size);
+	unsigned int order = usl_bytes_order(size);
 	void *p;
 
 	if (order > USL_MAX_ORDER)
@@ -261,9 +253,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		return create_failed(name, flags, "no slab order fits the object size", size);
 	}
 	if (slab_bytes) {                    /* before the cache is on the list */
-		unsigned int order = 0;
-		while (usl_order_bytes(order) < slab_bytes && order < USL_MAX_ORDER)
-			order++;
+		unsigned int order = usl_bytes_order(slab_bytes);
+		if (order > USL_MAX_ORDER)
+			order = USL_MAX_ORDER;
 		if (usl_opt.max_order_given && order > (unsigned int)usl_opt.max_order)
 			order = (unsigned int)usl_opt.max_order;
 		usl_slub_set_order(s, order);    /* keeps the calculated one if this cannot be */

@@ -327,6 +327,14 @@ struct usl_pagemap_entry {
 	uintptr_t owner;             /* slab: its cache; else 0 (slub.c) */
 };
 extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
+/* The cache whose slab holds the page of this entry, if kfree may free its
+ * objects: NULL for a page that is not a slab, and for a slab of uslab's own
+ * caches (cache structures, sheaves). */
+static inline struct kmem_cache *usl_pagemap_user_cache(const struct usl_pagemap_entry *e)
+{
+	struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
+	return s && !(s->flags & USL_SLAB_INTERNAL) ? s : NULL;
+}
 extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from sysconf */
 extern size_t usl_page_size USL_HIDDEN;
 
@@ -371,6 +379,15 @@ static inline void *usl_slab_address(const struct slab *slab)
 	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << usl_page_shift));
 }
 static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
+/* The smallest order whose block holds size bytes (above USL_MAX_ORDER when no
+ * block does). */
+static inline unsigned int usl_bytes_order(size_t size)
+{
+	unsigned int order = 0;
+	while (usl_order_bytes(order) < size)
+		order++;
+	return order;
+}
 
 /* ---------------------------------------------------------------------------
  * slub/slub.c: the SLUB core. Locks: per-CPU slot lock (locked mode) ->

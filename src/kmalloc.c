@@ -400,9 +400,7 @@ void usl_kmalloc_fork_unlock(void)
  * touch (kfree of a struct kmem_cache is reported, not done). */
 static inline struct kmem_cache *page_owner(uintptr_t off)
 {
-	struct kmem_cache *s =
-		(struct kmem_cache *)__atomic_load_n(&usl_pagemap[off >> usl_page_shift].owner, __ATOMIC_ACQUIRE);
-	return s && !(s->flags & USL_SLAB_INTERNAL) ? s : NULL;
+	return usl_pagemap_user_cache(&usl_pagemap[off >> usl_page_shift]);
 }
 
 /* The bytes of a slab object the caller may use: the stride, unless metadata
@@ -446,14 +444,12 @@ static __attribute__((noinline, cold)) void report_bad(const char *fn, const voi
  */
 static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 {
-	unsigned int order = 0;
 	void *p;
 
 	if (size > PTRDIFF_MAX)
 		return NULL;
 	usl_ensure_init();                  /* the page size is known from here on */
-	while (usl_order_bytes(order) < size && order <= USL_MAX_ORDER)
-		order++;
+	unsigned int order = usl_bytes_order(size);
 	if (order > USL_MAX_ORDER)
 		return usl_kmalloc_huge_aligned(size, usl_page_size, gfp);
 	bool zeroed = false;

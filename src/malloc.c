@@ -271,14 +271,21 @@ EXPORT void *memalign(size_t align, size_t n)
 	return alloc_aligned(align ? align : 1, n, GFP_KERNEL);
 }
 
+/* The page size, for valloc and pvalloc (from libc: these may run before
+ * uslab has started, and must not start it from inside its own start-up). */
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 EXPORT void *valloc(size_t n)
 {
-	return alloc_aligned(usl_page_size ? usl_page_size : 4096, n, GFP_KERNEL);
+	return alloc_aligned(page_size(), n, GFP_KERNEL);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	size_t ps = page_size();
 	size_t r = USL_ALIGN(n ? n : 1, ps);
 	if (r < n) {
 		errno = ENOMEM;

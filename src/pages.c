@@ -241,11 +241,11 @@ static void zero_pages(void *from, void *to)
  * and the paths that take such pointers check the block they get (kind and
  * address). The pages holding the head entry stay: it is on a free list.
  * Under pages_lock. */
-static void purge_entries(struct slab *e, unsigned int order)
+static void purge_entries(struct slab *e, unsigned int order, bool with_head)
 {
-	size_t pfn = pfn_of(e), n = (size_t)1 << order;
-	zero_pages(e + 1, e + n);
-	zero_pages(&usl_pagemap[pfn + 1], &usl_pagemap[pfn + n]);
+	size_t pfn = pfn_of(e), n = (size_t)1 << order, from = with_head ? 0 : 1;
+	zero_pages(e + from, e + n);
+	zero_pages(&usl_pagemap[pfn + from], &usl_pagemap[pfn + n]);
 }
 
 /* A clean free block e of order k (on its free list) gives back its entries:
@@ -253,15 +253,12 @@ static void purge_entries(struct slab *e, unsigned int order)
  * the pages holding its head entry. Under pages_lock. */
 static void release_entries(struct slab *e, unsigned int k)
 {
-	size_t n = (size_t)1 << k;
-	if (k == USL_MAX_ORDER && clean_max) {
+	bool off_list = k == USL_MAX_ORDER && clean_max;
+	if (off_list) {
 		usl_list_del(&e->slab_list);       /* still counted as free */
 		clean_max[nr_clean_max++] = (uint32_t)pfn_of(e);
-		zero_pages(e, e + n);
-		zero_pages(&usl_pagemap[pfn_of(e)], &usl_pagemap[pfn_of(e) + n]);
-	} else {
-		purge_entries(e, k);
 	}
+	purge_entries(e, k, off_list);
 }
 
 /* Keeps errno: free() may end here, and free must not change it. */
@@ -351,11 +348,6 @@ static bool free_block(void *addr, int need_kind)
 	return free_block_as(addr, need_kind, true);
 }
 
-static bool free_block_clean(void *addr, bool clean)
-{
-	return free_block_as(addr, -1, !clean);
-}
-
 void usl_pages_free(void *addr)
 {
 	free_block(addr, -1);
@@ -392,7 +384,7 @@ bool usl_pages_free_large(void *addr)
 			purge_at_free = len;
 		pthread_mutex_unlock(&pages_lock);
 	}
-	return free_block_clean(addr, clean);
+	return free_block_as(addr, -1, !clean);
 }
 
 size_t usl_pages_purge(bool all)

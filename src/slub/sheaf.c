@@ -634,22 +634,21 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level goes back to slabs now, used recently or not. */
-/* The periodic sweep (usl_decay_tick): the surplus that stayed unused for a
- * decay interval goes back to slabs even if this cache's barn is not visited.
- * A cache whose barn was not visited at all since the previous sweep (at least
- * a decay interval ago) is idle: all its full sheaves go back, and its empty
- * slabs to the page provider (a program that stopped using a size keeps
- * nothing of it beyond the per-CPU sheaves). */
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
  * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
  * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
  * locked mode under the slot's locks, one at a time (§5). */
-static bool slot_holds_objects(struct kmem_cache_cpu *c)
+static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_RELAXED);
 	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
-	return __atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED)) ||
-	       __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED);
+	return __atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
+}
+
+static bool slot_slabs_hold(struct kmem_cache_cpu *c)
+{
+	return __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&c->freelist, __ATOMIC_RELAXED);
 }
 
 /* The sweep flushes CPU slots only while membarrier works: a process that
@@ -672,14 +671,14 @@ static bool slots_hold_objects(struct kmem_cache *s)
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
 		bool some;
 		if (usl_rseq_mode) {
-			some = slot_holds_objects(c);
+			some = slot_sheaves_hold(c) || slot_slabs_hold(c);
 		} else {
 			usl_spin_lock(&c->sheaf_lock);
-			some = c->main->size || (c->spare && c->spare->size);
+			some = slot_sheaves_hold(c);
 			usl_spin_unlock(&c->sheaf_lock);
 			if (!some) {
 				usl_spin_lock(&c->lock);
-				some = c->slab || c->partial || c->freelist;
+				some = slot_slabs_hold(c);
 				usl_spin_unlock(&c->lock);
 			}
 		}
@@ -689,6 +688,13 @@ static bool slots_hold_objects(struct kmem_cache *s)
 	return false;
 }
 
+/* The periodic sweep (usl_decay_tick): the surplus that stayed unused for a
+ * decay interval goes back to slabs even if this cache's barn is not visited.
+ * A cache whose barn was not visited and none of whose frees was sampled since
+ * the previous sweep (at least a decay interval ago) is idle: all its full
+ * sheaves go back, for a kmalloc or malloc class also what every CPU holds of
+ * it, and its empty slabs to the page provider (a program that stopped using a
+ * size keeps nothing of it). */
 void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);

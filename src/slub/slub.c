@@ -964,6 +964,14 @@ static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
 	usl_decay_tick();
 }
 
+/* Called last on each free path, so that it is a tail call and the fast path
+ * saves no register. */
+static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache *s, bool sample)
+{
+	if (sample && usl_unlikely(!(++free_calls % 256)))
+		free_sample(s);
+}
+
 /* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
 static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
                                                                bool sample)
@@ -971,30 +979,25 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
-			/* Last, so it is a tail call and the path saves no register. */
-			if (sample && usl_unlikely(!(++free_calls % 256)))
-				free_sample(s);
+			maybe_sample(s, sample);
 			return;
 		}
 		if (r == USL_RS_OTHER)
 			usl_report_double_free(s, x, fn);
 		else
 			usl_sheaf_free(s, x);   /* full main, marked slot, locked mode */
-		if (sample && usl_unlikely(!(++free_calls % 256)))
-			free_sample(s);
+		maybe_sample(s, sample);
 		return;
 	}
 	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
 	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
-		if (sample && usl_unlikely(!(++free_calls % 256)))
-			free_sample(s);
+		maybe_sample(s, sample);
 		return;
 	}
 	free_one_slow(s, slab, x, r, fn);
-	if (sample && usl_unlikely(!(++free_calls % 256)))
-		free_sample(s);
+	maybe_sample(s, sample);
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
@@ -1024,8 +1027,8 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 		return;
 	}
 	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-	struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
-	if (usl_unlikely(!s || (s->flags & USL_SLAB_INTERNAL))) {
+	struct kmem_cache *s = usl_pagemap_user_cache(e);
+	if (usl_unlikely(!s)) {
 		other(x, fn);
 		return;
 	}
@@ -1766,14 +1769,6 @@ void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
  * Sizing (reference §8): order, min_partial, cpu_partial.
  */
 
-static unsigned int get_order(size_t size)
-{
-	unsigned int order = 0;
-	while (usl_order_bytes(order) < size)
-		order++;
-	return order;
-}
-
 static unsigned int calc_slab_order(unsigned int size, unsigned int min_order, unsigned int max_order,
                                     unsigned int fract)
 {
@@ -1797,17 +1792,17 @@ unsigned int usl_calculate_order(unsigned int size)
 	max_objects = (unsigned int)(usl_order_bytes(max_order) / size);
 	if (max_objects < min_objects)
 		min_objects = max_objects ? max_objects : 1;
-	min_order = get_order((size_t)min_objects * size);
+	min_order = usl_bytes_order((size_t)min_objects * size);
 	if (min_order < (unsigned int)usl_opt.min_order)
 		min_order = (unsigned int)usl_opt.min_order;
 	if (usl_order_bytes(min_order) / size > USL_MAX_OBJS_PER_SLAB)
-		return get_order((size_t)size * USL_MAX_OBJS_PER_SLAB) - 1;
+		return usl_bytes_order((size_t)size * USL_MAX_OBJS_PER_SLAB) - 1;
 	for (unsigned int fract = 16; fract > 1; fract /= 2) {
 		order = calc_slab_order(size, min_order, max_order, fract);
 		if (order <= max_order)
 			return order;
 	}
-	order = get_order(size);
+	order = usl_bytes_order(size);
 	return order <= USL_MAX_ORDER ? order : ~0u;
 }
 
@@ -1850,7 +1845,7 @@ int usl_slub_set_order(struct kmem_cache *s, unsigned int order)
 	s->objects = (unsigned int)(usl_order_bytes(order) / size);
 	if (s->objects > USL_MAX_OBJS_PER_SLAB)
 		s->objects = USL_MAX_OBJS_PER_SLAB;
-	s->min_order = get_order(size);
+	s->min_order = usl_bytes_order(size);
 	if (s->min_order > s->order)
 		s->min_order = s->order;
 	if (s->cpu_partial)
