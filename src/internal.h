@@ -71,7 +71,7 @@ struct slab {
 	/* freelist and counters form one 16-byte-aligned pair, changed together by
 	 * one 16-byte compare-and-swap (usl_cas16). */
 	void *freelist;              /* free objects not on a cpu freelist */
-	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 */
+	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 | uncarved:16 << 32 */
 	struct kmem_cache *slab_cache;
 	struct slab *head;           /* this block's head entry (itself for a head) */
 	union {                      /* a slab is on at most one of these */
@@ -97,15 +97,28 @@ _Static_assert(offsetof(struct slab, counters) == offsetof(struct slab, freelist
 #define USL_OBJECTS_SHIFT 16
 #define USL_OBJECTS_MASK 0x7fffUL
 #define USL_FROZEN_BIT (1UL << 31)
+#define USL_UNCARVED_SHIFT 32
 #define USL_MAX_OBJS_PER_SLAB 32767
 
 static inline unsigned int usl_counters_inuse(unsigned long c) { return (unsigned int)(c & USL_INUSE_MASK); }
 static inline unsigned int usl_counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
 static inline bool usl_counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
+/* Objects at the slab's end never linked into any freelist (so never touched):
+ * free, counted out of inuse, handed out by carving (slub.c). */
+static inline unsigned int usl_counters_uncarved(unsigned long c) { return (unsigned int)((c >> USL_UNCARVED_SHIFT) & USL_INUSE_MASK); }
 static inline unsigned long usl_counters_make(unsigned int inuse, unsigned int objects, bool frozen)
 {
 	return ((unsigned long)inuse & USL_INUSE_MASK) | (((unsigned long)objects & USL_OBJECTS_MASK) << USL_OBJECTS_SHIFT) |
 	       (frozen ? USL_FROZEN_BIT : 0);
+}
+/* The same, keeping c's uncarved count. */
+static inline unsigned long usl_counters_remake(unsigned long c, unsigned int inuse, bool frozen)
+{
+	return usl_counters_make(inuse, usl_counters_objects(c), frozen) | (c & (USL_INUSE_MASK << USL_UNCARVED_SHIFT));
+}
+static inline unsigned long usl_counters_set_uncarved(unsigned long c, unsigned int uncarved)
+{
+	return (c & ~(USL_INUSE_MASK << USL_UNCARVED_SHIFT)) | ((unsigned long)uncarved << USL_UNCARVED_SHIFT);
 }
 
 /* ---------------------------------------------------------------------------

@@ -118,6 +118,47 @@ static void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 }
 
 /* ===========================================================================
+ * Carving. A new slab links only the objects that start in its first page; the
+ * rest stay uncarved (the counters' uncarved field): free, never written, so
+ * their pages are not touched until used. Whoever takes objects from a slab (its
+ * cpu owner, or alloc_direct under list_lock) carves more when the slab's
+ * freelist is empty. There is one taker at a time, so the links are written
+ * privately before the CAS that claims them; a lost CAS leaves them unclaimed.
+ */
+
+static inline unsigned int carve_chunk(const struct kmem_cache *s, unsigned int uncarved)
+{
+	unsigned int k = (unsigned int)(usl_page_size / s->size);
+	if (k == 0)
+		k = 1;
+	return k < uncarved ? k : uncarved;
+}
+
+static inline char *carve_start(const struct kmem_cache *s, const struct slab *slab, unsigned long c)
+{
+	return slab->addr + (size_t)(usl_counters_objects(c) - usl_counters_uncarved(c)) * s->size;
+}
+
+/* Link k objects from p on; the last one's free pointer is NULL. */
+static void link_objects(const struct kmem_cache *s, char *p, unsigned int k)
+{
+	for (unsigned int i = 0; i < k; i++, p += s->size)
+		set_freepointer(s, p, i + 1 < k ? p + s->size : NULL);
+}
+
+/* For a slab whose freelist is empty and that has uncarved objects: link the
+ * next chunk, and return it with its counters (uncarved lowered) in *nc. */
+static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, unsigned long c, unsigned long *nc)
+{
+	unsigned int u = usl_counters_uncarved(c), k = carve_chunk(s, u);
+	char *head = carve_start(s, slab, c);
+
+	link_objects(s, head, k);
+	*nc = usl_counters_set_uncarved(*nc, u - k);
+	return head;
+}
+
+/* ===========================================================================
  * New and discarded slabs
  */
 
@@ -142,14 +183,18 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	if (objects > USL_MAX_OBJS_PER_SLAB)
 		objects = USL_MAX_OBJS_PER_SLAB;
 
-	char *p = addr;
-	for (unsigned int i = 0; i < objects; i++, p += s->size) {
-		if (s->ctor)
+	/* A constructor runs when the slab is made, so such slabs are linked whole. */
+	unsigned int linked = objects;
+	if (s->ctor) {
+		char *p = addr;
+		for (unsigned int i = 0; i < objects; i++, p += s->size)
 			s->ctor(p);
-		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
+	} else {
+		linked = carve_chunk(s, objects);
 	}
+	link_objects(s, addr, linked);
 	slab->freelist = NULL;
-	slab->counters = usl_counters_make(objects, objects, true);
+	slab->counters = usl_counters_set_uncarved(usl_counters_make(objects, objects, true), objects - linked);
 	slab->next = NULL;
 	slab->slabs = 0;
 	slab->node_partial = 0;
@@ -178,41 +223,73 @@ static void discard_slab(struct kmem_cache *s, struct slab *slab)
  * Freezing and unfreezing (seed 001: only the cpu slab is frozen)
  */
 
-/* Take a slab's whole freelist and freeze it as a cpu slab. NULL if it has none
- * (then it is left as it was). */
-static void *freeze_slab(struct slab *slab)
+/* Take a slab's whole freelist (or, if it is empty, a carved chunk) and freeze
+ * it as a cpu slab. NULL if it has no free objects (then it is left as it was). */
+static void *freeze_slab(const struct kmem_cache *s, struct slab *slab)
 {
-	void *fl;
-	unsigned long c;
+	void *fl, *head;
+	unsigned long c, nc;
 
 	do {
 		slab_snapshot(slab, &fl, &c);
-		if (!fl)
-			return NULL;
-	} while (!slab_update_freelist(slab, fl, c, NULL,
-	                               usl_counters_make(usl_counters_objects(c), usl_counters_objects(c), true)));
-	return fl;
+		nc = usl_counters_remake(c, usl_counters_objects(c), true);
+		head = fl;
+		if (!fl) {
+			if (!usl_counters_uncarved(c))
+				return NULL;
+			head = carve_linked(s, slab, c, &nc);
+		}
+	} while (!slab_update_freelist(slab, fl, c, NULL, nc));
+	return head;
 }
 
-/* The cpu slab's own freelist ran out: take what remote frees put on the slab.
- * With nothing there the slab is unfrozen in the same CAS: it is full, on no list. */
-static void *get_freelist(struct slab *slab)
+/* The cpu slab's own freelist ran out: take what remote frees put on the slab,
+ * else carve. With neither the slab is unfrozen in the same CAS: it is full, on
+ * no list. */
+static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 {
-	void *fl;
-	unsigned long c;
+	void *fl, *head;
+	unsigned long c, nc;
 
 	do {
 		slab_snapshot(slab, &fl, &c);
-	} while (!slab_update_freelist(slab, fl, c, NULL,
-	                               usl_counters_make(usl_counters_objects(c), usl_counters_objects(c), fl != NULL)));
-	return fl;
+		head = fl;
+		nc = usl_counters_remake(c, usl_counters_objects(c), fl != NULL);
+		if (!fl && usl_counters_uncarved(c)) {
+			nc = usl_counters_remake(c, usl_counters_objects(c), true);
+			head = carve_linked(s, slab, c, &nc);
+		}
+	} while (!slab_update_freelist(slab, fl, c, NULL, nc));
+	return head;
+}
+
+/* Up to nr uncarved objects of a frozen slab (ours) straight into p, untouched:
+ * sheaf refills hand them out without reading them. 0 if the slab has a
+ * freelist (remote frees; get_freelist takes it) or nothing uncarved. */
+static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, size_t nr, void **p)
+{
+	void *fl;
+	unsigned long c;
+	unsigned int u, k;
+
+	do {
+		slab_snapshot(slab, &fl, &c);
+		u = usl_counters_uncarved(c);
+		if (fl || !u)
+			return 0;
+		k = nr < u ? (unsigned int)nr : u;
+	} while (!slab_update_freelist(slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
+	char *q = carve_start(s, slab, c);
+	for (unsigned int i = 0; i < k; i++, q += s->size)
+		p[i] = q;
+	return k;
 }
 
 /* Unfreeze a cpu slab, merging the private freelist fl back into it (one CAS
  * loop). Returns the slab's counters after it; *remote_frees says whether frees
- * from other CPUs were waiting on it. */
+ * from other CPUs were waiting on it, *has_free whether it has free objects. */
 static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *fl, bool *remote_frees,
-                                   void **new_freelist)
+                                   bool *has_free)
 {
 	void *tail = NULL, *old_fl, *new_fl;
 	unsigned int cnt = 0;
@@ -231,9 +308,10 @@ static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void
 		} else {
 			new_fl = old_fl;
 		}
-		nc = usl_counters_make(usl_counters_inuse(c) - cnt, usl_counters_objects(c), false);
+		/* Uncarved objects were counted in use while frozen. */
+		nc = usl_counters_remake(c, usl_counters_inuse(c) - cnt - usl_counters_uncarved(c), false);
 	} while (!slab_update_freelist(slab, old_fl, c, new_fl, nc));
-	*new_freelist = new_fl;
+	*has_free = new_fl || usl_counters_uncarved(nc);
 	return nc;
 }
 
@@ -243,13 +321,12 @@ static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void
 static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 {
 	struct kmem_cache_node *n = get_node(s, slab);
-	bool remote_frees;
-	void *new_fl;
-	unsigned long nc = unfreeze_slab(s, slab, fl, &remote_frees, &new_fl);
+	bool remote_frees, has_free;
+	unsigned long nc = unfreeze_slab(s, slab, fl, &remote_frees, &has_free);
 
 	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		discard_slab(s, slab);
-	} else if (new_fl) {
+	} else if (has_free) {
 		pthread_mutex_lock(&n->list_lock);
 		add_partial(n, slab, remote_frees);
 		pthread_mutex_unlock(&n->list_lock);
@@ -402,6 +479,14 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 		put_partials(s, drain);
 }
 
+/* Is x among slab's uncarved objects? Those are free and were never handed out;
+ * freeing one would make carving hand it out twice. */
+static bool never_handed_out(const struct kmem_cache *s, const struct slab *slab, unsigned long c, const void *x)
+{
+	size_t first = (size_t)(usl_counters_objects(c) - usl_counters_uncarved(c)) * s->size;
+	return (size_t)((const char *)x - slab->addr) >= first;
+}
+
 /* ===========================================================================
  * Freeing to a slab: the kernel's __slab_free. One 16-byte CAS; list_lock only
  * when the slab changes list. head..tail is a chain of cnt objects of slab.
@@ -410,7 +495,7 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
                                                      unsigned int cnt)
 {
 	struct kmem_cache_node *n = NULL;
-	bool was_frozen, on_node_partial = false;
+	bool was_frozen, had_free = false, on_node_partial = false;
 	bool has_cpu_partial = s->cpu_partial_slabs > 0;
 	void *prior;
 	unsigned long c, nc;
@@ -435,11 +520,19 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 			           s->name, head, usl_counters_inuse(c));
 			return;
 		}
+		if (usl_unlikely(cnt == 1 && usl_counters_uncarved(c) && never_handed_out(s, slab, c, head))) {
+			if (n)
+				pthread_mutex_unlock(&n->list_lock);
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (never allocated); not freed", s->name,
+			           head);
+			return;
+		}
 		was_frozen = usl_counters_frozen(c);
+		had_free = prior || usl_counters_uncarved(c);   /* else it was full */
 		set_freepointer(s, tail, prior);
-		nc = usl_counters_make(usl_counters_inuse(c) - cnt, usl_counters_objects(c), was_frozen);
-		if ((usl_counters_inuse(nc) == 0 || !prior) && !was_frozen) {
-			if (!has_cpu_partial || prior) {
+		nc = usl_counters_remake(c, usl_counters_inuse(c) - cnt, was_frozen);
+		if ((usl_counters_inuse(nc) == 0 || !had_free) && !was_frozen) {
+			if (!has_cpu_partial || had_free) {
 				/* May need list changes: lock before the CAS so that a
 				 * concurrent put_partials sees a consistent inuse. */
 				n = get_node(s, slab);
@@ -450,23 +543,23 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 	} while (!slab_update_freelist(slab, prior, c, head, nc));
 
 	if (usl_likely(!n)) {
-		if (!was_frozen && has_cpu_partial && !prior)
+		if (!was_frozen && has_cpu_partial && !had_free)
 			put_cpu_partial(s, slab);   /* was full: now ours to place */
 		return;
 	}
-	if (prior && !on_node_partial) {
+	if (had_free && !on_node_partial) {
 		/* cpu partial, or isolated by an allocating thread */
 		pthread_mutex_unlock(&n->list_lock);
 		return;
 	}
 	if (usl_counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
-		if (prior)
+		if (had_free)
 			remove_partial(n, slab);
 		pthread_mutex_unlock(&n->list_lock);
 		discard_slab(s, slab);
 		return;
 	}
-	if (!prior)
+	if (!had_free)
 		add_partial(n, slab, true);  /* was full, no cpu partial lists */
 	pthread_mutex_unlock(&n->list_lock);
 }
@@ -520,21 +613,30 @@ static void *alloc_direct(struct kmem_cache *s)
 	while (!usl_list_empty(&n->partial)) {
 		slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		slab_snapshot(slab, &fl, &c);
-		if (!fl) {              /* cannot happen: listed slabs have free objects */
+		unsigned int u = usl_counters_uncarved(c);
+		if (!fl && !u) {        /* cannot happen: listed slabs have free objects */
 			remove_partial(n, slab);
 			continue;
 		}
-		next = get_freepointer(s, fl);
+		if (fl) {
+			obj = fl;
+			next = get_freepointer(s, fl);
+		} else {                /* carve one: nothing to link */
+			obj = carve_start(s, slab, c);
+			next = NULL;
+			u--;
+		}
 		/* Taking the last object makes the slab full: isolate it first, so a
 		 * free that then sees it full may place it without list_lock. */
-		if (!next)
+		bool full = !next && !u;
+		if (full)
 			remove_partial(n, slab);
 		if (slab_update_freelist(slab, fl, c, next,
-		                         usl_counters_make(usl_counters_inuse(c) + 1, usl_counters_objects(c), false))) {
+		                         usl_counters_set_uncarved(usl_counters_remake(c, usl_counters_inuse(c) + 1, false), u))) {
 			pthread_mutex_unlock(&n->list_lock);
-			return fl;
+			return obj;
 		}
-		if (!next)
+		if (full)
 			add_partial(n, slab, false);
 	}
 	pthread_mutex_unlock(&n->list_lock);
@@ -545,8 +647,8 @@ static void *alloc_direct(struct kmem_cache *s)
 	obj = fl;
 	fl = get_freepointer(s, obj);
 	slab->freelist = fl;
-	slab->counters = usl_counters_make(1, usl_counters_objects(slab->counters), false);
-	if (fl) {
+	slab->counters = usl_counters_remake(slab->counters, 1, false);
+	if (fl || usl_counters_uncarved(slab->counters)) {
 		pthread_mutex_lock(&n->list_lock);
 		add_partial(n, slab, false);
 		pthread_mutex_unlock(&n->list_lock);
@@ -577,7 +679,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		}
 		if (!slab)
 			break;
-		*fl = freeze_slab(slab);
+		*fl = freeze_slab(s, slab);
 		if (*fl)
 			return slab;
 		/* No free objects (cannot happen for a slab that reached a partial
@@ -591,7 +693,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		usl_spin_unlock(&lc->lock);
 	slab = get_partial_node(s, s->node[0], &extra);
 	if (slab) {
-		*fl = freeze_slab(slab);
+		*fl = freeze_slab(s, slab);
 		if (!*fl)
 			slab = NULL;  /* full after all: it stays off the list */
 	}
@@ -654,7 +756,7 @@ static bool slot_take(struct kmem_cache *s, struct private_slot *b)
 static bool slot_refill(struct kmem_cache *s, struct private_slot *b)
 {
 	if (b->slab) {
-		b->fl = get_freelist(b->slab);   /* NULL: the slab is full and unfrozen */
+		b->fl = get_freelist(s, b->slab);   /* NULL: the slab is full and unfrozen */
 		if (b->fl)
 			return true;
 		b->slab = NULL;
@@ -1071,12 +1173,19 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			if (!(p[i] = alloc_direct(s)))
 				goto fail;
 	} else {
-		for (; i < nr; i++) {
-			if (usl_unlikely(!b.fl) && !slot_refill(s, &b)) {
-				slot_put(s, &b);
-				goto fail;
+		while (i < nr) {
+			if (usl_unlikely(!b.fl)) {
+				unsigned int k = b.slab ? carve_array(s, b.slab, nr - i, p + i) : 0;
+				if (k) {
+					i += k;
+					continue;
+				}
+				if (!slot_refill(s, &b)) {
+					slot_put(s, &b);
+					goto fail;
+				}
 			}
-			p[i] = b.fl;
+			p[i++] = b.fl;
 			b.fl = get_freepointer(s, b.fl);
 		}
 		slot_put(s, &b);
@@ -1575,9 +1684,9 @@ static void flush_cpu_slabs(struct kmem_cache *s)
 	 * work); lists and the page provider wait until every slot is released. */
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		void *fl, *new_fl;
+		void *fl;
 		struct slab *slab, *partial;
-		bool remote;
+		bool remote, has_free;
 
 		if (usl_rseq_mode) {
 			fl = c->freelist;
@@ -1595,8 +1704,8 @@ static void flush_cpu_slabs(struct kmem_cache *s)
 		/* An unfrozen slab with free objects is placed like a cpu partial
 		 * slab (put_partials); a full one stays on no list. */
 		if (slab) {
-			unfreeze_slab(s, slab, fl, &remote, &new_fl);
-			if (!new_fl)
+			unfreeze_slab(s, slab, fl, &remote, &has_free);
+			if (!has_free)
 				slab = NULL;
 		}
 		usl_spin_unlock(&c->lock);

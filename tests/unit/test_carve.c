@@ -1,0 +1,186 @@
+/* test_carve.c - new slabs are carved lazily: a slab's pages are written only
+ * for objects handed out (and the first page's links); every object is handed
+ * out once, whichever path takes it (cpu slab, sheaf refill, a node partial slab
+ * after a flush, a thread without a per-CPU slot); a free of an object that was
+ * never handed out is refused. Runs with and without sheaves, both modes. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "internal.h"
+
+#define SIZE 1024
+#define MAXO 4096
+
+static struct kmem_cache *s;
+
+static size_t resident_pages(void *addr, size_t bytes)
+{
+	size_t pages = bytes / (size_t)sysconf(_SC_PAGESIZE), n = 0;
+	unsigned char vec[512];
+	if (pages > sizeof(vec) || mincore(addr, bytes, vec) != 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* Stamp each object with its index over its whole size; a later check finds a
+ * stamp overwritten if two live objects ever overlapped. */
+static void stamp(void **o, unsigned int from, unsigned int to)
+{
+	for (unsigned int i = from; i < to; i++)
+		if (o[i])
+			memset(o[i], (int)(i % 251) + 1, SIZE);
+}
+
+static unsigned int stamps_broken(void **o, unsigned int n)
+{
+	unsigned int bad = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		if (!o[i])
+			continue;
+		const unsigned char *p = o[i];
+		for (unsigned int j = 0; j < SIZE; j += 64)
+			bad += p[j] != (unsigned char)((i % 251) + 1);
+	}
+	return bad;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Live objects are distinct and at least an object apart. */
+static unsigned int overlaps(void **o, unsigned int n)
+{
+	static void *sorted[MAXO];
+	unsigned int m = 0, bad = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (o[i])
+			sorted[m++] = o[i];
+	qsort(sorted, m, sizeof(void *), cmp_ptr);
+	for (unsigned int i = 1; i < m; i++)
+		bad += (uintptr_t)sorted[i] - (uintptr_t)sorted[i - 1] < SIZE;
+	return bad;
+}
+
+static void *no_slot_worker(void *arg)
+{
+	void **o = arg;
+	struct rseq *rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	if (!__rseq_size || syscall(SYS_rseq, rs, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) != 0)
+		return NULL;
+	for (unsigned int i = 0; i < 64; i++)
+		o[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	return o;
+}
+
+int main(void)
+{
+	static void *o[MAXO];
+	unsigned int k = 0;
+
+	capture_reports();
+	s = kmem_cache_create("carve", SIZE, 0, 0, NULL);
+	CHECK(s != NULL);
+	unsigned int objects = s->objects;
+	CHECK(objects > 4);
+
+	/* 1. One allocation from a new slab writes at most the first page (its
+	 *    links) and nothing of the objects a sheaf refill took. */
+	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
+	struct slab *first = usl_virt_to_slab(o[0]);
+	size_t bytes = usl_order_bytes(first->order);
+	CHECK(bytes >= 4 * (size_t)sysconf(_SC_PAGESIZE));
+	CHECK(resident_pages(first->addr, bytes) <= 1);
+	CHECK(usl_counters_uncarved(usl_load(&first->counters)) > 0);
+
+	/* 2. Many slabs' worth, one at a time and in bulk: all distinct. */
+	while (k < 3 * objects + 1)
+		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 2 * objects + 3, &o[k]), 2 * objects + 3);
+	k += 2 * objects + 3;
+	stamp(o, 0, k);
+	CHECK_EQ(overlaps(o, k), 0);
+
+	/* 3. Free every other one; shrink flushes the CPU slots, so partly carved
+	 *    slabs go to the node list; allocating again carves them there. */
+	for (unsigned int i = 0; i < k; i += 2) {
+		kmem_cache_free(s, o[i]);
+		o[i] = NULL;
+	}
+	CHECK_EQ(kmem_cache_shrink(s), 1);
+	unsigned int again = k;
+	while (k < again + 2 * objects)
+		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
+	stamp(o, again, k);
+	CHECK_EQ(stamps_broken(o, k), 0);
+	CHECK_EQ(overlaps(o, k), 0);
+
+	/* 4. A slab left partly carved on the node list: a free of one of its
+	 *    never handed out objects is refused, and carving still hands out each
+	 *    object once. (Only without sheaves: a free to a sheaf is not checked,
+	 *    as README says of double frees.) */
+	struct kmem_cache *t = kmem_cache_create("carve-t", SIZE, 0, 0, NULL);
+	void *a = kmem_cache_alloc(t, GFP_KERNEL);
+	CHECK_EQ(kmem_cache_shrink(t), 1);
+	struct slab *sl = usl_virt_to_slab(a);
+	unsigned long c = usl_load(&sl->counters);
+	CHECK(!usl_counters_frozen(c) && sl->node_partial);
+	CHECK(usl_counters_uncarved(c) > 0);
+	void *never = sl->addr + (size_t)(usl_counters_objects(c) - 1) * t->size;
+	bool sheaves = uslab_sheaf_capacity(t) != 0;
+	if (!sheaves) {
+		unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+		kmem_cache_free(t, never);
+		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+		CHECK(strstr(last_report, "never allocated") != NULL);
+		CHECK_EQ(usl_counters_uncarved(usl_load(&sl->counters)), usl_counters_uncarved(c));
+	}
+	static void *q[MAXO];
+	unsigned int nq = 0;
+	q[nq++] = a;
+	while (nq < 2 * objects)
+		q[nq++] = kmem_cache_alloc(t, GFP_KERNEL);
+	unsigned int in_first = 0;
+	for (unsigned int i = 0; i < nq; i++)
+		in_first += usl_virt_to_slab(q[i]) == sl;
+	CHECK_EQ(in_first, objects);
+	CHECK_EQ(overlaps(q, nq), 0);
+	for (unsigned int i = 0; i < nq; i++)
+		kmem_cache_free(t, q[i]);
+	kmem_cache_destroy(t);
+
+	/* 5. A thread without a per-CPU slot takes objects straight from node
+	 *    partial slabs, carving them there (rseq mode only: locked mode has a
+	 *    slot for every thread). */
+	CHECK_EQ(kmem_cache_shrink(s), 1);
+	static void *direct[64];
+	pthread_t th;
+	void *ret;
+	CHECK(pthread_create(&th, NULL, no_slot_worker, direct) == 0);
+	CHECK(pthread_join(th, &ret) == 0);
+	if (ret) {
+		for (unsigned int i = 0; i < 64 && k < MAXO; i++)
+			o[k++] = direct[i];
+		stamp(o, k - 64, k);
+		CHECK_EQ(stamps_broken(o, k), 0);
+		CHECK_EQ(overlaps(o, k), 0);
+	}
+
+	for (unsigned int i = 0; i < k; i++)
+		if (o[i])
+			kmem_cache_free(s, o[i]);
+	kmem_cache_destroy(s);
+	CHECK_EQ(reports(USLAB_ERR_LEAK), 0);
+	CHECK_EQ(uslab_error_count(), sheaves ? 0 : 1);
+	return test_summary();
+}
