@@ -118,11 +118,10 @@ static void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 }
 
 /* ===========================================================================
- * Carving. A new slab links only the objects that start in its first page; the
- * rest stay uncarved (the counters' uncarved field): free, never written, so
- * their pages are not touched until used. Whoever takes objects from a slab (its
- * cpu owner, or alloc_direct under list_lock) carves more when the slab's
- * freelist is empty. There is one taker at a time, so the links are written
+ * Carving. A new slab's objects are all uncarved (the counters' uncarved
+ * field): free, never written, so their pages are not touched until used. Whoever takes objects from a slab (its cpu owner, or alloc_direct
+ * under list_lock) carves more when the slab's freelist is empty: linked a page's
+ * worth at a time, or as bare addresses for a sheaf refill (carve_array). There is one taker at a time, so the links are written
  * privately before the CAS that claims them; a lost CAS leaves them unclaimed.
  */
 
@@ -183,16 +182,17 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	if (objects > USL_MAX_OBJS_PER_SLAB)
 		objects = USL_MAX_OBJS_PER_SLAB;
 
-	/* A constructor runs when the slab is made, so such slabs are linked whole. */
-	unsigned int linked = objects;
+	/* Nothing written: objects are carved as they are taken, a sheaf refill's
+	 * without being read. A constructor runs when the slab is made, so such
+	 * slabs are linked whole. */
+	unsigned int linked = 0;
 	if (s->ctor) {
 		char *p = addr;
 		for (unsigned int i = 0; i < objects; i++, p += s->size)
 			s->ctor(p);
-	} else {
-		linked = carve_chunk(s, objects);
+		linked = objects;
+		link_objects(s, addr, linked);
 	}
-	link_objects(s, addr, linked);
 	slab->freelist = NULL;
 	slab->counters = usl_counters_set_uncarved(usl_counters_make(objects, objects, true), objects - linked);
 	slab->next = NULL;
@@ -203,7 +203,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
 	set_owner(slab, order, s, objects);
-	*freelist = addr;
+	*freelist = linked ? addr : NULL;
 	return slab;
 }
 
@@ -644,11 +644,18 @@ static void *alloc_direct(struct kmem_cache *s)
 	slab = new_slab(s, &fl);
 	if (!slab)
 		return NULL;
-	obj = fl;
-	fl = get_freepointer(s, obj);
+	c = slab->counters;
+	unsigned int u = usl_counters_uncarved(c);
+	if (fl) {
+		obj = fl;
+		fl = get_freepointer(s, obj);
+	} else {
+		obj = carve_start(s, slab, c);
+		u--;
+	}
 	slab->freelist = fl;
-	slab->counters = usl_counters_remake(slab->counters, 1, false);
-	if (fl || usl_counters_uncarved(slab->counters)) {
+	slab->counters = usl_counters_set_uncarved(usl_counters_remake(c, 1, false), u);
+	if (fl || u) {
 		pthread_mutex_lock(&n->list_lock);
 		add_partial(n, slab, false);
 		pthread_mutex_unlock(&n->list_lock);
@@ -657,7 +664,8 @@ static void *alloc_direct(struct kmem_cache *s)
 }
 
 /* Find a new cpu slab: cpu partial, then node partial, then a new slab. Returns
- * the slab (frozen) and its objects in *fl. Locked mode (lc): called and returns
+ * the slab (frozen) and its linked objects in *fl (none for a new slab: all
+ * uncarved). Locked mode (lc): called and returns
  * with lc->lock held, but drops it in between. */
 static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void **fl)
 {
@@ -752,8 +760,10 @@ static bool slot_take(struct kmem_cache *s, struct private_slot *b)
 	}
 }
 
-/* More objects for b->fl: what remote frees left on the slab, else a new cpu slab. */
-static bool slot_refill(struct kmem_cache *s, struct private_slot *b)
+/* More objects: what remote frees left on the slab, else a new cpu slab. With
+ * link, b->fl is not empty after it; without, a new slab may come with b->fl
+ * empty and everything uncarved (for carve_array). */
+static bool slot_refill(struct kmem_cache *s, struct private_slot *b, bool link)
 {
 	if (b->slab) {
 		b->fl = get_freelist(s, b->slab);   /* NULL: the slab is full and unfrozen */
@@ -762,6 +772,8 @@ static bool slot_refill(struct kmem_cache *s, struct private_slot *b)
 		b->slab = NULL;
 	}
 	b->slab = refill(s, b->lc, &b->fl);
+	if (b->slab && !b->fl && link)
+		b->fl = get_freelist(s, b->slab);   /* a new slab: carve a linked chunk */
 	return b->slab != NULL;
 }
 
@@ -804,7 +816,7 @@ static __attribute__((noinline)) void *slab_alloc_slow(struct kmem_cache *s, gfp
 		return obj;
 	}
 	/* The slot is empty and what it held is ours. */
-	if (!b.fl && !slot_refill(s, &b)) {
+	if (!b.fl && !slot_refill(s, &b, true)) {
 		slot_put(s, &b);
 		goto nomem;
 	}
@@ -1180,10 +1192,11 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 					i += k;
 					continue;
 				}
-				if (!slot_refill(s, &b)) {
+				if (!slot_refill(s, &b, false)) {
 					slot_put(s, &b);
 					goto fail;
 				}
+				continue;       /* a new slab comes uncarved */
 			}
 			p[i++] = b.fl;
 			b.fl = get_freepointer(s, b.fl);
