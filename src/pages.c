@@ -239,13 +239,14 @@ static void zero_pages(void *from, void *to)
  * in their free state, which zeros also mean (USL_PAGE_UNUSED, no owner): a
  * page map start of 0 only points a stray pointer's lookup at another block,
  * and the paths that take such pointers check the block they get (kind and
- * address). The pages holding the head entry stay: it is on a free list.
- * Under pages_lock. */
+ * address). The table page holding the head entry stays: it is on a free
+ * list. Its page-map entry is needed by nothing but stray lookups, so all of
+ * the map's pages go. Under pages_lock. */
 static void purge_entries(struct slab *e, unsigned int order, bool with_head)
 {
-	size_t pfn = pfn_of(e), n = (size_t)1 << order, from = with_head ? 0 : 1;
-	zero_pages(e + from, e + n);
-	zero_pages(&usl_pagemap[pfn + from], &usl_pagemap[pfn + n]);
+	size_t pfn = pfn_of(e), n = (size_t)1 << order;
+	zero_pages(e + (with_head ? 0 : 1), e + n);
+	zero_pages(&usl_pagemap[pfn], &usl_pagemap[pfn + n]);
 }
 
 /* A clean free block e of order k (on its free list) gives back its entries:

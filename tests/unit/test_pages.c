@@ -2,6 +2,7 @@
  * buddy merging, purge (memory really released), decay, failure injection. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,6 +105,40 @@ static void test_purge(void)
 	usl_opt.decay_ms = 1000;
 }
 
+static size_t resident(const void *from, size_t bytes)
+{
+	unsigned char vec[64];
+	size_t pages = bytes / usl_page_size, n = 0;
+	if (pages > sizeof(vec) || mincore((void *)from, bytes, vec) != 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* A purged free block gives back its table pages but the one holding its head
+ * entry (it is on a free list), and all of its page-map pages. */
+static void test_entries_released(void)
+{
+	unsigned int order = USL_MAX_ORDER - 1;
+	size_t bytes = usl_order_bytes(order), n = (size_t)1 << order;
+	char *a = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+	char *b = usl_pages_alloc(order, USL_PAGE_INTERNAL);   /* keeps a from merging */
+	CHECK(a && b);
+	CHECK((((uintptr_t)a - usl_base) ^ ((uintptr_t)b - usl_base)) == bytes);   /* buddies */
+	size_t pfn = ((uintptr_t)a - usl_base) >> usl_page_shift;
+	struct slab *e = &usl_table[pfn];
+	struct usl_pagemap_entry *m = &usl_pagemap[pfn];
+	usl_pages_free(a);
+	CHECK(resident(m, n * sizeof(*m)) > 0);          /* written by the free */
+	uslab_release_free_memory();
+	CHECK(e->kind == USL_PAGE_FREE && e->order == order);
+	CHECK_EQ(resident(e, usl_page_size), 1);
+	CHECK_EQ(resident((char *)e + usl_page_size, n * sizeof(*e) - usl_page_size), 0);
+	CHECK_EQ(resident(m, n * sizeof(*m)), 0);
+	usl_pages_free(b);
+}
+
 static void test_failures(void)
 {
 	CHECK(usl_pages_alloc(USL_MAX_ORDER + 1, USL_PAGE_INTERNAL) == NULL);
@@ -130,6 +165,7 @@ int main(void)
 	test_foreign();
 	test_buddy_merge();
 	test_purge();
+	test_entries_released();
 	test_failures();
 	return test_summary();
 }
