@@ -690,11 +690,12 @@ static bool slots_hold_objects(struct kmem_cache *s)
 
 /* The periodic sweep (usl_decay_tick): the surplus that stayed unused for a
  * decay interval goes back to slabs even if this cache's barn is not visited.
- * A cache whose barn was not visited and none of whose frees was sampled since
- * the previous sweep (at least a decay interval ago) is idle: all its full
- * sheaves go back, for a kmalloc or malloc class also what every CPU holds of
- * it, and its empty slabs to the page provider (a program that stopped using a
- * size keeps nothing of it). */
+ * A barn not visited since the previous sweep (at least a decay interval ago)
+ * gives back all its full sheaves, and the slabs they empty go to the page
+ * provider: the cache, if used at all, runs on the CPUs' own sheaves. If none
+ * of its frees was sampled either, the cache is idle: for a kmalloc or malloc
+ * class what every CPU holds of it goes back too (a program that stopped using
+ * a size keeps nothing of it). */
 void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);
@@ -708,9 +709,12 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	/* Idle: no barn visit since the last sweep, and no free of it sampled by
 	 * the tick (a cache used only through its main sheaves visits no barn). */
 	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
-	idle = !used && barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
+	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
+	idle = !used && unvisited;
 	barn->visits_swept = barn->visits;
-	if (idle) {
+	if (unvisited && barn->nr_full) {
+		/* Idle, or used only through the CPUs' own sheaves: either way
+		 * nobody needed the barn's full sheaves for an interval. */
 		barn_take_full_locked(barn, barn->nr_full, &out);
 		barn->low_full = barn->high_full = 0;
 		barn->last_decay = now;
@@ -726,6 +730,8 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		usl_spin_lock(&barn->lock);
 		barn->visits_swept += own;           /* the sweep's own visits are not use */
 		usl_spin_unlock(&barn->lock);
+		if (unvisited && !idle)
+			usl_slub_release(s);         /* the slabs they emptied */
 	}
 	if (idle) {
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,

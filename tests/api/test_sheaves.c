@@ -227,6 +227,28 @@ static void test_barn_and_shrink(void)
 				kmem_cache_free(s, p[i]);
 		}
 		CHECK(barn_full(s) < burst / 2);
+
+		/* A barn nobody visits for an interval gives back all of its full
+		 * sheaves, even while the cache is in use through the CPU's own
+		 * sheaves: here a kmalloc class, whose kfree calls are sampled as
+		 * use (and tick the sweep). */
+		void *q0 = kmalloc(200, GFP_KERNEL);
+		struct kmem_cache *km = usl_virt_to_slab(q0)->slab_cache;
+		kfree(q0);
+		if (uslab_sheaf_capacity(km)) {
+			for (unsigned i = 0; i < 3000; i++)
+				p[i] = kmalloc(200, GFP_KERNEL);
+			for (unsigned i = 0; i < 3000; i++)
+				kfree(p[i]);
+			CHECK(barn_full(km) >= 1);
+			for (int k = 0; k < 40 && barn_full(km); k++) {
+				struct timespec ts = { 0, (long)(usl_opt.decay_ms % 10000) * 100000L + 1000000L };
+				nanosleep(&ts, NULL);          /* a tenth of the interval */
+				for (int j = 0; j < 600; j++)
+					kfree(kmalloc(200, GFP_KERNEL));   /* the main sheaf only */
+			}
+			CHECK_EQ(barn_full(km), 0);
+		}
 	}
 	/* Shrink: every sheaf flushed, every empty slab returned. */
 	CHECK_EQ(kmem_cache_shrink(s), 0);
