@@ -103,10 +103,10 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
  * before gave them 4608), and a slab wastes under 16 bytes an object. A size
  * just above a class may waste an eighth plus 16 bytes. Below 256: steps of
  * 16 to 128, then of 32. They are caches named malloc-<size> with that slab
- * order, made by the first malloc; the power-of-two sizes (k = 8) are
- * kmalloc's caches.
+ * order, each made by the first malloc of a size it serves (a program pays
+ * the cache structure and sheaves only of the sizes it uses); the
+ * power-of-two sizes (k = 8) are kmalloc's caches.
  */
-static int malloc_ready;
 
 /* The slab bytes of the classes for n in (2^(j-1), 2^j], j > 8: 2^(j+3). */
 static size_t malloc_slab_bytes(size_t n)
@@ -127,8 +127,8 @@ static unsigned int malloc_class_size(size_t n)
 
 /* The class of every n up to KMALLOC_MAX_CACHE_SIZE, by (n + 15) / 16 (every
  * class size is a multiple of 16): one load and no branch on the size, which
- * a program's mix of sizes would mispredict. All NULL until the classes are
- * made; entry 0 (malloc(0)) is the smallest class. */
+ * a program's mix of sizes would mispredict. NULL until that class is made;
+ * entry 0 (malloc(0)) is the smallest class. */
 struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
 
 /* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
@@ -141,37 +141,37 @@ static struct kmem_cache *malloc_class(unsigned int size)
 	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC, size > 256 ? malloc_slab_bytes(size) : 0);
 }
 
-/* Under kmalloc_lock: every class, then the table (entries published last, so
- * a reader that sees one sees a made cache). */
-static bool make_malloc_caches(void)
+/* Make the class serving n, then publish it in every table entry it serves
+ * (after it is made, so a reader that sees an entry sees a made cache). Once
+ * per class, under kmalloc_lock; the kmalloc classes first, as some classes
+ * are theirs. NULL if it cannot be made. */
+static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
 {
-	static struct kmem_cache *made[USL_MALLOC_TAB];
-	unsigned int prev = 0;
-	for (size_t i = 1; i < USL_MALLOC_TAB; i++) {
-		unsigned int size = malloc_class_size(i * 16);
-		if (!made[i])
-			made[i] = size == prev ? made[i - 1] : malloc_class(size);
-		if (!made[i])
-			return false;
-		prev = size;
-	}
-	made[0] = made[1];
-	for (size_t i = 0; i < USL_MALLOC_TAB; i++)
-		__atomic_store_n(&usl_malloc_tab[i], made[i], __ATOMIC_RELEASE);
-	return true;
-}
+	size_t i = n ? (n + 15) >> 4 : 1;
+	struct kmem_cache *s;
 
-static __attribute__((noinline, cold)) bool malloc_create_caches(void)
-{
-	return kmalloc_cache(1) != NULL && create_once(&malloc_ready, make_malloc_caches);
+	if (!kmalloc_cache(1))
+		return NULL;
+	pthread_mutex_lock(&kmalloc_lock);
+	s = usl_malloc_tab[i];
+	if (!s) {
+		unsigned int size = malloc_class_size(i * 16);
+		s = malloc_class(size);
+		for (size_t j = 1; s && j < USL_MALLOC_TAB; j++)
+			if (malloc_class_size(j * 16) == size)
+				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
+		if (s && size == malloc_class_size(16))
+			__atomic_store_n(&usl_malloc_tab[0], s, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&kmalloc_lock);
+	return s;
 }
 
 /* The malloc path's cache for 0 .. 8192 bytes; NULL if it cannot be made. */
 static inline struct kmem_cache *malloc_cache(size_t n)
 {
-	if (usl_unlikely(!__atomic_load_n(&malloc_ready, __ATOMIC_ACQUIRE)) && !malloc_create_caches())
-		return NULL;
-	return usl_malloc_tab[(n + 15) >> 4];
+	struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[(n + 15) >> 4], __ATOMIC_ACQUIRE);
+	return usl_likely(s != NULL) ? s : malloc_make_class(n);
 }
 
 void *usl_malloc_bytes(size_t n, gfp_t gfp)

@@ -53,12 +53,13 @@ static void *boot_alloc(size_t size, size_t align)
 
 static int classes_ready;
 
-/* Before the first allocation: create the classes once, with re-entry served
- * from the boot area. */
+/* Before the first allocation: start uslab and make the kmalloc classes once,
+ * with re-entry served from the boot area (malloc's own classes are made as
+ * they are first used). */
 static __attribute__((noinline, cold)) bool startup(void)
 {
 	in_startup = 1;
-	void *p = usl_malloc_bytes(300, GFP_KERNEL | __GFP_NOWARN);  /* creates every class */
+	void *p = usl_malloc_bytes(16, GFP_KERNEL | __GFP_NOWARN);  /* the kmalloc classes */
 	kfree(p);
 	in_startup = 0;
 	if (p)

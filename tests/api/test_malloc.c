@@ -402,13 +402,31 @@ static void test_thread_exit(void)
 	CHECK(good);
 }
 
+/* A class is made by the first malloc of a size it serves: until then its
+ * table entries are empty; then the entries it serves point at it, and the
+ * next class's stay empty. */
+static void test_lazy_classes(void)
+{
+	size_t n = 2900;                         /* asked for by nobody before */
+	size_t i = (n + 15) >> 4;
+	CHECK(usl_malloc_tab[i] == NULL);
+	void *p = vmalloc(n);
+	struct kmem_cache *c = usl_malloc_tab[i];
+	CHECK(p && c && usl_virt_to_slab(p)->slab_cache == c);
+	size_t top = kmem_cache_size(c) >> 4;    /* the entry of its own size */
+	CHECK(usl_malloc_tab[top] == c);
+	CHECK(top + 1 < USL_MALLOC_TAB && usl_malloc_tab[top + 1] == NULL);
+	free(p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "decay")) {
 		test_rss(true);
 		return test_summary();
 	}
-	test_large_free_at_once();                 /* first: no large block freed before */
+	test_lazy_classes();                       /* first: no class made but those libc used */
+	test_large_free_at_once();                 /* no large block freed before */
 	unsigned long errs = uslab_error_count();
 	test_basics();
 	test_realloc();
