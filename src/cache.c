@@ -57,8 +57,27 @@ static void register_atfork(void)
 	pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
-void usl_cache_lock(void) { pthread_mutex_lock(&slab_mutex); }
-void usl_cache_unlock(void) { pthread_mutex_unlock(&slab_mutex); }
+__thread int usl_registry_held __attribute__((tls_model("initial-exec")));
+
+void usl_cache_lock(void)
+{
+	pthread_mutex_lock(&slab_mutex);
+	usl_registry_held++;
+}
+
+void usl_cache_unlock(void)
+{
+	usl_registry_held--;
+	pthread_mutex_unlock(&slab_mutex);
+}
+
+static bool cache_trylock(void)
+{
+	if (pthread_mutex_trylock(&slab_mutex) != 0)
+		return false;
+	usl_registry_held++;
+	return true;
+}
 
 void *usl_meta_alloc(size_t size)
 {
@@ -348,11 +367,11 @@ const char *kmem_cache_name(struct kmem_cache *s)
 
 void usl_cache_reclaim(void)
 {
-	if (pthread_mutex_trylock(&slab_mutex) != 0)
+	if (!cache_trylock())
 		return;
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_sheaf_trim_barn(usl_container_of(it, struct kmem_cache, list));
-	pthread_mutex_unlock(&slab_mutex);
+	usl_cache_unlock();
 }
 
 static uint64_t next_sweep_ms;
@@ -366,14 +385,14 @@ void usl_decay_tick(void)
 	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
 	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	if (pthread_mutex_trylock(&slab_mutex) != 0)
+	if (!cache_trylock())
 		return;
 	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_sheaf_decay(usl_container_of(it, struct kmem_cache, list), now);
 	usl_pages_aging = false;
-	pthread_mutex_unlock(&slab_mutex);
+	usl_cache_unlock();
 	usl_pages_purge(false);
 	errno = saved_errno;
 }

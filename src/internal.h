@@ -472,6 +472,9 @@ USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_cou
  */
 USL_HIDDEN void usl_cache_lock(void);
 USL_HIDDEN void usl_cache_unlock(void);
+/* Non-zero while this thread holds slab_mutex or kmalloc_lock: a report handler
+ * that mallocs then must not make a malloc class (it would take them again). */
+extern __thread int usl_registry_held USL_HIDDEN;
 USL_HIDDEN void *usl_meta_alloc(size_t size);   /* zeroed, from the page provider */
 /* Create a cache. kind: USL_CACHE_USER (may become an alias of a compatible
  * cache), USL_CACHE_KMALLOC (a kmalloc class) or USL_CACHE_INTERNAL (sheaf

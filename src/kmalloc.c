@@ -49,11 +49,13 @@ static bool create_once(int *ready, bool (*make)(void))
 {
 	bool ok = true;
 	pthread_mutex_lock(&kmalloc_lock);
+	usl_registry_held++;
 	if (!__atomic_load_n(ready, __ATOMIC_ACQUIRE)) {
 		ok = make();
 		if (ok)
 			__atomic_store_n(ready, 1, __ATOMIC_RELEASE);
 	}
+	usl_registry_held--;
 	pthread_mutex_unlock(&kmalloc_lock);
 	return ok;
 }
@@ -144,15 +146,19 @@ static struct kmem_cache *malloc_class(unsigned int size)
 /* Make the class serving n, then publish it in every table entry it serves
  * (after it is made, so a reader that sees an entry sees a made cache). Once
  * per class, under kmalloc_lock; the kmalloc classes first, as some classes
- * are theirs. NULL if it cannot be made. */
+ * are theirs. NULL if it cannot be made. A thread already holding the
+ * registry's locks (a report handler that mallocs) gets the kmalloc class. */
 static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
 {
 	size_t i = n ? (n + 15) >> 4 : 1;
 	struct kmem_cache *s;
 
+	if (usl_registry_held)
+		return kmalloc_cache(n ? n : 1);
 	if (!kmalloc_cache(1))
 		return NULL;
 	pthread_mutex_lock(&kmalloc_lock);
+	usl_registry_held++;
 	s = usl_malloc_tab[i];
 	if (!s) {
 		unsigned int size = malloc_class_size(i * 16);
@@ -163,6 +169,7 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 		if (s && size == malloc_class_size(16))
 			__atomic_store_n(&usl_malloc_tab[0], s, __ATOMIC_RELEASE);
 	}
+	usl_registry_held--;
 	pthread_mutex_unlock(&kmalloc_lock);
 	return s;
 }

@@ -712,9 +712,10 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
 	idle = !used && unvisited;
 	barn->visits_swept = barn->visits;
-	if (unvisited && barn->nr_full) {
+	if (unvisited) {
 		/* Idle, or used only through the CPUs' own sheaves: either way
-		 * nobody needed the barn's full sheaves for an interval. */
+		 * nobody needed the barn's full sheaves for an interval. The next
+		 * such sweep is an interval later. */
 		barn_take_full_locked(barn, barn->nr_full, &out);
 		barn->low_full = barn->high_full = 0;
 		barn->last_decay = now;

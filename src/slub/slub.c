@@ -521,8 +521,6 @@ static __attribute__((noinline)) void slab_free_slow(struct kmem_cache *s, struc
 			return;
 		}
 		if (usl_unlikely(cnt == 1 && usl_counters_uncarved(c) && never_handed_out(s, slab, c, head))) {
-			if (n)
-				pthread_mutex_unlock(&n->list_lock);
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (never allocated); not freed", s->name,
 			           head);
 			return;
@@ -1394,8 +1392,9 @@ static void df_drop_if_member(struct detached_freelist *df, void *x, const char 
 
 /* Before anything is written into the gathered objects: leave out those that are
  * free already, where that is cheap to see. An object heading this CPU's freelist
- * or the slab's freelist is dropped; if the slab has fewer objects in use than are
- * being freed, its freelist is walked to find the free ones. */
+ * or the slab's freelist, or among its uncarved objects, is dropped; if the slab
+ * has fewer objects in use than are being freed, its freelist is walked to find
+ * the free ones. */
 static bool df_precheck(struct detached_freelist *df, const char *fn)
 {
 	struct kmem_cache *s = df->s;
@@ -1413,6 +1412,13 @@ static bool df_precheck(struct detached_freelist *df, const char *fn)
 			df_drop_if_member(df, usl_load_ptr(&c->freelist), fn);
 	}
 	df_drop_if_member(df, usl_load_ptr(&slab->freelist), fn);
+	/* Uncarved objects only become fewer: one seen uncarved was never handed out. */
+	unsigned long c0 = usl_load(&slab->counters);
+	if (usl_counters_uncarved(c0))
+		for (size_t i = 0; i < df->n; i++)
+			if (df->objs[i] && never_handed_out(s, slab, c0, df->objs[i]))
+				df_drop(df, df->objs[i],
+				        (unsigned int)(((char *)df->objs[i] - slab->addr) / s->size), fn);
 
 	unsigned long c = usl_load(&slab->counters);
 	if (!usl_counters_frozen(c) && usl_counters_inuse(c) < df->cnt) {

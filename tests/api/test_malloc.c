@@ -417,6 +417,17 @@ static void test_lazy_classes(void)
 	CHECK(usl_malloc_tab[top] == c);
 	CHECK(top + 1 < USL_MALLOC_TAB && usl_malloc_tab[top + 1] == NULL);
 	free(p);
+
+	/* A thread holding the registry's locks (a report handler called from
+	 * inside them) makes no class: it gets the kmalloc class. */
+	size_t m = 1700, j = (m + 15) >> 4;
+	CHECK(usl_malloc_tab[j] == NULL);
+	usl_registry_held++;
+	void *q = vmalloc(m);
+	usl_registry_held--;
+	CHECK(q && usl_malloc_tab[j] == NULL);
+	CHECK(q && !strcmp(kmem_cache_name(usl_virt_to_slab(q)->slab_cache), "kmalloc-2k"));
+	free(q);
 }
 
 int main(int argc, char **argv)

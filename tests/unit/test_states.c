@@ -58,7 +58,8 @@ int main(void)
 	CHECK_EQ(st.full, 0);
 
 	/* 4. The next slow allocation takes the cpu partial slab and freezes it. */
-	while (my_slot(s)->freelist || usl_counters_uncarved(my_slot(s)->slab->counters))
+	while (my_slot(s)->freelist ||
+	       (my_slot(s)->slab && usl_counters_uncarved(usl_load(&my_slot(s)->slab->counters))))
 		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
 	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK(my_slot(s)->slab == first && frozen(first));
