@@ -119,10 +119,12 @@ static void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 
 /* ===========================================================================
  * Carving. A new slab's objects are all uncarved (the counters' uncarved
- * field): free, never written, so their pages are not touched until used. Whoever takes objects from a slab (its cpu owner, or alloc_direct
- * under list_lock) carves more when the slab's freelist is empty: linked a page's
- * worth at a time, or as bare addresses for a sheaf refill (carve_array). There is one taker at a time, so the links are written
- * privately before the CAS that claims them; a lost CAS leaves them unclaimed.
+ * field): free, never written, so their pages are not touched until used.
+ * Whoever takes objects from a slab (its cpu owner, or alloc_direct under
+ * list_lock) carves more when the slab's freelist is empty: linked a page's
+ * worth at a time, or as bare addresses for a sheaf refill (carve_array).
+ * There is one taker at a time, so the links are written privately before the
+ * CAS that claims them; a lost CAS leaves them unclaimed.
  */
 
 static inline unsigned int carve_chunk(const struct kmem_cache *s, unsigned int uncarved)
