@@ -163,11 +163,9 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 	if (!s) {
 		unsigned int size = malloc_class_size(i * 16);
 		s = malloc_class(size);
-		for (size_t j = 1; s && j < USL_MALLOC_TAB; j++)
-			if (malloc_class_size(j * 16) == size)
+		for (size_t j = 0; s && j < USL_MALLOC_TAB; j++)      /* entry 0 (malloc(0)) as entry 1 */
+			if (malloc_class_size(j ? j * 16 : 16) == size)
 				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
-		if (s && size == malloc_class_size(16))
-			__atomic_store_n(&usl_malloc_tab[0], s, __ATOMIC_RELEASE);
 	}
 	usl_registry_held--;
 	pthread_mutex_unlock(&kmalloc_lock);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "uslab.h"
 
@@ -69,6 +71,19 @@ static inline void capture_reports(void)
 static inline unsigned long reports(enum uslab_error kind)
 {
 	return __atomic_load_n(&reports_by_kind[kind & 15], __ATOMIC_RELAXED);
+}
+
+/* Pages of [addr, addr + bytes) resident now (mincore; whole pages, at most
+ * 512), or (size_t)-1 if that cannot be told. */
+static inline size_t resident_pages(const void *addr, size_t bytes)
+{
+	size_t pages = bytes / (size_t)sysconf(_SC_PAGESIZE), n = 0;
+	unsigned char vec[512];
+	if (pages > sizeof(vec) || mincore((void *)addr, bytes, vec) != 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
 }
 
 #endif

@@ -700,7 +700,6 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);
 	struct usl_list out;
-	bool idle;
 
 	if (!s->sheaf_capacity)
 		return;
@@ -710,7 +709,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	 * the tick (a cache used only through its main sheaves visits no barn). */
 	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
 	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
-	idle = !used && unvisited;
+	bool idle = !used && unvisited;
 	barn->visits_swept = barn->visits;
 	if (unvisited) {
 		/* Idle, or used only through the CPUs' own sheaves: either way
@@ -731,8 +730,6 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		usl_spin_lock(&barn->lock);
 		barn->visits_swept += own;           /* the sweep's own visits are not use */
 		usl_spin_unlock(&barn->lock);
-		if (unvisited && !idle)
-			usl_slub_release(s);         /* the slabs they emptied */
 	}
 	if (idle) {
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
@@ -747,8 +744,9 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
 			usl_spin_unlock(&barn->lock);
 		}
-		usl_slub_release(s);
 	}
+	if (idle || (unvisited && own))
+		usl_slub_release(s);                 /* the slabs the flushes emptied */
 }
 
 void usl_sheaf_trim_barn(struct kmem_cache *s)

@@ -256,11 +256,9 @@ static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 	do {
 		slab_snapshot(slab, &fl, &c);
 		head = fl;
-		nc = usl_counters_remake(c, usl_counters_objects(c), fl != NULL);
-		if (!fl && usl_counters_uncarved(c)) {
-			nc = usl_counters_remake(c, usl_counters_objects(c), true);
+		nc = usl_counters_remake(c, usl_counters_objects(c), fl || usl_counters_uncarved(c));
+		if (!fl && usl_counters_uncarved(c))
 			head = carve_linked(s, slab, c, &nc);
-		}
 	} while (!slab_update_freelist(slab, fl, c, NULL, nc));
 	return head;
 }
@@ -485,8 +483,7 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
  * freeing one would make carving hand it out twice. */
 static bool never_handed_out(const struct kmem_cache *s, const struct slab *slab, unsigned long c, const void *x)
 {
-	size_t first = (size_t)(usl_counters_objects(c) - usl_counters_uncarved(c)) * s->size;
-	return (size_t)((const char *)x - slab->addr) >= first;
+	return (const char *)x >= carve_start(s, slab, c);
 }
 
 /* ===========================================================================
@@ -600,39 +597,50 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 	return first;
 }
 
+/* One object of a slab with freelist fl and counters c, for alloc_direct: the
+ * freelist's head, else the first uncarved one (nothing to link). *next is the
+ * freelist after it, *nc the counters after it (inuse, unfrozen). */
+static void *take_one(const struct kmem_cache *s, const struct slab *slab, void *fl, unsigned long c,
+                      unsigned int inuse, void **next, unsigned long *nc)
+{
+	unsigned int u = usl_counters_uncarved(c);
+	void *obj = fl;
+
+	if (fl) {
+		*next = get_freepointer(s, fl);
+	} else {
+		obj = carve_start(s, slab, c);
+		*next = NULL;
+		u--;
+	}
+	*nc = usl_counters_set_uncarved(usl_counters_remake(c, inuse, false), u);
+	return obj;
+}
+
 /* No per-CPU slot for this thread (rseq not registered for it): take one object
  * straight from a node partial slab under list_lock, as the 7.0 kernel does. */
 static void *alloc_direct(struct kmem_cache *s)
 {
 	struct kmem_cache_node *n = s->node[0];
 	void *fl, *obj, *next;
-	unsigned long c;
+	unsigned long c, nc;
 	struct slab *slab;
 
 	pthread_mutex_lock(&n->list_lock);
 	while (!usl_list_empty(&n->partial)) {
 		slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		slab_snapshot(slab, &fl, &c);
-		unsigned int u = usl_counters_uncarved(c);
-		if (!fl && !u) {        /* cannot happen: listed slabs have free objects */
+		if (!fl && !usl_counters_uncarved(c)) {   /* cannot happen: listed slabs have free objects */
 			remove_partial(n, slab);
 			continue;
 		}
-		if (fl) {
-			obj = fl;
-			next = get_freepointer(s, fl);
-		} else {                /* carve one: nothing to link */
-			obj = carve_start(s, slab, c);
-			next = NULL;
-			u--;
-		}
+		obj = take_one(s, slab, fl, c, usl_counters_inuse(c) + 1, &next, &nc);
 		/* Taking the last object makes the slab full: isolate it first, so a
 		 * free that then sees it full may place it without list_lock. */
-		bool full = !next && !u;
+		bool full = !next && !usl_counters_uncarved(nc);
 		if (full)
 			remove_partial(n, slab);
-		if (slab_update_freelist(slab, fl, c, next,
-		                         usl_counters_set_uncarved(usl_counters_remake(c, usl_counters_inuse(c) + 1, false), u))) {
+		if (slab_update_freelist(slab, fl, c, next, nc)) {
 			pthread_mutex_unlock(&n->list_lock);
 			return obj;
 		}
@@ -644,18 +652,10 @@ static void *alloc_direct(struct kmem_cache *s)
 	slab = new_slab(s, &fl);
 	if (!slab)
 		return NULL;
-	c = slab->counters;
-	unsigned int u = usl_counters_uncarved(c);
-	if (fl) {
-		obj = fl;
-		fl = get_freepointer(s, obj);
-	} else {
-		obj = carve_start(s, slab, c);
-		u--;
-	}
-	slab->freelist = fl;
-	slab->counters = usl_counters_set_uncarved(usl_counters_remake(c, 1, false), u);
-	if (fl || u) {
+	obj = take_one(s, slab, fl, slab->counters, 1, &next, &nc);
+	slab->freelist = next;
+	slab->counters = nc;
+	if (next || usl_counters_uncarved(nc)) {
 		pthread_mutex_lock(&n->list_lock);
 		add_partial(n, slab, false);
 		pthread_mutex_unlock(&n->list_lock);
@@ -1420,7 +1420,7 @@ static bool df_precheck(struct detached_freelist *df, const char *fn)
 		for (size_t i = 0; i < df->n; i++)
 			if (df->objs[i] && never_handed_out(s, slab, c0, df->objs[i]))
 				df_drop(df, df->objs[i],
-				        (unsigned int)(((char *)df->objs[i] - slab->addr) / s->size), fn);
+				        obj_index((uint32_t)((char *)df->objs[i] - slab->addr), s->div_inv, s->div_shift), fn);
 
 	unsigned long c = usl_load(&slab->counters);
 	if (!usl_counters_frozen(c) && usl_counters_inuse(c) < df->cnt) {

@@ -19,17 +19,6 @@
 
 static struct kmem_cache *s;
 
-static size_t resident_pages(void *addr, size_t bytes)
-{
-	size_t pages = bytes / (size_t)sysconf(_SC_PAGESIZE), n = 0;
-	unsigned char vec[512];
-	if (pages > sizeof(vec) || mincore(addr, bytes, vec) != 0)
-		return (size_t)-1;
-	for (size_t i = 0; i < pages; i++)
-		n += vec[i] & 1;
-	return n;
-}
-
 /* Stamp each object with its index over its whole size; a later check finds a
  * stamp overwritten if two live objects ever overlapped. */
 static void stamp(void **o, unsigned int from, unsigned int to)

@@ -105,17 +105,6 @@ static void test_purge(void)
 	usl_opt.decay_ms = 1000;
 }
 
-static size_t resident(const void *from, size_t bytes)
-{
-	unsigned char vec[64];
-	size_t pages = bytes / usl_page_size, n = 0;
-	if (pages > sizeof(vec) || mincore((void *)from, bytes, vec) != 0)
-		return (size_t)-1;
-	for (size_t i = 0; i < pages; i++)
-		n += vec[i] & 1;
-	return n;
-}
-
 /* A purged free block gives back its table pages but the one holding its head
  * entry (it is on a free list), and all of its page-map pages. */
 static void test_entries_released(void)
@@ -130,12 +119,12 @@ static void test_entries_released(void)
 	struct slab *e = &usl_table[pfn];
 	struct usl_pagemap_entry *m = &usl_pagemap[pfn];
 	usl_pages_free(a);
-	CHECK(resident(m, n * sizeof(*m)) > 0);          /* written by the free */
+	CHECK(resident_pages(m, n * sizeof(*m)) > 0);          /* written by the free */
 	uslab_release_free_memory();
 	CHECK(e->kind == USL_PAGE_FREE && e->order == order);
-	CHECK_EQ(resident(e, usl_page_size), 1);
-	CHECK_EQ(resident((char *)e + usl_page_size, n * sizeof(*e) - usl_page_size), 0);
-	CHECK_EQ(resident(m, n * sizeof(*m)), 0);
+	CHECK_EQ(resident_pages(e, usl_page_size), 1);
+	CHECK_EQ(resident_pages((char *)e + usl_page_size, n * sizeof(*e) - usl_page_size), 0);
+	CHECK_EQ(resident_pages(m, n * sizeof(*m)), 0);
 	usl_pages_free(b);
 }
 
