@@ -59,8 +59,7 @@ static inline void usl_list_del(struct usl_list *n)
  * in a table indexed by page number. 64 bytes.
  */
 enum usl_page_kind {
-	USL_PAGE_UNUSED = 0,   /* never handed out, or a non-head page of a free block */
-	USL_PAGE_FREE,         /* head of a free block on a page-provider free list */
+	USL_PAGE_UNUSED = 0,   /* never handed out, or free (pages.c keeps free blocks in bitmaps) */
 	USL_PAGE_SLAB,         /* head of a slab */
 	USL_PAGE_LARGE,        /* head of a large kmalloc block */
 	USL_PAGE_INTERNAL,     /* head of a block holding uslab's own metadata */
@@ -75,7 +74,7 @@ struct slab {
 	struct kmem_cache *slab_cache;
 	struct slab *head;           /* this block's head entry (itself for a head) */
 	union {                      /* a slab is on at most one of these */
-		struct usl_list slab_list;   /* node partial list, or page-provider free list */
+		struct usl_list slab_list;   /* node partial list */
 		struct {
 			struct slab *next;   /* cpu partial chain (or a private list) */
 			uint32_t slabs;      /* cpu partial: slabs in the chain from here */
@@ -85,7 +84,7 @@ struct slab {
 	uint8_t kind;                /* enum usl_page_kind */
 	uint8_t order;               /* block order (heads only) */
 	uint8_t node_partial;        /* on n->partial; set and cleared under list_lock */
-	uint8_t dirty;               /* free block: touched since last purge */
+	uint8_t pad8;
 	uint32_t pad;
 } __attribute__((aligned(16)));
 

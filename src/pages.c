@@ -21,21 +21,147 @@ unsigned int usl_page_shift;
 size_t usl_page_size;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct usl_list free_area[USL_MAX_ORDER + 1];
 uintptr_t usl_top;               /* bytes of the range carved so far */
 static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked by usl_pages_short */
 static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
-static size_t nr_free_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lock; peeked */
+static size_t nr_free_blocks[USL_MAX_ORDER + 1];    /* per order, under pages_lock; peeked */
+static size_t nr_dirty_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lock */
 static uint64_t last_decay_check;
-/* Purged free blocks of the largest order are kept off free_area[], by page
- * number on this stack, so that their whole table and page-map slices (80 KiB
- * per 4 MiB block) go back to the OS with them; taking one writes its entries
- * again (revive). They still count as free clean blocks. Under pages_lock. */
-static uint32_t *clean_max;
-static size_t nr_clean_max;
 static long fail_after = -1;
 
+/* Free blocks live in bitmaps, not in the table: a free block's table and
+ * page-map entries are all in their zero state, so purging it gives back every
+ * whole page of them. Each region (one largest block, 2^USL_MAX_ORDER pages)
+ * has, for every order k, one bit per naturally aligned block of 2^k pages in
+ * each of four maps: free, dirty (free and touched since its last purge), and
+ * young[0..1] (dirty and freed in the current or the previous decay epoch).
+ * Order k's bits start at RB_OFF(k); 2^(USL_MAX_ORDER + 1) - 1 bits a map, 1 KiB
+ * a region for all four. Per order and map (free, dirty), one summary bit per
+ * region says whether it has such a block: an allocation takes the lowest
+ * dirty block of the smallest order that fits, else the lowest clean one, so
+ * live blocks pack towards the range's start. All under pages_lock. */
+#define RB_BLOCKS ((size_t)1 << USL_MAX_ORDER)
+#define RB_WORDS (2 * RB_BLOCKS / 64)
+#define RB_OFF(k) (2 * RB_BLOCKS - ((2 * RB_BLOCKS) >> (k)))
+struct region_bits {
+	uint64_t free[RB_WORDS];
+	uint64_t dirty[RB_WORDS];
+	uint64_t young[2][RB_WORDS];
+};
+enum { MAP_FREE, MAP_DIRTY, MAP_OLD, MAP_YOUNG0, MAP_YOUNG1 };  /* MAP_OLD: dirty, in no young map */
+#define SUM_WORDS ((USL_RANGE_DEFAULT >> (12 + USL_MAX_ORDER)) / 64)
+static struct region_bits *rbits;
+static uint64_t summary[SUM_WORDS][USL_MAX_ORDER + 1][2];   /* [region / 64][order][MAP_FREE or MAP_DIRTY] */
+static uint64_t epoch_start;     /* when young[0] began collecting */
+
 static inline size_t pfn_of(const struct slab *e) { return (size_t)(e - usl_table); }
+static inline size_t nr_regions(void) { return usl_top >> (usl_page_shift + USL_MAX_ORDER); }
+static inline size_t rb_bit(size_t pfn, unsigned int k) { return RB_OFF(k) + ((pfn & (RB_BLOCKS - 1)) >> k); }
+static inline bool bit_test(const uint64_t *w, size_t b) { return (w[b / 64] >> (b % 64)) & 1; }
+static inline void bit_set(uint64_t *w, size_t b) { w[b / 64] |= 1ULL << (b % 64); }
+static inline void bit_clear(uint64_t *w, size_t b) { w[b / 64] &= ~(1ULL << (b % 64)); }
+
+static uint64_t map_word(const struct region_bits *r, int map, size_t w)
+{
+	switch (map) {
+	case MAP_FREE: return r->free[w];
+	case MAP_DIRTY: return r->dirty[w];
+	case MAP_YOUNG0: return r->young[0][w];
+	case MAP_YOUNG1: return r->young[1][w];
+	default: return r->dirty[w] & ~r->young[0][w] & ~r->young[1][w];
+	}
+}
+
+/* The index of the first block of order k at or after index from that is set in
+ * the map, or -1. */
+static long slice_next(const struct region_bits *r, int map, unsigned int k, size_t from)
+{
+	size_t s = RB_OFF(k), e = s + (RB_BLOCKS >> k);
+	for (size_t b = s + from; b < e; b = (b | 63) + 1) {
+		uint64_t m = map_word(r, map, b / 64) & (~0ULL << (b % 64));
+		if (e < (b | 63) + 1)
+			m &= (1ULL << (e % 64)) - 1;
+		if (m)
+			return (long)(b / 64 * 64 + (size_t)__builtin_ctzll(m) - s);
+	}
+	return -1;
+}
+
+static void summary_update(size_t region, unsigned int k, int map)
+{
+	uint64_t bit = 1ULL << (region % 64), *w = &summary[region / 64][k][map];
+	if (slice_next(&rbits[region], map, k, 0) >= 0)
+		*w |= bit;
+	else
+		*w &= ~bit;
+}
+
+/* Mark the block of order k at pfn free; young: 0 none, 1 the previous epoch,
+ * 2 the current one (dirty blocks only). */
+static void mark_free(size_t pfn, unsigned int k, bool dirty, int young)
+{
+	size_t region = pfn >> USL_MAX_ORDER, b = rb_bit(pfn, k);
+	struct region_bits *r = &rbits[region];
+	bit_set(r->free, b);
+	summary[region / 64][k][MAP_FREE] |= 1ULL << (region % 64);
+	count_add(&nr_free_blocks[k], 1);
+	if (dirty) {
+		bit_set(r->dirty, b);
+		if (young)
+			bit_set(r->young[2 - young], b);
+		summary[region / 64][k][MAP_DIRTY] |= 1ULL << (region % 64);
+		nr_dirty_blocks[k]++;
+		count_add(&free_dirty_pages, (long)(1UL << k));
+	} else {
+		count_add(&free_clean_pages, (long)(1UL << k));
+	}
+}
+
+/* Take the free block of order k at pfn off the maps; *young as for mark_free.
+ * Returns whether it was dirty. */
+static bool unmark_free(size_t pfn, unsigned int k, int *young)
+{
+	size_t region = pfn >> USL_MAX_ORDER, b = rb_bit(pfn, k);
+	struct region_bits *r = &rbits[region];
+	bool dirty = bit_test(r->dirty, b);
+	*young = bit_test(r->young[0], b) ? 2 : bit_test(r->young[1], b) ? 1 : 0;
+	bit_clear(r->free, b);
+	summary_update(region, k, MAP_FREE);
+	count_add(&nr_free_blocks[k], -1);
+	if (dirty) {
+		bit_clear(r->dirty, b);
+		bit_clear(r->young[0], b);
+		bit_clear(r->young[1], b);
+		summary_update(region, k, MAP_DIRTY);
+		nr_dirty_blocks[k]--;
+		count_add(&free_dirty_pages, -(long)(1UL << k));
+	} else {
+		count_add(&free_clean_pages, -(long)(1UL << k));
+	}
+	return dirty;
+}
+
+static inline bool is_free(size_t pfn, unsigned int k)
+{
+	return bit_test(rbits[pfn >> USL_MAX_ORDER].free, rb_bit(pfn, k));
+}
+
+/* The lowest block of order k in the map (MAP_FREE or MAP_DIRTY): its pfn, or
+ * -1. */
+static long lowest_block(unsigned int k, int map)
+{
+	size_t nsum = (nr_regions() + 63) / 64;
+	for (size_t sw = 0; sw < nsum; sw++) {
+		uint64_t m = summary[sw][k][map];
+		if (m) {
+			size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
+			long i = slice_next(&rbits[region], map, k, 0);
+			if (i >= 0)
+				return (long)((region << USL_MAX_ORDER) + ((size_t)i << k));
+		}
+	}
+	return -1;
+}
 
 int usl_pages_init(void)
 {
@@ -43,7 +169,7 @@ int usl_pages_init(void)
 	size_t max_block;
 	void *r, *t, *pm = NULL;
 
-	if (ps <= 0 || (ps & (ps - 1)))
+	if (ps <= 0 || (ps & (ps - 1)) || ps < 4096)
 		return -1;
 	usl_page_size = (size_t)ps;
 	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
@@ -62,8 +188,13 @@ int usl_pages_init(void)
 		if (t != MAP_FAILED) {
 			pm = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry), PROT_NONE,
 			          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			if (pm != MAP_FAILED)
-				break;
+			if (pm != MAP_FAILED) {
+				rbits = mmap(NULL, (usl_range / max_block) * sizeof(struct region_bits), PROT_READ | PROT_WRITE,
+				             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+				if (rbits != MAP_FAILED)
+					break;
+				munmap(pm, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry));
+			}
 			munmap(t, (usl_range >> usl_page_shift) * sizeof(struct slab));
 		}
 		munmap(r, usl_range + max_block);
@@ -75,13 +206,7 @@ int usl_pages_init(void)
 
 	usl_table = t;
 	usl_pagemap = pm;
-	clean_max = mmap(NULL, (usl_range / max_block) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (clean_max == MAP_FAILED)
-		clean_max = NULL;             /* then purged blocks stay on the lists */
-	for (int i = 0; i <= USL_MAX_ORDER; i++)
-		usl_list_init(&free_area[i]);
-	last_decay_check = usl_now_ms();
+	epoch_start = last_decay_check = usl_now_ms();
 	return 0;
 }
 
@@ -93,41 +218,6 @@ void usl_pages_fail_after(long n)
 	pthread_mutex_lock(&pages_lock);
 	fail_after = n;
 	pthread_mutex_unlock(&pages_lock);
-}
-
-static void set_free_head(struct slab *e, unsigned int order, bool dirty, uint64_t when)
-{
-	e->kind = USL_PAGE_FREE;
-	e->order = (uint8_t)order;
-	e->dirty = dirty;
-	e->counters = when;  /* free blocks keep the time they were freed here */
-	usl_list_add_head(&e->slab_list, &free_area[order]);
-	count_add(&nr_free_blocks[order], 1);
-	if (dirty)
-		count_add(&free_dirty_pages, (long)(1UL << order));
-	else
-		count_add(&free_clean_pages, (long)(1UL << order));
-}
-
-static void take_free_block(struct slab *e)
-{
-	usl_list_del(&e->slab_list);
-	count_add(&nr_free_blocks[e->order], -1);
-	if (e->dirty)
-		count_add(&free_dirty_pages, -(long)(1UL << e->order));
-	else
-		count_add(&free_clean_pages, -(long)(1UL << e->order));
-	e->kind = USL_PAGE_UNUSED;
-}
-
-/* A largest block from the clean stack back on its free list (its zeroed
- * entries are in their free state). */
-static void revive(void)
-{
-	struct slab *e = &usl_table[clean_max[--nr_clean_max]];
-	count_add(&nr_free_blocks[USL_MAX_ORDER], -1);       /* set_free_head counts it again */
-	count_add(&free_clean_pages, -(long)(1UL << USL_MAX_ORDER));
-	set_free_head(e, USL_MAX_ORDER, false, 0);
 }
 
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
@@ -152,11 +242,11 @@ static bool grow(void)
 	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	/* Fresh pages read as zeros, the free state of every entry but a free
-	 * block's head (set below): the slices are touched only as blocks are
-	 * handed out, not 80 KiB at once. */
+	/* Fresh pages read as zeros, the state of every entry of a free block: the
+	 * slices are touched only as blocks are handed out, not 80 KiB at once. */
+	size_t pfn = pfn_of(e);
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
-	set_free_head(e, USL_MAX_ORDER, false, 0);
+	mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
 }
 
@@ -165,10 +255,25 @@ void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 	return usl_pages_alloc_z(order, kind, NULL);
 }
 
+/* The block to split for an allocation of this order: the lowest dirty block of
+ * the smallest order that fits (its pages are resident already), else the
+ * lowest clean one; *k its order. -1 if there is none. */
+static long find_block(unsigned int order, unsigned int *k)
+{
+	for (int map = MAP_DIRTY; map >= MAP_FREE; map--)
+		for (*k = order; *k <= USL_MAX_ORDER; (*k)++)
+			if (map == MAP_DIRTY ? nr_dirty_blocks[*k] : nr_free_blocks[*k]) {
+				long pfn = lowest_block(*k, map);
+				if (pfn >= 0)
+					return pfn;
+			}
+	return -1;
+}
+
 void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed)
 {
-	struct slab *e = NULL;
 	unsigned int k;
+	long found;
 
 	if (order > USL_MAX_ORDER)
 		return NULL;
@@ -180,35 +285,25 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 		}
 		fail_after--;
 	}
-	for (;;) {
-		for (k = order; k <= USL_MAX_ORDER; k++)
-			if (!usl_list_empty(&free_area[k]))
-				break;
-		if (k <= USL_MAX_ORDER)
-			break;
-		if (nr_clean_max) {
-			revive();
-			continue;
-		}
+	while ((found = find_block(order, &k)) < 0)
 		if (!grow()) {
 			pthread_mutex_unlock(&pages_lock);
 			return NULL;
 		}
-	}
-	e = usl_container_of(free_area[k].next, struct slab, slab_list);
-	bool dirty = e->dirty;
-	uint64_t when = e->counters;
+	size_t pfn = (size_t)found;
+	int young;
+	bool dirty = unmark_free(pfn, k, &young);
 	if (zeroed)
 		*zeroed = !dirty;            /* never touched, or given back with madvise */
-	take_free_block(e);
-	/* Split: the upper halves go back on the free lists. */
+	/* Split: the upper halves stay free. */
 	while (k > order) {
 		k--;
-		set_free_head(e + ((size_t)1 << k), k, dirty, when);
+		mark_free(pfn + ((size_t)1 << k), k, dirty, young);
 	}
+	struct slab *e = &usl_table[pfn];
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn_of(e) + i].start = (uint32_t)(pfn_of(e) << usl_page_shift);
+		usl_pagemap[pfn + i].start = (uint32_t)(pfn << usl_page_shift);
 		e[i].head = e;
 		e[i].kind = USL_PAGE_TAIL;
 		e[i].slab_cache = NULL;
@@ -216,7 +311,6 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 	e->kind = (uint8_t)kind;
 	e->order = (uint8_t)order;
 	e->addr = usl_slab_address(e);
-	e->dirty = 0;
 	e->freelist = NULL;
 	e->counters = 0;
 	e->node_partial = 0;
@@ -235,53 +329,70 @@ static void zero_pages(void *from, void *to)
 }
 
 /* A purged free block's table and page-map entries go back to the OS too (a
- * 4 MiB block has 64 KiB of table and 16 KiB of map). All but the head's are
- * in their free state, which zeros also mean (USL_PAGE_UNUSED, no owner): a
- * page map start of 0 only points a stray pointer's lookup at another block,
- * and the paths that take such pointers check the block they get (kind and
- * address). The table page holding the head entry stays: it is on a free
- * list. Its page-map entry is needed by nothing but stray lookups, so all of
- * the map's pages go. Under pages_lock. */
-static void purge_entries(struct slab *e, unsigned int order, bool with_head)
+ * largest block has 64 KiB of table and 16 KiB of map): they are all in their
+ * free state, which zeros also mean (USL_PAGE_UNUSED, no owner). A page-map
+ * start of 0 only points a stray pointer's lookup at another block, and the
+ * paths that take such pointers check the block they get (kind and address).
+ * Under pages_lock. */
+static void release_entries(size_t pfn, unsigned int order)
 {
-	size_t pfn = pfn_of(e), n = (size_t)1 << order;
-	zero_pages(e + (with_head ? 0 : 1), e + n);
+	size_t n = (size_t)1 << order;
+	zero_pages(&usl_table[pfn], &usl_table[pfn + n]);
 	zero_pages(&usl_pagemap[pfn], &usl_pagemap[pfn + n]);
 }
 
-/* A clean free block e of order k (on its free list) gives back its entries:
- * a largest one moves to the clean stack with all of them, a smaller one keeps
- * the pages holding its head entry. Under pages_lock. */
-static void release_entries(struct slab *e, unsigned int k)
+/* Start a new decay epoch once half an interval has passed: the current young
+ * map becomes the previous one, and blocks in neither are old. So a dirty block
+ * turns old between half an interval and a whole one after its free. */
+static void roll_epochs(uint64_t now)
 {
-	bool off_list = k == USL_MAX_ORDER && clean_max;
-	if (off_list) {
-		usl_list_del(&e->slab_list);       /* still counted as free */
-		clean_max[nr_clean_max++] = (uint32_t)pfn_of(e);
+	unsigned int half = usl_opt.decay_ms / 2;
+	if (now - epoch_start < half)
+		return;
+	bool both = now - epoch_start >= 2 * (uint64_t)half;
+	epoch_start = now;
+	for (size_t region = 0; region < nr_regions(); region++) {
+		struct region_bits *r = &rbits[region];
+		for (size_t w = 0; w < RB_WORDS; w++) {
+			uint64_t y0 = r->young[0][w];
+			if (both ? y0 | r->young[1][w] : y0 != r->young[1][w])
+				r->young[1][w] = both ? 0 : y0;
+			if (y0)
+				r->young[0][w] = 0;
+		}
 	}
-	purge_entries(e, k, off_list);
 }
 
-/* Keeps errno: free() may end here, and free must not change it. */
+/* madvise the old dirty free blocks (all of them with all), and their entries.
+ * Keeps errno: free() may end here, and free must not change it. */
 static size_t purge_locked(bool all, uint64_t now)
 {
 	size_t bytes = 0;
 	int saved_errno = errno;
 
-	for (int k = 0; k <= USL_MAX_ORDER; k++) {
-		struct usl_list *it, *next;
-		for (it = free_area[k].next; it != &free_area[k]; it = next) {
-			struct slab *e = usl_container_of(it, struct slab, slab_list);
-			next = it->next;
-			if (!e->dirty || (!all && now - e->counters < usl_opt.decay_ms))
-				continue;
-			size_t len = usl_page_size << k;
-			if (madvise(usl_slab_address(e), len, MADV_DONTNEED) == 0) {
-				e->dirty = 0;
-				count_add(&free_dirty_pages, -(long)(1UL << k));
-				count_add(&free_clean_pages, (long)(1UL << k));
-				bytes += len;
-				release_entries(e, (unsigned int)k);
+	if (usl_opt.decay_ms == 0)
+		all = true;
+	else
+		roll_epochs(now);
+	for (unsigned int k = 0; k <= USL_MAX_ORDER; k++) {
+		if (!nr_dirty_blocks[k])
+			continue;
+		size_t nsum = (nr_regions() + 63) / 64;
+		for (size_t sw = 0; sw < nsum; sw++) {
+			for (uint64_t m = summary[sw][k][MAP_DIRTY]; m; m &= m - 1) {
+				size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
+				struct region_bits *r = &rbits[region];
+				long i = -1;
+				while ((i = slice_next(r, all ? MAP_DIRTY : MAP_OLD, k, (size_t)(i + 1))) >= 0) {
+					size_t pfn = (region << USL_MAX_ORDER) + ((size_t)i << k), len = usl_page_size << k;
+					if (madvise((void *)(usl_base + (pfn << usl_page_shift)), len, MADV_DONTNEED) != 0)
+						continue;
+					int young;
+					unmark_free(pfn, k, &young);
+					mark_free(pfn, k, false, 0);
+					release_entries(pfn, k);
+					bytes += len;
+				}
 			}
 		}
 	}
@@ -308,6 +419,8 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	order = e->order;
 	pfn = pfn_of(e);
 	n = (size_t)1 << order;
+	/* Every entry to the free state: a page of its own, unused, no owner (a
+	 * purge turns this into zeros, which mean the same but for start). */
 	for (size_t i = 0; i < n; i++) {
 		usl_pagemap[pfn + i].start = (uint32_t)((pfn + i) << usl_page_shift);
 		__atomic_store_n(&usl_pagemap[pfn + i].objects, 0, __ATOMIC_RELAXED);
@@ -316,24 +429,27 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 		e[i].kind = USL_PAGE_UNUSED;
 		e[i].slab_cache = NULL;
 	}
+	/* Blocks the decay sweep frees held objects nobody used for an interval:
+	 * they are old at once, so the sweep's purge returns them. */
+	int young = dirty && !usl_pages_aging ? 2 : 0;
 	/* Merge with free buddies of the same order. */
 	while (order < USL_MAX_ORDER) {
 		size_t bpfn = pfn ^ ((size_t)1 << order);
-		struct slab *b = &usl_table[bpfn];
-		if ((bpfn << usl_page_shift) >= usl_top || b->kind != USL_PAGE_FREE || b->order != order)
+		if ((bpfn << usl_page_shift) >= usl_top || !is_free(bpfn, order))
 			break;
-		dirty |= b->dirty;
-		take_free_block(b);
+		int byoung;
+		if (unmark_free(bpfn, order, &byoung)) {
+			dirty = true;
+			if (byoung > young)
+				young = byoung;
+		}
 		pfn &= ~((size_t)1 << order);
 		order++;
 	}
-	/* Blocks the decay sweep frees held objects nobody used for an interval:
-	 * they count as that old, so the sweep's purge returns them at once. */
-	uint64_t when = usl_pages_aging && now >= usl_opt.decay_ms ? now - usl_opt.decay_ms : now;
-	set_free_head(&usl_table[pfn], order, dirty, when);
+	mark_free(pfn, order, dirty, young);
 	if (!dirty) {                        /* madvised by the caller: its entries go too */
 		int saved_errno = errno;
-		release_entries(&usl_table[pfn], order);
+		release_entries(pfn, order);
 		errno = saved_errno;
 	}
 	if (now - last_decay_check >= usl_opt.decay_ms / 4 + 1) {

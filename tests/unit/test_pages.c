@@ -105,8 +105,8 @@ static void test_purge(void)
 	usl_opt.decay_ms = 1000;
 }
 
-/* A purged free block gives back its table pages but the one holding its head
- * entry (it is on a free list), and all of its page-map pages. */
+/* A purged free block gives back all of its table and page-map pages: free
+ * blocks are kept in bitmaps, not in their entries. */
 static void test_entries_released(void)
 {
 	unsigned int order = USL_MAX_ORDER - 1;
@@ -120,12 +120,70 @@ static void test_entries_released(void)
 	struct usl_pagemap_entry *m = &usl_pagemap[pfn];
 	usl_pages_free(a);
 	CHECK(resident_pages(m, n * sizeof(*m)) > 0);          /* written by the free */
+	CHECK(resident_pages(e, n * sizeof(*e)) > 0);
 	uslab_release_free_memory();
-	CHECK(e->kind == USL_PAGE_FREE && e->order == order);
-	CHECK_EQ(resident_pages(e, usl_page_size), 1);
-	CHECK_EQ(resident_pages((char *)e + usl_page_size, n * sizeof(*e) - usl_page_size), 0);
+	CHECK_EQ(resident_pages(e, n * sizeof(*e)), 0);
 	CHECK_EQ(resident_pages(m, n * sizeof(*m)), 0);
+	/* Still free, and handed out again (first: the lowest block that fits). */
+	char *c = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+	CHECK(c == a);
+	CHECK(usl_virt_to_slab(c) == e && e->kind == USL_PAGE_INTERNAL && e->order == order);
+	usl_pages_free(c);
 	usl_pages_free(b);
+}
+
+static bool mine(char **p, int n, const char *x)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i] == x)
+			return true;
+	return false;
+}
+
+/* Allocations take the lowest free block that fits, dirty ones (resident
+ * already) before clean ones, whatever the order of the frees. */
+static void test_address_order(void)
+{
+	enum { N = 64 };
+	char *p[N], *a = NULL, *b = NULL;
+	uslab_release_free_memory();                  /* every free block clean */
+	for (int i = 0; i < N; i++)
+		p[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	/* Two pages whose buddies are ours too, so that freed they stay pages. */
+	for (int i = 0; i < N; i++) {
+		char *buddy = (char *)(usl_base + (((uintptr_t)p[i] - usl_base) ^ usl_page_size));
+		if (!mine(p, N, buddy))
+			continue;
+		if (!a)
+			a = p[i];
+		else if (p[i] != (char *)(usl_base + (((uintptr_t)a - usl_base) ^ usl_page_size))) {
+			b = p[i];
+			break;
+		}
+	}
+	CHECK(a && b);
+	if (a > b) {
+		char *t = a;
+		a = b;
+		b = t;
+	}
+	/* The lower one is taken first although freed first (a LIFO list would
+	 * give b). */
+	usl_pages_free(a);
+	usl_pages_free(b);
+	char *q = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	CHECK(q == a);
+	char *q2 = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	CHECK(q2 == b);
+	/* A clean page below a dirty one: the dirty one is taken. */
+	usl_pages_free(a);
+	uslab_release_free_memory();
+	usl_pages_free(b);
+	q = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	CHECK(q == b);
+	for (int i = 0; i < N; i++)
+		if (p[i] != a)
+			usl_pages_free(p[i]);
 }
 
 static void test_failures(void)
@@ -155,6 +213,7 @@ int main(void)
 	test_buddy_merge();
 	test_purge();
 	test_entries_released();
+	test_address_order();
 	test_failures();
 	return test_summary();
 }
