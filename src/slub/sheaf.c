@@ -731,21 +731,26 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn->visits_swept += own;           /* the sweep's own visits are not use */
 		usl_spin_unlock(&barn->lock);
 	}
-	if (idle) {
+	bool flushed = false;
+	if (unvisited) {
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
 		 * reached with the flush protocol (one membarrier), only when a peek
-		 * finds something there. Only for kmalloc and malloc classes, whose
-		 * frees are sampled: a user cache used only through its main sheaves
-		 * would look idle. */
+		 * finds something there. The cache is idle, or runs on the CPUs'
+		 * own sheaves alone: then what they hold, up to two sheaves a CPU,
+		 * pins slabs scattered over everything the cache ever used, and a
+		 * refill an interval costs nothing. Only for kmalloc and malloc
+		 * classes, whose frees are sampled: a user cache used only through
+		 * its main sheaves would look idle. */
 		if ((s->flags & USL_SLAB_KMALLOC) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
 		    slots_hold_objects(s) && sweep_may_flush()) {
 			usl_slub_flush_all(s);
+			flushed = true;
 			usl_spin_lock(&barn->lock);
 			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
 			usl_spin_unlock(&barn->lock);
 		}
 	}
-	if (idle || (unvisited && own))
+	if (idle || (unvisited && (own || flushed)))
 		usl_slub_release(s);                 /* the slabs the flushes emptied */
 }
 

@@ -248,6 +248,12 @@ static void test_barn_and_shrink(void)
 					kfree(kmalloc(200, GFP_KERNEL));   /* the main sheaf only */
 			}
 			CHECK_EQ(barn_full(km), 0);
+			/* The same sweep flushed the CPUs' sheaves, which were both
+			 * full after the frees: what they hold now is the one sheaf
+			 * the traffic refilled since. */
+			struct usl_sheaf_counts kc;
+			usl_sheaf_counts(km, &kc);
+			CHECK(kc.cpu_objects <= uslab_sheaf_capacity(km));
 		}
 	}
 	/* Shrink: every sheaf flushed, every empty slab returned. */
