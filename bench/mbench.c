@@ -380,7 +380,7 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 	printf("\n== %s (median of %d runs) ==\n", title, runs);
 	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
-		printf(" %12s %14s %11s", "RSS before", "after free+1.5s", "after trim");
+		printf(" %12s %14s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
 	printf("\n");
 	for (int a = 0; a < NALLOC; a++) {
 		if (!allocs[a].present)
@@ -392,7 +392,8 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 		printf("%-10s %9.3f %8.2f %11.1f %9.2f", allocs[a].name, mt[a], best > 0 ? mt[a] / best : 0, mr[a],
 		       mr[1] > 0 ? mr[a] / mr[1] : 0);
 		if (with_rss_vals)
-			printf(" %12.1f %14.1f %11.1f", mv[a][0], mv[a][1], mv[a][2]);
+			printf(" %12.2f %14.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mv[a][0] > 0 ? mv[a][1] / mv[a][0] : 0,
+			       mv[a][2], mv[a][0] > 0 ? mv[a][2] / mv[a][0] : 0);
 		printf("\n");
 	}
 	fflush(stdout);

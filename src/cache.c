@@ -389,8 +389,13 @@ void usl_decay_tick(void)
 		return;
 	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
-		usl_sheaf_decay(usl_container_of(it, struct kmem_cache, list), now);
+	/* uslab's own caches last: the others' flushes free sheaves into them. */
+	for (int internal = 0; internal < 2; internal++)
+		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
+			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
+			if (!(s->flags & USL_SLAB_INTERNAL) == !internal)
+				usl_sheaf_decay(s, now);
+		}
 	usl_pages_aging = false;
 	usl_cache_unlock();
 	usl_pages_purge(false);

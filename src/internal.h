@@ -224,6 +224,8 @@ struct usl_barn {
 	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
 	unsigned int visits;         /* barn visits, and their count at the last sweep: */
 	unsigned int visits_swept;   /* equal at a sweep means the cache sat idle */
+	unsigned int refill_shift;   /* set by a sweep that flushed the CPUs: the next
+	                                refills take capacity >> shift, shift - 1, ... */
 	uint64_t last_decay;         /* ms */
 };
 

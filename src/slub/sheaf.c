@@ -381,7 +381,19 @@ static bool replace_empty_main(struct kmem_cache *s, struct pcs *b, gfp_t gfp)
 			return false;
 		}
 	}
-	return sheaf_refill(s, b->main, b->main->capacity, gfp) == 0;
+	/* After a sweep found the class running on its CPUs' own sheaves and
+	 * flushed them, refills start small and double each time (jemalloc's
+	 * adaptive tcache fill): a class in light use holds a few objects per CPU,
+	 * not a sheaf of them, and a busy one is back to full sheaves after
+	 * three refills. */
+	unsigned int want = b->main->capacity;
+	struct usl_barn *barn = get_barn(s);
+	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);
+	if (usl_unlikely(shift)) {
+		want = want >> shift ? want >> shift : 1;
+		__atomic_store_n(&barn->refill_shift, shift - 1, __ATOMIC_RELAXED);
+	}
+	return sheaf_refill(s, b->main, want, gfp) == 0;
 }
 
 /* Make room in b->main: the spare if it has room, else an empty sheaf for main,
@@ -651,6 +663,15 @@ static bool slot_slabs_hold(struct kmem_cache_cpu *c)
 	       __atomic_load_n(&c->freelist, __ATOMIC_RELAXED);
 }
 
+/* Does any CPU slot of s hold cpu partial slabs? An unlocked peek. */
+static bool slots_hold_partials(struct kmem_cache *s)
+{
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		if (__atomic_load_n(&s->cpu_slab[i].partial, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
 /* The sweep flushes CPU slots only while membarrier works: a process that
  * forbids it later (a seccomp sandbox) gets no report and no failing call on
  * every sweep; shrink, destroy and malloc_trim still try and report. */
@@ -692,17 +713,25 @@ static bool slots_hold_objects(struct kmem_cache *s)
  * decay interval goes back to slabs even if this cache's barn is not visited.
  * A barn not visited since the previous sweep (at least a decay interval ago)
  * gives back all its full sheaves, and the slabs they empty go to the page
- * provider: the cache, if used at all, runs on the CPUs' own sheaves. If none
- * of its frees was sampled either, the cache is idle: for a kmalloc or malloc
- * class what every CPU holds of it goes back too (a program that stopped using
- * a size keeps nothing of it). */
+ * provider: the cache, if used at all, runs on the CPUs' own sheaves. For a
+ * kmalloc or malloc class what every CPU holds of it goes back too, and its
+ * next refills are small (a program that stopped using a size, or uses it a
+ * few objects at a time, keeps a few objects of it). uslab's own caches (no
+ * sheaves) give back the slabs on their CPUs' partial lists: the sheaf
+ * structures of a burst, freed since, would keep them there for ever. */
 void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = get_barn(s);
 	struct usl_list out;
 
-	if (!s->sheaf_capacity)
+	if (!s->sheaf_capacity) {
+		if ((s->flags & USL_SLAB_INTERNAL) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
+		    slots_hold_partials(s) && sweep_may_flush()) {
+			usl_slub_flush_all(s);
+			usl_slub_release(s);
+		}
 		return;
+	}
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
 	/* Idle: no barn visit since the last sweep, and no free of it sampled by
@@ -745,6 +774,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		    slots_hold_objects(s) && sweep_may_flush()) {
 			usl_slub_flush_all(s);
 			flushed = true;
+			__atomic_store_n(&barn->refill_shift, 3, __ATOMIC_RELAXED);
 			usl_spin_lock(&barn->lock);
 			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
 			usl_spin_unlock(&barn->lock);

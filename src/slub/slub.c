@@ -1688,10 +1688,12 @@ void kfree_bulk(size_t nr, void **p)
  */
 static void flush_cpu_slabs(struct kmem_cache *s);
 
-/* Sheaves first: their objects may land on this CPU's cpu slab, flushed next. */
+/* Sheaves first: their objects may land on this CPU's cpu slab, flushed next.
+ * The sheaves are freed too, the barn's empty ones as well (the kernel's
+ * barn_shrink): the sheaf structures are scattered over the range. */
 void usl_slub_flush_all(struct kmem_cache *s)
 {
-	usl_sheaf_flush_all(s, false);
+	usl_sheaf_flush_all(s, true);
 	flush_cpu_slabs(s);
 }
 
