@@ -186,6 +186,78 @@ static void test_address_order(void)
 			usl_pages_free(p[i]);
 }
 
+/* Random allocations and frees of every order, with purges between them, against
+ * a model: blocks never overlap, are aligned, keep their contents, and read as
+ * zeros when the provider says so; at the end everything merges back (the page
+ * provider's own use is as before) and largest blocks come out without growth. */
+static void test_random_model(void)
+{
+	enum { N = 400, ROUNDS = 20000 };
+	static char *blk[N];
+	static unsigned int ord[N];
+	static unsigned char tag[N];
+	size_t committed0, dirty0, clean0, committed1, dirty1, clean1;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	int overlap = 0, misaligned = 0, corrupt = 0, notzero = 0;
+
+	usl_pages_stats(&committed0, &dirty0, &clean0);
+	memset(blk, 0, sizeof(blk));
+	for (int r = 0; r < ROUNDS; r++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int i = (int)(x % N);
+		if (blk[i]) {
+			/* Its first and last page still carry its tag. */
+			size_t len = usl_order_bytes(ord[i]);
+			corrupt += blk[i][0] != (char)tag[i] || blk[i][len - 1] != (char)tag[i];
+			usl_pages_free(blk[i]);
+			blk[i] = NULL;
+		} else {
+			unsigned int o = (unsigned int)((x >> 20) % 100);
+			o = o < 60 ? o % 3 : o < 90 ? 3 + o % 4 : 7 + o % (USL_MAX_ORDER - 6);   /* mostly small */
+			bool zeroed = false;
+			char *p = usl_pages_alloc_z(o, USL_PAGE_INTERNAL, &zeroed);
+			if (!p)
+				continue;
+			size_t len = usl_order_bytes(o);
+			misaligned += ((uintptr_t)p - usl_base) % len != 0;
+			if (zeroed)
+				notzero += p[0] != 0 || p[len - 1] != 0 || p[len / 2] != 0;
+			for (int j = 0; j < N; j++)
+				if (blk[j] && p < blk[j] + usl_order_bytes(ord[j]) && blk[j] < p + len)
+					overlap++;
+			blk[i] = p;
+			ord[i] = o;
+			tag[i] = (unsigned char)(r | 1);
+			p[0] = p[len - 1] = (char)tag[i];
+		}
+		if (r % 997 == 0)
+			usl_pages_purge(r % 2 == 0);
+	}
+	CHECK_EQ(overlap, 0);
+	CHECK_EQ(misaligned, 0);
+	CHECK_EQ(corrupt, 0);
+	CHECK_EQ(notzero, 0);
+	for (int i = 0; i < N; i++)
+		if (blk[i])
+			usl_pages_free(blk[i]);
+	usl_pages_stats(&committed1, &dirty1, &clean1);
+	/* Whatever the provider holds besides this test's blocks is unchanged. */
+	CHECK_EQ(committed1 - dirty1 - clean1, committed0 - dirty0 - clean0);
+	/* Every region grown for the test merged back whole: as many largest
+	 * blocks as it grew come out without growing again. */
+	size_t grown = (committed1 - committed0) / usl_order_bytes(USL_MAX_ORDER), got = 0;
+	char *big[64];
+	for (size_t k = 0; k < grown && k < 64; k++)
+		if ((big[k] = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL)))
+			got++;
+	size_t committed2;
+	usl_pages_stats(&committed2, NULL, NULL);
+	CHECK_EQ(committed2, committed1);
+	CHECK_EQ(got, grown < 64 ? grown : 64);
+	for (size_t k = 0; k < got; k++)
+		usl_pages_free(big[k]);
+}
+
 static void test_failures(void)
 {
 	CHECK(usl_pages_alloc(USL_MAX_ORDER + 1, USL_PAGE_INTERNAL) == NULL);
@@ -214,6 +286,7 @@ int main(void)
 	test_purge();
 	test_entries_released();
 	test_address_order();
+	test_random_model();
 	test_failures();
 	return test_summary();
 }
