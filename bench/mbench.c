@@ -352,7 +352,7 @@ static double median(double *v, int n)
  * interleaved over the allocators, then its table. */
 static void measure(const char *title, char *const argv[], int runs, int with_rss_vals, const char *outfile)
 {
-	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS];
+	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS], q[NALLOC][2][MAXRUNS];
 	int ok[NALLOC] = { 0 };
 	for (int k = 0; k < runs; k++)
 		for (int a = 0; a < NALLOC; a++) {
@@ -366,14 +366,20 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 			r[a][ok[a]] = (double)maxrss / 1024.0;
 			for (int j = 0; j < 3; j++)
 				v[a][j][ok[a]] = (double)vals[j] / 1024.0;
+			/* after/before within each run: the libraries' resident pages
+			 * vary from run to run, and count in both */
+			for (int j = 0; j < 2; j++)
+				q[a][j][ok[a]] = vals[0] > 0 ? (double)vals[j + 1] / (double)vals[0] : 0;
 			ok[a]++;
 		}
-	double mt[NALLOC], mr[NALLOC], mv[NALLOC][3], best = 0;
+	double mt[NALLOC], mr[NALLOC], mv[NALLOC][3], mq[NALLOC][2], best = 0;
 	for (int a = 0; a < NALLOC; a++) {
 		mt[a] = ok[a] ? median(t[a], ok[a]) : 0;
 		mr[a] = ok[a] ? median(r[a], ok[a]) : 0;
 		for (int j = 0; j < 3; j++)
 			mv[a][j] = ok[a] ? median(v[a][j], ok[a]) : 0;
+		for (int j = 0; j < 2; j++)
+			mq[a][j] = ok[a] ? median(q[a][j], ok[a]) : 0;
 		if (a > 0 && ok[a] && (best == 0 || mt[a] < best))
 			best = mt[a];
 	}
@@ -381,6 +387,8 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
 		printf(" %12s %14s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
+	if (with_rss_vals)
+		printf("\n(/before: the median of each run's own ratio)");
 	printf("\n");
 	for (int a = 0; a < NALLOC; a++) {
 		if (!allocs[a].present)
@@ -392,8 +400,7 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 		printf("%-10s %9.3f %8.2f %11.1f %9.2f", allocs[a].name, mt[a], best > 0 ? mt[a] / best : 0, mr[a],
 		       mr[1] > 0 ? mr[a] / mr[1] : 0);
 		if (with_rss_vals)
-			printf(" %12.2f %14.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mv[a][0] > 0 ? mv[a][1] / mv[a][0] : 0,
-			       mv[a][2], mv[a][0] > 0 ? mv[a][2] / mv[a][0] : 0);
+			printf(" %12.2f %14.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mq[a][0], mv[a][2], mq[a][1]);
 		printf("\n");
 	}
 	fflush(stdout);

@@ -235,8 +235,8 @@ static void test_destroy_with_objects(void)
 static void test_bad_frees(void)
 {
 	capture_reports();
-	struct kmem_cache *s = kmem_cache_create("mine", 48, 0, 0, NULL);
-	struct kmem_cache *t = kmem_cache_create("theirs", 48, 0, 0, NULL);
+	struct kmem_cache *s = kmem_cache_create("mine", 48, 0, SLAB_NO_MERGE, NULL);   /* distinct caches, run by hand too */
+	struct kmem_cache *t = kmem_cache_create("theirs", 48, 0, SLAB_NO_MERGE, NULL);
 	char *a = kmem_cache_alloc(s, GFP_KERNEL);
 	char *b = kmem_cache_alloc(t, GFP_KERNEL);
 	int on_stack;
@@ -417,6 +417,33 @@ static void test_double_free_not_head(void)
 }
 
 /* Usage: test_cache_api [expected per-CPU mode] */
+/* Cache structures are packed: sixty caches made one after another put their
+ * structures in at most two slabs of the "kmem_cache" cache (a slab every 14
+ * caches spread them over the heap). */
+static void test_structures_packed(void)
+{
+	enum { N = 60 };
+	struct kmem_cache *c[N];
+	struct slab *heads[N];
+	int distinct = 0;
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "packed-%d", i);
+		c[i] = kmem_cache_create(name, 40 + 8 * (unsigned int)i, 0, SLAB_NO_MERGE, NULL);
+		CHECK(c[i] != NULL);
+		struct slab *h = usl_virt_to_slab(c[i]);
+		CHECK(h != NULL && h->kind == USL_PAGE_SLAB);
+		bool seen = false;
+		for (int j = 0; j < distinct; j++)
+			seen |= heads[j] == h;
+		if (!seen)
+			heads[distinct++] = h;
+	}
+	CHECK(distinct <= 2);
+	for (int i = 0; i < N; i++)
+		kmem_cache_destroy(c[i]);
+}
+
 int main(int argc, char **argv)
 {
 	printf("per-CPU mode: %s\n", uslab_percpu_mode());
@@ -432,5 +459,6 @@ int main(int argc, char **argv)
 	test_nomem();
 	test_reentrant_ctor();
 	test_double_free_not_head();
+	test_structures_packed();
 	return test_summary();
 }
