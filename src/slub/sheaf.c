@@ -663,12 +663,23 @@ static bool slot_slabs_hold(struct kmem_cache_cpu *c)
 	       __atomic_load_n(&c->freelist, __ATOMIC_RELAXED);
 }
 
-/* Does any CPU slot of s hold cpu partial slabs? An unlocked peek. */
+/* Does any CPU slot of s hold cpu partial slabs? An unlocked peek in rseq
+ * mode, under each slot's lock in locked mode (as slots_hold_objects). */
 static bool slots_hold_partials(struct kmem_cache *s)
 {
-	for (unsigned int i = 0; i < usl_nr_cpus; i++)
-		if (__atomic_load_n(&s->cpu_slab[i].partial, __ATOMIC_RELAXED))
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		bool some;
+		if (usl_rseq_mode) {
+			some = __atomic_load_n(&c->partial, __ATOMIC_RELAXED) != NULL;
+		} else {
+			usl_spin_lock(&c->lock);
+			some = c->partial != NULL;
+			usl_spin_unlock(&c->lock);
+		}
+		if (some)
 			return true;
+	}
 	return false;
 }
 
@@ -725,10 +736,11 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	struct usl_list out;
 
 	if (!s->sheaf_capacity) {
-		if ((s->flags & USL_SLAB_INTERNAL) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
-		    slots_hold_partials(s) && sweep_may_flush()) {
-			usl_slub_flush_all(s);
-			usl_slub_release(s);
+		if (s->flags & USL_SLAB_INTERNAL) {
+			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
+			    sweep_may_flush())
+				usl_slub_flush_all(s);
+			usl_slub_release(s);     /* and the empty ones frees put on the node list */
 		}
 		return;
 	}
