@@ -29,9 +29,9 @@ static size_t nr_dirty_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lo
 static uint64_t last_decay_check;
 static long fail_after = -1;
 
-/* Free blocks live in bitmaps, not in the table: a free block's table and
- * page-map entries are all in their zero state, so purging it gives back every
- * whole page of them. Each region (one largest block, 2^USL_MAX_ORDER pages)
+/* Free blocks live in bitmaps, not in the table: every table and page-map
+ * entry of a free block is in the free state (which zeros also mean), so
+ * purging it gives back every whole page of them. Each region (one largest block, 2^USL_MAX_ORDER pages)
  * has, for every order k, one bit per naturally aligned block of 2^k pages in
  * each of four maps: free, dirty (free and touched since its last purge), and
  * young[0..1] (dirty and freed in the current or the previous decay epoch).
@@ -49,6 +49,8 @@ struct region_bits {
 	uint64_t young[2][RB_WORDS];
 };
 enum { MAP_FREE, MAP_DIRTY, MAP_OLD, MAP_YOUNG0, MAP_YOUNG1 };  /* MAP_OLD: dirty, in no young map */
+/* Regions of the largest range with the smallest page (usl_pages_init refuses
+ * pages below 4 KiB), 64 a summary word. */
 #define SUM_WORDS ((USL_RANGE_DEFAULT >> (12 + USL_MAX_ORDER)) / 64)
 static struct region_bits *rbits;
 static uint64_t summary[SUM_WORDS][USL_MAX_ORDER + 1][2];   /* [region / 64][order][MAP_FREE or MAP_DIRTY] */
