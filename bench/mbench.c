@@ -386,9 +386,8 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 	printf("\n== %s (median of %d runs) ==\n", title, runs);
 	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
-		printf(" %12s %14s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
-	if (with_rss_vals)
-		printf("\n(/before: the median of each run's own ratio)");
+		printf(" %12s %14s %7s %11s %7s\n(/before: the median of each run's own ratio)", "RSS before",
+		       "after free+1.5s", "/before", "after trim", "/before");
 	printf("\n");
 	for (int a = 0; a < NALLOC; a++) {
 		if (!allocs[a].present)

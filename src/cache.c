@@ -332,7 +332,6 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		usl_cache_unlock();
 		return;
 	}
-	usl_sheaf_flush_all(s, true);
 	usl_slub_flush_all(s);
 	remaining = usl_slub_objects_in_use(s);
 	if (remaining) {

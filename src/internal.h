@@ -450,7 +450,7 @@ USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);      /* after
 USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);
 USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
-USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves);
+USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);   /* every sheaf to slabs, and freed */
 USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);  /* flush full sheaves above the level */
 USL_HIDDEN void usl_sheaf_fork_lock_global(void);
 USL_HIDDEN void usl_sheaf_fork_unlock_global(void);

@@ -43,20 +43,31 @@ static inline unsigned int kmalloc_index(size_t size)
 	return (unsigned int)(64 - __builtin_clzl(size - 1));   /* fls(size - 1) */
 }
 
+/* kmalloc_lock, counted in usl_registry_held while held. */
+static void classes_lock(void)
+{
+	pthread_mutex_lock(&kmalloc_lock);
+	usl_registry_held++;
+}
+
+static void classes_unlock(void)
+{
+	usl_registry_held--;
+	pthread_mutex_unlock(&kmalloc_lock);
+}
+
 /* Run make (which fills a class table, skipping entries made by an earlier
  * try) once under kmalloc_lock, and publish *ready when it succeeded. */
 static bool create_once(int *ready, bool (*make)(void))
 {
 	bool ok = true;
-	pthread_mutex_lock(&kmalloc_lock);
-	usl_registry_held++;
+	classes_lock();
 	if (!__atomic_load_n(ready, __ATOMIC_ACQUIRE)) {
 		ok = make();
 		if (ok)
 			__atomic_store_n(ready, 1, __ATOMIC_RELEASE);
 	}
-	usl_registry_held--;
-	pthread_mutex_unlock(&kmalloc_lock);
+	classes_unlock();
 	return ok;
 }
 
@@ -157,8 +168,7 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 		return kmalloc_cache(n ? n : 1);
 	if (!kmalloc_cache(1))
 		return NULL;
-	pthread_mutex_lock(&kmalloc_lock);
-	usl_registry_held++;
+	classes_lock();
 	s = usl_malloc_tab[i];
 	if (!s) {
 		unsigned int size = malloc_class_size(i * 16);
@@ -167,8 +177,7 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 			if (malloc_class_size(j ? j * 16 : 16) == size)
 				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
 	}
-	usl_registry_held--;
-	pthread_mutex_unlock(&kmalloc_lock);
+	classes_unlock();
 	return s;
 }
 

@@ -31,9 +31,9 @@ static long fail_after = -1;
 
 /* Free blocks live in bitmaps, not in the table: every table and page-map
  * entry of a free block is in the free state (which zeros also mean), so
- * purging it gives back every whole page of them. Each region (one largest block, 2^USL_MAX_ORDER pages)
- * has, for every order k, one bit per naturally aligned block of 2^k pages in
- * each of four maps: free, dirty (free and touched since its last purge), and
+ * purging it gives back every whole page of them. Each region (one largest
+ * block, 2^USL_MAX_ORDER pages) has, for every order k, one bit per naturally
+ * aligned block of 2^k pages in each of four maps: free, dirty (free and touched since its last purge), and
  * young[0..1] (dirty and freed in the current or the previous decay epoch).
  * Order k's bits start at RB_OFF(k); 2^(USL_MAX_ORDER + 1) - 1 bits a map, 1 KiB
  * a region for all four. Per order and map (free, dirty), one summary bit per
@@ -48,7 +48,7 @@ struct region_bits {
 	uint64_t dirty[RB_WORDS];
 	uint64_t young[2][RB_WORDS];
 };
-enum { MAP_FREE, MAP_DIRTY, MAP_OLD, MAP_YOUNG0, MAP_YOUNG1 };  /* MAP_OLD: dirty, in no young map */
+enum { MAP_FREE, MAP_DIRTY, MAP_OLD };  /* MAP_OLD: dirty, in no young map */
 /* Regions of the largest range with the smallest page (usl_pages_init refuses
  * pages below 4 KiB), 64 a summary word. */
 #define SUM_WORDS ((USL_RANGE_DEFAULT >> (12 + USL_MAX_ORDER)) / 64)
@@ -68,8 +68,6 @@ static uint64_t map_word(const struct region_bits *r, int map, size_t w)
 	switch (map) {
 	case MAP_FREE: return r->free[w];
 	case MAP_DIRTY: return r->dirty[w];
-	case MAP_YOUNG0: return r->young[0][w];
-	case MAP_YOUNG1: return r->young[1][w];
 	default: return r->dirty[w] & ~r->young[0][w] & ~r->young[1][w];
 	}
 }
@@ -119,6 +117,20 @@ static void mark_free(size_t pfn, unsigned int k, bool dirty, int young)
 	}
 }
 
+/* The dirty free block of order k at pfn off the dirty and young maps (it
+ * stays free). */
+static void clear_dirty(size_t pfn, unsigned int k)
+{
+	size_t region = pfn >> USL_MAX_ORDER, b = rb_bit(pfn, k);
+	struct region_bits *r = &rbits[region];
+	bit_clear(r->dirty, b);
+	bit_clear(r->young[0], b);
+	bit_clear(r->young[1], b);
+	summary_update(region, k, MAP_DIRTY);
+	nr_dirty_blocks[k]--;
+	count_add(&free_dirty_pages, -(long)(1UL << k));
+}
+
 /* Take the free block of order k at pfn off the maps; *young as for mark_free.
  * Returns whether it was dirty. */
 static bool unmark_free(size_t pfn, unsigned int k, int *young)
@@ -130,16 +142,10 @@ static bool unmark_free(size_t pfn, unsigned int k, int *young)
 	bit_clear(r->free, b);
 	summary_update(region, k, MAP_FREE);
 	count_add(&nr_free_blocks[k], -1);
-	if (dirty) {
-		bit_clear(r->dirty, b);
-		bit_clear(r->young[0], b);
-		bit_clear(r->young[1], b);
-		summary_update(region, k, MAP_DIRTY);
-		nr_dirty_blocks[k]--;
-		count_add(&free_dirty_pages, -(long)(1UL << k));
-	} else {
+	if (dirty)
+		clear_dirty(pfn, k);
+	else
 		count_add(&free_clean_pages, -(long)(1UL << k));
-	}
 	return dirty;
 }
 
@@ -389,9 +395,8 @@ static size_t purge_locked(bool all, uint64_t now)
 					size_t pfn = (region << USL_MAX_ORDER) + ((size_t)i << k), len = usl_page_size << k;
 					if (madvise((void *)(usl_base + (pfn << usl_page_shift)), len, MADV_DONTNEED) != 0)
 						continue;
-					int young;
-					unmark_free(pfn, k, &young);
-					mark_free(pfn, k, false, 0);
+					clear_dirty(pfn, k);
+					count_add(&free_clean_pages, (long)(1UL << k));
 					release_entries(pfn, k);
 					bytes += len;
 				}

@@ -250,12 +250,6 @@ static void flush_list(struct kmem_cache *s, struct usl_list *list)
 	}
 }
 
-/* An empty sheaf we no longer need: to the barn, or freed. */
-static void put_empty(struct kmem_cache *s, struct slab_sheaf *sh)
-{
-	barn_visit(s, sh, -1);
-}
-
 /* A sheaf we cannot keep (an install lost a race, a returned prefilled sheaf):
  * full ones to the barn, the rest flushed to slabs. */
 static void give_back(struct kmem_cache *s, struct slab_sheaf *sh)
@@ -599,9 +593,11 @@ void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
  * slot and one membarrier(PRIVATE_EXPEDITED_RSEQ) aborts every section in
  * flight, so no section commits to a marked slot (each checks the mark after its
  * start); locked mode takes each slot's sheaf_lock. While the slots are held only
- * pointers move; objects go back to slabs after they are released.
+ * pointers move; objects go back to slabs after they are released, and every
+ * sheaf, the barn's empty ones too, is freed (the kernel's barn_shrink): sheaf
+ * structures are scattered over the range.
  */
-void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
+void usl_sheaf_flush_all(struct kmem_cache *s)
 {
 	struct usl_list taken;
 	struct usl_barn *barn = get_barn(s);
@@ -627,25 +623,20 @@ void usl_sheaf_flush_all(struct kmem_cache *s, bool free_sheaves)
 	}
 	usl_spin_lock(&barn->lock);
 	barn_take_full_locked(barn, ~0u, &taken);
-	barn->low_full = barn->high_full = 0;   /* the empties go back to the kernel's limit */
+	barn->low_full = barn->high_full = 0;
 	struct slab_sheaf *e;
 	while ((e = barn_take_locked(barn, false)))
-		usl_list_add_tail(&e->barn_list, &taken);   /* freed, or up to 10 put back */
+		usl_list_add_tail(&e->barn_list, &taken);
 	usl_spin_unlock(&barn->lock);
 
 	while (!usl_list_empty(&taken)) {
 		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
 		usl_list_del(&sh->barn_list);
 		sheaf_flush(s, sh);
-		if (free_sheaves)
-			sheaf_free(s, sh);
-		else
-			put_empty(s, sh);
+		sheaf_free(s, sh);
 	}
 }
 
-/* Memory is short (the page provider would grow): every full sheaf above the
- * barn's level goes back to slabs now, used recently or not. */
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
  * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
  * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
@@ -796,6 +787,8 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		usl_slub_release(s);                 /* the slabs the flushes emptied */
 }
 
+/* Memory is short (the page provider would grow): every full sheaf above the
+ * barn's level goes back to slabs now, used recently or not. */
 void usl_sheaf_trim_barn(struct kmem_cache *s)
 {
 	struct usl_barn *barn = get_barn(s);

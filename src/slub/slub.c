@@ -1688,12 +1688,11 @@ void kfree_bulk(size_t nr, void **p)
  */
 static void flush_cpu_slabs(struct kmem_cache *s);
 
-/* Sheaves first: their objects may land on this CPU's cpu slab, flushed next.
- * The sheaves are freed too, the barn's empty ones as well (the kernel's
- * barn_shrink): the sheaf structures are scattered over the range. */
+/* Sheaves first (flushed and freed): their objects may land on this CPU's cpu
+ * slab, flushed next. */
 void usl_slub_flush_all(struct kmem_cache *s)
 {
-	usl_sheaf_flush_all(s, true);
+	usl_sheaf_flush_all(s);
 	flush_cpu_slabs(s);
 }
 
