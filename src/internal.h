@@ -55,15 +55,15 @@ static inline void usl_list_del(struct usl_list *n)
 #define usl_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 /* ---------------------------------------------------------------------------
- * struct slab: the user-space struct page. One per page of the reserved range,
- * in a table indexed by page number. 64 bytes.
+ * struct slab: the user-space struct page. One table entry per page of the
+ * reserved range (usl_table_index orders them); only a block's head entry is
+ * used. 64 bytes.
  */
 enum usl_page_kind {
 	USL_PAGE_UNUSED = 0,   /* never handed out, or free (pages.c keeps free blocks in bitmaps) */
 	USL_PAGE_SLAB,         /* head of a slab */
 	USL_PAGE_LARGE,        /* head of a large kmalloc block */
 	USL_PAGE_INTERNAL,     /* head of a block holding uslab's own metadata */
-	USL_PAGE_TAIL,         /* non-head page of an allocated block */
 };
 
 struct slab {
@@ -72,7 +72,7 @@ struct slab {
 	void *freelist;              /* free objects not on a cpu freelist */
 	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 | uncarved:16 << 32 */
 	struct kmem_cache *slab_cache;
-	struct slab *head;           /* this block's head entry (itself for a head) */
+	void *unused;                /* unused (keeps the entry at 64 bytes) */
 	union {                      /* a slab is on at most one of these */
 		struct usl_list slab_list;   /* node partial list */
 		struct {
@@ -379,6 +379,27 @@ static inline uintptr_t usl_block_offset(uintptr_t off)
 	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> usl_page_shift].start);
 }
 
+/* The table is ordered inside each region (one largest block) so that the
+ * heads of blocks of 2^USL_TABLE_DENSE pages or more share table pages: the
+ * pages whose number in the region is a multiple of 8 come first, in order (128
+ * entries, two 4 KiB pages), then all the others, in order. Only a block's head
+ * entry is ever used, so a region of 16-page slabs keeps 2 table pages resident,
+ * not 16, and runs of small blocks still have neighbouring entries. */
+#define USL_TABLE_DENSE 3
+#define USL_TABLE_HEADS ((size_t)1 << (USL_MAX_ORDER - USL_TABLE_DENSE))
+static inline size_t usl_table_index(size_t pfn)
+{
+	size_t i = pfn & (((size_t)1 << USL_MAX_ORDER) - 1);
+	size_t mask = ((size_t)1 << USL_TABLE_DENSE) - 1;
+	return pfn - i + ((i & mask) ? USL_TABLE_HEADS - 1 + i - (i >> USL_TABLE_DENSE) : i >> USL_TABLE_DENSE);
+}
+static inline size_t usl_table_pfn(size_t index)
+{
+	size_t j = index & (((size_t)1 << USL_MAX_ORDER) - 1), r = j - USL_TABLE_HEADS;
+	size_t per = ((size_t)1 << USL_TABLE_DENSE) - 1;
+	return index - j + (j < USL_TABLE_HEADS ? j << USL_TABLE_DENSE : r + r / per + 1);
+}
+
 /* The table entry of the block containing p; NULL for a foreign pointer. */
 static inline struct slab *usl_virt_to_slab(const void *p)
 {
@@ -386,11 +407,13 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return &usl_table[usl_block_offset(off) >> usl_page_shift];
+	return &usl_table[usl_table_index(usl_block_offset(off) >> usl_page_shift)];
 }
+/* The page number of a head entry. */
+static inline size_t usl_slab_pfn(const struct slab *slab) { return usl_table_pfn((size_t)(slab - usl_table)); }
 static inline void *usl_slab_address(const struct slab *slab)
 {
-	return (void *)(usl_base + ((uintptr_t)(slab - usl_table) << usl_page_shift));
+	return (void *)(usl_base + (usl_slab_pfn(slab) << usl_page_shift));
 }
 static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
 /* The smallest order whose block holds size bytes (above USL_MAX_ORDER when no

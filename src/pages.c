@@ -43,10 +43,14 @@ static long fail_after = -1;
 #define RB_BLOCKS ((size_t)1 << USL_MAX_ORDER)
 #define RB_WORDS (2 * RB_BLOCKS / 64)
 #define RB_OFF(k) (2 * RB_BLOCKS - ((2 * RB_BLOCKS) >> (k)))
+#define RB_TABLE_PAGES (((size_t)64 << USL_MAX_ORDER) / 4096)  /* table pages a region, at most */
 struct region_bits {
 	uint64_t free[RB_WORDS];
 	uint64_t dirty[RB_WORDS];
 	uint64_t young[2][RB_WORDS];
+	uint16_t heads[RB_TABLE_PAGES];   /* per table page: allocated blocks with their head entry there */
+	uint32_t tables_idle;             /* table pages that had heads and have none now */
+	uint32_t tables_young[2];         /* ... and became so in the current or the previous epoch */
 };
 enum { MAP_FREE, MAP_DIRTY, MAP_OLD };  /* MAP_OLD: dirty, in no young map */
 /* Regions of the largest range with the smallest page (usl_pages_init refuses
@@ -56,12 +60,32 @@ static struct region_bits *rbits;
 static uint64_t summary[SUM_WORDS][USL_MAX_ORDER + 1][2];   /* [region / 64][order][MAP_FREE or MAP_DIRTY] */
 static uint64_t epoch_start;     /* when young[0] began collecting */
 
-static inline size_t pfn_of(const struct slab *e) { return (size_t)(e - usl_table); }
 static inline size_t nr_regions(void) { return usl_top >> (usl_page_shift + USL_MAX_ORDER); }
 static inline size_t rb_bit(size_t pfn, unsigned int k) { return RB_OFF(k) + ((pfn & (RB_BLOCKS - 1)) >> k); }
 static inline bool bit_test(const uint64_t *w, size_t b) { return (w[b / 64] >> (b % 64)) & 1; }
 static inline void bit_set(uint64_t *w, size_t b) { w[b / 64] |= 1ULL << (b % 64); }
 static inline void bit_clear(uint64_t *w, size_t b) { w[b / 64] &= ~(1ULL << (b % 64)); }
+
+/* The region's table page (0..RB_TABLE_PAGES-1) holding the head entry of the
+ * block at pfn. */
+static inline size_t table_page(size_t pfn)
+{
+	return ((usl_table_index(pfn) & (RB_BLOCKS - 1)) * sizeof(struct slab)) >> usl_page_shift;
+}
+
+/* A block with its head at pfn was handed out (+1) or freed (-1). */
+static void count_head(size_t pfn, int d)
+{
+	struct region_bits *r = &rbits[pfn >> USL_MAX_ORDER];
+	size_t tp = table_page(pfn);
+	if (d > 0) {
+		r->heads[tp]++;
+		r->tables_idle &= ~(1U << tp);
+	} else if (--r->heads[tp] == 0) {
+		r->tables_idle |= 1U << tp;
+		r->tables_young[0] |= 1U << tp;
+	}
+}
 
 static uint64_t map_word(const struct region_bits *r, int map, size_t w)
 {
@@ -239,7 +263,8 @@ static bool grow(void)
 		return false;
 	if (mprotect((void *)(usl_base + usl_top), bytes, PROT_READ | PROT_WRITE) != 0)
 		return false;
-	e = &usl_table[usl_top >> usl_page_shift];
+	size_t pfn = usl_top >> usl_page_shift;
+	e = &usl_table[pfn];               /* a region's entries are its table slice (reordered) */
 	/* The table slice may share OS pages with the previous one: round outwards. */
 	uintptr_t ts = (uintptr_t)e & ~(usl_page_size - 1);
 	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
@@ -252,7 +277,6 @@ static bool grow(void)
 		return false;
 	/* Fresh pages read as zeros, the state of every entry of a free block: the
 	 * slices are touched only as blocks are handed out, not 80 KiB at once. */
-	size_t pfn = pfn_of(e);
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
@@ -308,14 +332,12 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 		k--;
 		mark_free(pfn + ((size_t)1 << k), k, dirty, young);
 	}
-	struct slab *e = &usl_table[pfn];
+	struct slab *e = &usl_table[usl_table_index(pfn)];
 	size_t n = (size_t)1 << order;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		usl_pagemap[pfn + i].start = (uint32_t)(pfn << usl_page_shift);
-		e[i].head = e;
-		e[i].kind = USL_PAGE_TAIL;
-		e[i].slab_cache = NULL;
-	}
+	count_head(pfn, 1);
+	e->slab_cache = NULL;
 	e->kind = (uint8_t)kind;
 	e->order = (uint8_t)order;
 	e->addr = usl_slab_address(e);
@@ -336,17 +358,30 @@ static void zero_pages(void *from, void *to)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* A purged free block's table and page-map entries go back to the OS too (a
- * largest block has 64 KiB of table and 16 KiB of map): they are all in their
- * free state, which zeros also mean (USL_PAGE_UNUSED, no owner). A page-map
- * start of 0 only points a stray pointer's lookup at another block, and the
- * paths that take such pointers check the block they get (kind and address).
- * Under pages_lock. */
+/* A purged free block's page-map entries go back to the OS too (16 KiB for a
+ * largest block): they are all in their free state, which zeros also mean (no
+ * owner). A start of 0 only points a stray pointer's lookup at another block,
+ * and the paths that take such pointers check the block they get (kind and
+ * address). Under pages_lock. */
 static void release_entries(size_t pfn, unsigned int order)
 {
 	size_t n = (size_t)1 << order;
-	zero_pages(&usl_table[pfn], &usl_table[pfn + n]);
 	zero_pages(&usl_pagemap[pfn], &usl_pagemap[pfn + n]);
+}
+
+/* The region's table pages that have held no allocated block's head entry
+ * since before the previous epoch (any such page with all) go back to the OS,
+ * as blocks do: every entry on them is in the free state (USL_PAGE_UNUSED,
+ * which zeros also mean). Under pages_lock. */
+static void release_tables(size_t region, bool all)
+{
+	struct region_bits *r = &rbits[region];
+	uint32_t m = r->tables_idle & (all ? ~0U : ~(r->tables_young[0] | r->tables_young[1]));
+	r->tables_idle &= ~m;
+	for (; m; m &= m - 1) {
+		char *t = (char *)&usl_table[region << USL_MAX_ORDER] + ((size_t)__builtin_ctz(m) << usl_page_shift);
+		madvise(t, usl_page_size, MADV_DONTNEED);
+	}
 }
 
 /* Start a new decay epoch once half an interval has passed: the current young
@@ -368,6 +403,8 @@ static void roll_epochs(uint64_t now)
 			if (y0)
 				r->young[0][w] = 0;
 		}
+		r->tables_young[1] = both ? 0 : r->tables_young[0];
+		r->tables_young[0] = 0;
 	}
 }
 
@@ -403,6 +440,8 @@ static size_t purge_locked(bool all, uint64_t now)
 			}
 		}
 	}
+	for (size_t region = 0; region < nr_regions(); region++)
+		release_tables(region, all);
 	errno = saved_errno;
 	return bytes;
 }
@@ -424,18 +463,22 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 		return false;
 	}
 	order = e->order;
-	pfn = pfn_of(e);
+	pfn = usl_slab_pfn(e);
+	/* A new epoch first, so what this free marks young stays young for it. */
+	if (usl_opt.decay_ms)
+		roll_epochs(now);
 	n = (size_t)1 << order;
-	/* Every entry to the free state: a page of its own, unused, no owner (a
-	 * purge turns this into zeros, which mean the same but for start). */
+	/* Every entry to the free state: a page of its own, no owner, and the
+	 * head unused (a purge turns this into zeros, which mean the same but for
+	 * start). */
 	for (size_t i = 0; i < n; i++) {
 		usl_pagemap[pfn + i].start = (uint32_t)((pfn + i) << usl_page_shift);
 		__atomic_store_n(&usl_pagemap[pfn + i].objects, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_pagemap[pfn + i].owner, 0, __ATOMIC_RELAXED);
-		e[i].head = &e[i];
-		e[i].kind = USL_PAGE_UNUSED;
-		e[i].slab_cache = NULL;
 	}
+	e->kind = USL_PAGE_UNUSED;
+	e->slab_cache = NULL;
+	count_head(pfn, -1);
 	/* Blocks the decay sweep frees held objects nobody used for an interval:
 	 * they are old at once, so the sweep's purge returns them. */
 	int young = dirty && !usl_pages_aging ? 2 : 0;

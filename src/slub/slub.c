@@ -76,7 +76,7 @@ static inline bool obj_index_in(const struct kmem_cache *s, uint32_t off, unsign
  * (0: not a slab any more). */
 static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects)
 {
-	struct usl_pagemap_entry *e = &usl_pagemap[slab - usl_table];
+	struct usl_pagemap_entry *e = &usl_pagemap[usl_slab_pfn(slab)];
 	for (size_t i = 0; i < ((size_t)1 << order); i++) {
 		__atomic_store_n(&e[i].objects, objects, __ATOMIC_RELAXED);
 		__atomic_store_n(&e[i].owner, (uintptr_t)s, __ATOMIC_RELEASE);
@@ -1321,20 +1321,20 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 	df->first_idx = idx;
 	df->map_ready = false;
 
-	/* The scan: one table lookup per object; index and duplicate checks with
+	/* The scan: one page-map lookup per object; index and duplicate checks with
 	 * the cache's parameters at hand. */
 	struct slab *slab = df->slab;
 	const struct kmem_cache *ds = df->s;
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
-	const unsigned int pshift = usl_page_shift, objects = usl_counters_objects(usl_load(&slab->counters));
-	const uintptr_t saddr = (uintptr_t)slab->addr;
+	const unsigned int objects = usl_counters_objects(usl_load(&slab->counters));
+	const uintptr_t saddr = (uintptr_t)slab->addr, soff = saddr - base;
 	uint64_t *map = df->map;
 
 	same = size;
 	while (size) {
 		object = p[--size];
 		uintptr_t off = (uintptr_t)object - base;
-		if (off >= top || &usl_table[usl_block_offset(off) >> pshift] != slab) {
+		if (off >= top || usl_block_offset(off) != soff) {
 			if (object && !--lookahead)
 				break;
 			continue;

@@ -2,6 +2,7 @@
  * buddy merging, purge (memory really released), decay, failure injection. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,8 +106,9 @@ static void test_purge(void)
 	usl_opt.decay_ms = 1000;
 }
 
-/* A purged free block gives back all of its table and page-map pages: free
- * blocks are kept in bitmaps, not in their entries. */
+/* A purged free block gives back all of its page-map pages, and a table page
+ * that holds no allocated block's head entry goes too: free blocks are kept in
+ * bitmaps, not in their entries. */
 static void test_entries_released(void)
 {
 	unsigned int order = USL_MAX_ORDER - 1;
@@ -116,20 +118,70 @@ static void test_entries_released(void)
 	CHECK(a && b);
 	CHECK((((uintptr_t)a - usl_base) ^ ((uintptr_t)b - usl_base)) == bytes);   /* buddies */
 	size_t pfn = ((uintptr_t)a - usl_base) >> usl_page_shift;
-	struct slab *e = &usl_table[pfn];
+	struct slab *e = usl_virt_to_slab(a);
+	CHECK(e == &usl_table[usl_table_index(pfn)] && usl_slab_address(e) == a);
 	struct usl_pagemap_entry *m = &usl_pagemap[pfn];
+	void *ep = (void *)((uintptr_t)e & ~(usl_page_size - 1));   /* e's table page */
 	usl_pages_free(a);
 	CHECK(resident_pages(m, n * sizeof(*m)) > 0);          /* written by the free */
-	CHECK(resident_pages(e, n * sizeof(*e)) > 0);
+	usl_pages_purge(false);                                /* the decay's purge */
+	CHECK_EQ(resident_pages(ep, usl_page_size), 1);        /* idle only since now */
 	uslab_release_free_memory();
-	CHECK_EQ(resident_pages(e, n * sizeof(*e)), 0);
+	CHECK_EQ(resident_pages(ep, usl_page_size), 0);        /* b's head is on another table page */
 	CHECK_EQ(resident_pages(m, n * sizeof(*m)), 0);
 	/* Still free, and handed out again (first: the lowest block that fits). */
 	char *c = usl_pages_alloc(order, USL_PAGE_INTERNAL);
 	CHECK(c == a);
 	CHECK(usl_virt_to_slab(c) == e && e->kind == USL_PAGE_INTERNAL && e->order == order);
+	/* A live block's head stays, whatever is purged around it. */
+	uslab_release_free_memory();
+	CHECK_EQ(resident_pages(ep, usl_page_size), 1);
+	CHECK(e->kind == USL_PAGE_INTERNAL && e->order == order && usl_slab_address(e) == c);
 	usl_pages_free(c);
 	usl_pages_free(b);
+}
+
+/* The table order: a bijection inside each region, and the heads of blocks of 8
+ * pages or more share a few table pages (a region of 16-page blocks keeps 2 of
+ * its 16 resident). */
+static void test_table_order(void)
+{
+	size_t per = (size_t)1 << USL_MAX_ORDER;
+	static unsigned char seen[1 << USL_MAX_ORDER];
+	size_t pages_with_heads[5] = { 0 };
+	for (size_t region = 0; region < 3; region++) {
+		memset(seen, 0, sizeof(seen));
+		for (size_t pfn = region * per; pfn < (region + 1) * per; pfn++) {
+			size_t idx = usl_table_index(pfn);
+			CHECK(idx / per == region);
+			CHECK(usl_table_pfn(idx) == pfn);
+			seen[idx % per]++;
+		}
+		for (size_t i = 0; i < per; i++)
+			CHECK_EQ(seen[i], 1);
+	}
+	for (unsigned int order = 0; order <= 4; order++) {
+		unsigned char page_used[64] = { 0 };
+		size_t entries_per_page = usl_page_size / sizeof(struct slab);
+		for (size_t pfn = 0; pfn < per; pfn += (size_t)1 << order)
+			page_used[usl_table_index(pfn) / entries_per_page] = 1;
+		for (size_t i = 0; i < 64; i++)
+			pages_with_heads[order] += page_used[i];
+	}
+	CHECK(pages_with_heads[4] * usl_page_size <= 2 * 4096);
+	CHECK(pages_with_heads[3] * usl_page_size <= 2 * 4096);
+	/* Runs of single pages keep neighbouring entries: 16 pages in a row have
+	 * their heads on at most two table pages. */
+	for (size_t start = 0; start + 16 <= per; start += 16) {
+		size_t lo = SIZE_MAX, hi = 0;
+		for (size_t pfn = start; pfn < start + 16; pfn++)
+			if (pfn % 8) {
+				size_t idx = usl_table_index(pfn);
+				lo = idx < lo ? idx : lo;
+				hi = idx > hi ? idx : hi;
+			}
+		CHECK(hi - lo < 16);
+	}
 }
 
 static bool mine(char **p, int n, const char *x)
@@ -284,6 +336,7 @@ int main(void)
 	test_foreign();
 	test_buddy_merge();
 	test_purge();
+	test_table_order();
 	test_entries_released();
 	test_address_order();
 	test_random_model();
