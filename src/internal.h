@@ -379,25 +379,26 @@ static inline uintptr_t usl_block_offset(uintptr_t off)
 	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> usl_page_shift].start);
 }
 
-/* The table is ordered inside each region (one largest block) so that the
- * heads of blocks of 2^USL_TABLE_DENSE pages or more share table pages: the
- * pages whose number in the region is a multiple of 8 come first, in order (128
- * entries, two 4 KiB pages), then all the others, in order. Only a block's head
- * entry is ever used, so a region of 16-page slabs keeps 2 table pages resident,
- * not 16, and runs of small blocks still have neighbouring entries. */
-#define USL_TABLE_DENSE 3
-#define USL_TABLE_HEADS ((size_t)1 << (USL_MAX_ORDER - USL_TABLE_DENSE))
+/* The table is ordered inside each region (one largest block, 2^10 pages) by
+ * the page number's trailing zeros, most first, then by the number: page 0,
+ * then 512, 256 and 768, then the odd multiples of 128, ..., and the odd
+ * numbers last. The head of a block of 2^k pages is at a multiple of 2^k, so
+ * the heads of such blocks all fall in the first 1024 >> k entries: a region of
+ * 16-page slabs keeps one table page resident (64 entries), not sixteen. Only a
+ * block's head entry is ever used. Entry i of the region holds page
+ * (1024 + i) >> (ctz(i) + 1) ... see usl_table_pfn. */
 static inline size_t usl_table_index(size_t pfn)
 {
-	size_t i = pfn & (((size_t)1 << USL_MAX_ORDER) - 1);
-	size_t mask = ((size_t)1 << USL_TABLE_DENSE) - 1;
-	return pfn - i + ((i & mask) ? USL_TABLE_HEADS - 1 + i - (i >> USL_TABLE_DENSE) : i >> USL_TABLE_DENSE);
+	size_t n = (size_t)1 << USL_MAX_ORDER, i = pfn & (n - 1);
+	return pfn - i + ((n + i) >> (__builtin_ctzl(i | n) + 1));
 }
 static inline size_t usl_table_pfn(size_t index)
 {
-	size_t j = index & (((size_t)1 << USL_MAX_ORDER) - 1), r = j - USL_TABLE_HEADS;
-	size_t per = ((size_t)1 << USL_TABLE_DENSE) - 1;
-	return index - j + (j < USL_TABLE_HEADS ? j << USL_TABLE_DENSE : r + r / per + 1);
+	size_t n = (size_t)1 << USL_MAX_ORDER, j = index & (n - 1);
+	if (!j)
+		return index;
+	unsigned int tz = USL_MAX_ORDER - 1 - (63 - (unsigned int)__builtin_clzl(j));   /* the page's trailing zeros */
+	return index - j + ((j << (tz + 1)) - n + ((size_t)1 << tz));
 }
 
 /* The table entry of the block containing p; NULL for a foreign pointer. */
