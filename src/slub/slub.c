@@ -292,12 +292,24 @@ static unsigned long unfreeze_slab(struct kmem_cache *s, struct slab *slab, void
                                    bool *has_free)
 {
 	void *tail = NULL, *old_fl, *new_fl;
-	unsigned int cnt = 0;
+	unsigned int cnt = 0, objects;
 	unsigned long c, nc;
 
+	c = usl_load(&slab->counters);
+	objects = usl_counters_objects(c);
 	for (void *p = fl; p; p = get_freepointer(s, p)) {
 		tail = p;
-		cnt++;
+		if (usl_unlikely(++cnt > objects)) {
+			/* More free objects than the slab has: the chain loops, as a
+			 * double free the fast path could not see (the object was not
+			 * at the head) makes it. Walking on would never end and
+			 * linking it would hand objects out twice: the slab stays
+			 * frozen and nobody's, its free objects lost. */
+			usl_report(USLAB_ERR_DOUBLE_FREE, "%s: the free list of slab %p loops (an object freed twice?); "
+			           "the slab is abandoned: its %u objects are not reused", s->name, slab->addr, objects);
+			*remote_frees = *has_free = false;
+			return c;
+		}
 	}
 	*remote_frees = usl_load_ptr(&slab->freelist) != NULL;
 	do {
@@ -324,6 +336,8 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 	bool remote_frees, has_free;
 	unsigned long nc = unfreeze_slab(s, slab, fl, &remote_frees, &has_free);
 
+	if (usl_counters_frozen(nc))         /* abandoned: its free list loops */
+		return;
 	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		discard_slab(s, slab);
 	} else if (has_free) {

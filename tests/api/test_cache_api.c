@@ -416,6 +416,36 @@ static void test_double_free_not_head(void)
 	uslab_set_report_handler(NULL, NULL);
 }
 
+/* A double free on the cpu freelist that is not at its head makes the chain
+ * loop (x -> y -> x); flushing the cpu slab must report it and go on, not walk
+ * the loop for ever. */
+static void test_double_free_loop(void)
+{
+	capture_reports();
+	int saved = usl_opt.sheaves;
+	usl_opt.sheaves = 0;                         /* the cpu freelist is the fast path */
+	struct kmem_cache *s = kmem_cache_create("dfloop", 64, 0, SLAB_NO_MERGE, NULL);
+	usl_opt.sheaves = saved;
+	CHECK(s && s->sheaf_capacity == 0);
+	alarm(20);                                   /* a hang fails the test */
+	void *x = kmem_cache_alloc(s, GFP_KERNEL), *y = kmem_cache_alloc(s, GFP_KERNEL);
+	void *keep = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(usl_virt_to_slab(x) == usl_virt_to_slab(y));
+	kmem_cache_free(s, x);
+	kmem_cache_free(s, y);
+	kmem_cache_free(s, x);                       /* not the head (y is): not seen here */
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+	kmem_cache_shrink(s);                        /* unfreezes the cpu slab */
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	/* The cache still works, and a kept object frees cleanly. */
+	void *z = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(z && z != keep);
+	kmem_cache_free(s, z);
+	kmem_cache_free(s, keep);
+	alarm(0);
+	uslab_set_report_handler(NULL, NULL);
+}
+
 /* Usage: test_cache_api [expected per-CPU mode] */
 /* Cache structures are packed: sixty caches made one after another put their
  * structures in at most two slabs of the "kmem_cache" cache (a slab every 14
@@ -459,6 +489,7 @@ int main(int argc, char **argv)
 	test_nomem();
 	test_reentrant_ctor();
 	test_double_free_not_head();
+	test_double_free_loop();
 	test_structures_packed();
 	return test_summary();
 }
