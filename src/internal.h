@@ -254,6 +254,7 @@ struct kmem_cache {
 	uint32_t div_shift;          /* trailing zero bits of size */
 	unsigned int sheaf_capacity; /* 0: no sheaves (the cpu slab is the fast path) */
 	slab_flags_t flags;
+	unsigned int id;             /* in usl_caches and the page map (cache.c) */
 	unsigned int object_size;    /* what the creator asked for */
 	unsigned int inuse;          /* object_size rounded to a word */
 	unsigned int align;
@@ -330,24 +331,43 @@ extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
 extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
 /* The page map: per page, where its block begins and, for a slab, its cache and
- * object count. 16 bytes a page (4 pages a cache line, against one for the
- * table), so a free checks a pointer without touching the slab's struct slab:
- * the owner compares with the cache, (uint32_t)off - start is the offset in the
- * block, and objects bounds the index, each a single memory operand. */
+ * object count. 8 bytes a page (8 pages a cache line, against one for the
+ * table), read and written whole (usl_pm_read, usl_pm_write), so a free checks
+ * a pointer without touching the slab's struct slab: the cache id compares with
+ * the cache's, (uint32_t)off - start is the offset in the block, and objects
+ * bounds the index. */
 struct usl_pagemap_entry {
 	uint32_t start;              /* low 32 bits of the block's offset from usl_base
 	                                (blocks are far smaller than 4 GiB); pages.c */
-	uint32_t objects;            /* slab: its object count; else 0 (slub.c) */
-	uintptr_t owner;             /* slab: its cache; else 0 (slub.c) */
-};
+	uint16_t objects;            /* slab: its object count, | USL_PM_INTERNAL for a
+	                                slab of uslab's own caches; else 0 (slub.c) */
+	uint16_t cache;              /* slab: its cache's id (usl_caches); else 0 */
+} __attribute__((aligned(8)));       /* one plain 8-byte load or store */
+_Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
+#define USL_PM_INTERNAL 0x8000u
+#define USL_PM_OBJECTS(e) ((unsigned int)(e).objects & (USL_PM_INTERNAL - 1))
 extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
+static inline struct usl_pagemap_entry usl_pm_read(const struct usl_pagemap_entry *e)
+{
+	struct usl_pagemap_entry v;
+	__atomic_load(e, &v, __ATOMIC_ACQUIRE);
+	return v;
+}
+static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, unsigned int objects, unsigned int cache)
+{
+	struct usl_pagemap_entry v = { start, (uint16_t)objects, (uint16_t)cache };
+	__atomic_store(e, &v, __ATOMIC_RELEASE);
+}
+/* Caches by id: ids from 1, given by cache.c at creation and taken back at
+ * destroy; usl_caches[0] is NULL. */
+#define USL_MAX_CACHES 65536
+extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 /* The cache whose slab holds the page of this entry, if kfree may free its
  * objects: NULL for a page that is not a slab, and for a slab of uslab's own
  * caches (cache structures, sheaves). */
-static inline struct kmem_cache *usl_pagemap_user_cache(const struct usl_pagemap_entry *e)
+static inline struct kmem_cache *usl_pagemap_user_cache(struct usl_pagemap_entry v)
 {
-	struct kmem_cache *s = (struct kmem_cache *)__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
-	return s && !(s->flags & USL_SLAB_INTERNAL) ? s : NULL;
+	return v.objects & USL_PM_INTERNAL ? NULL : __atomic_load_n(&usl_caches[v.cache], __ATOMIC_ACQUIRE);
 }
 extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from sysconf */
 extern size_t usl_page_size USL_HIDDEN;
@@ -376,7 +396,7 @@ USL_HIDDEN void usl_pages_fail_after(long n);
 /* The offset of the block containing the committed offset off. */
 static inline uintptr_t usl_block_offset(uintptr_t off)
 {
-	return off - (uint32_t)((uint32_t)off - usl_pagemap[off >> usl_page_shift].start);
+	return off - (uint32_t)((uint32_t)off - usl_pm_read(&usl_pagemap[off >> usl_page_shift]).start);
 }
 
 /* The table is ordered inside each region (one largest block, 2^10 pages) by

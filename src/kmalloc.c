@@ -414,7 +414,7 @@ void usl_kmalloc_fork_unlock(void)
  * touch (kfree of a struct kmem_cache is reported, not done). */
 static inline struct kmem_cache *page_owner(uintptr_t off)
 {
-	return usl_pagemap_user_cache(&usl_pagemap[off >> usl_page_shift]);
+	return usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]));
 }
 
 /* The bytes of a slab object the caller may use: the stride, unless metadata

@@ -276,7 +276,7 @@ static bool grow(void)
 	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
 		return false;
 	/* Fresh pages read as zeros, the state of every entry of a free block: the
-	 * slices are touched only as blocks are handed out, not 80 KiB at once. */
+	 * slices are touched only as blocks are handed out, not 72 KiB at once. */
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
@@ -335,7 +335,7 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 	struct slab *e = &usl_table[usl_table_index(pfn)];
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++)
-		usl_pagemap[pfn + i].start = (uint32_t)(pfn << usl_page_shift);
+		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)(pfn << usl_page_shift), 0, 0);
 	count_head(pfn, 1);
 	e->slab_cache = NULL;
 	e->kind = (uint8_t)kind;
@@ -358,9 +358,9 @@ static void zero_pages(void *from, void *to)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* A purged free block's page-map entries go back to the OS too (16 KiB for a
+/* A purged free block's page-map entries go back to the OS too (8 KiB for a
  * largest block): they are all in their free state, which zeros also mean (no
- * owner). A start of 0 only points a stray pointer's lookup at another block,
+ * cache). A start of 0 only points a stray pointer's lookup at another block,
  * and the paths that take such pointers check the block they get (kind and
  * address). Under pages_lock. */
 static void release_entries(size_t pfn, unsigned int order)
@@ -471,11 +471,8 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	/* Every entry to the free state: a page of its own, no owner, and the
 	 * head unused (a purge turns this into zeros, which mean the same but for
 	 * start). */
-	for (size_t i = 0; i < n; i++) {
-		usl_pagemap[pfn + i].start = (uint32_t)((pfn + i) << usl_page_shift);
-		__atomic_store_n(&usl_pagemap[pfn + i].objects, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&usl_pagemap[pfn + i].owner, 0, __ATOMIC_RELAXED);
-	}
+	for (size_t i = 0; i < n; i++)
+		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)((pfn + i) << usl_page_shift), 0, 0);
 	e->kind = USL_PAGE_UNUSED;
 	e->slab_cache = NULL;
 	count_head(pfn, -1);

@@ -76,11 +76,12 @@ static inline bool obj_index_in(const struct kmem_cache *s, uint32_t off, unsign
  * (0: not a slab any more). */
 static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects)
 {
-	struct usl_pagemap_entry *e = &usl_pagemap[usl_slab_pfn(slab)];
-	for (size_t i = 0; i < ((size_t)1 << order); i++) {
-		__atomic_store_n(&e[i].objects, objects, __ATOMIC_RELAXED);
-		__atomic_store_n(&e[i].owner, (uintptr_t)s, __ATOMIC_RELEASE);
-	}
+	size_t pfn = usl_slab_pfn(slab);
+	struct usl_pagemap_entry *e = &usl_pagemap[pfn];
+	uint32_t start = (uint32_t)(pfn << usl_page_shift);
+	unsigned int tag = s ? objects | (s->flags & USL_SLAB_INTERNAL ? USL_PM_INTERNAL : 0) : 0;
+	for (size_t i = 0; i < ((size_t)1 << order); i++)
+		usl_pm_write(&e[i], start, tag, s ? s->id : 0);
 }
 
 static inline bool slab_update_freelist(struct slab *slab, void *old_fl, unsigned long old_c,
@@ -1061,16 +1062,15 @@ static __attribute__((noinline)) void free_one_slow(struct kmem_cache *s, struct
 }
 
 /* Is x an object of s? The page map gives its slab's start, cache and object
- * count: one 16-byte entry, no struct slab (the slab itself is found only on
+ * count: one 8-byte entry, no struct slab (the slab itself is found only on
  * the paths that need it). */
 static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
-	return __atomic_load_n(&e->owner, __ATOMIC_RELAXED) == (uintptr_t)s &&
-	       obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED));
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	return e.cache == s->id && obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
 }
 
 /* kmalloc.c's ksize/krealloc: x is the start of an object of s (the free check). */
@@ -1154,13 +1154,13 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 		other(x, fn);
 		return;
 	}
-	const struct usl_pagemap_entry *e = &usl_pagemap[off >> usl_page_shift];
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		other(x, fn);
 		return;
 	}
-	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e->start, __atomic_load_n(&e->objects, __ATOMIC_RELAXED))))
+	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e.start, e.objects)))
 		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
 	else
 		free_checked(s, x, fn, true);
@@ -1614,7 +1614,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	 * only grows, and every object in p[] was handed out before this call). */
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	const struct usl_pagemap_entry *pm = usl_pagemap;
-	const uint32_t inv = s->div_inv, ds = s->div_shift;
+	const uint32_t inv = s->div_inv, ds = s->div_shift, id = s->id;
 	size_t i, k;
 	uintptr_t prev = 0;
 
@@ -1632,11 +1632,11 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 			break;
 		uintptr_t pg = off >> usl_page_shift;
 		if (pg != last_pg) {
-			const struct usl_pagemap_entry *e = &pm[pg];
-			if (usl_unlikely(__atomic_load_n(&e->owner, __ATOMIC_RELAXED) != (uintptr_t)s))
+			struct usl_pagemap_entry e = usl_pm_read(&pm[pg]);
+			if (usl_unlikely(e.cache != id))
 				break;
-			start = e->start;
-			objects = __atomic_load_n(&e->objects, __ATOMIC_RELAXED);
+			start = e.start;
+			objects = USL_PM_OBJECTS(e);
 			last_pg = pg;
 		}
 		if (usl_unlikely(obj_index((uint32_t)off - start, inv, ds) >= objects || x == prev))

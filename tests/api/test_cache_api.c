@@ -446,6 +446,40 @@ static void test_double_free_loop(void)
 	uslab_set_report_handler(NULL, NULL);
 }
 
+/* The page map names a slab's cache by id: ids are unique among live caches,
+ * the lowest free one is given (so a destroyed cache's id is reused), every
+ * page of a slab carries it, and a free into the wrong cache is still seen. */
+static void test_cache_ids(void)
+{
+	capture_reports();
+	struct kmem_cache *a = kmem_cache_create("ids-a", 200, 0, SLAB_NO_MERGE, NULL);
+	struct kmem_cache *b = kmem_cache_create("ids-b", 3000, 0, SLAB_NO_MERGE, NULL);
+	CHECK(a && b && a->id && b->id && a->id != b->id);
+	CHECK(usl_caches[a->id] == a && usl_caches[b->id] == b && usl_caches[0] == NULL);
+	void *x = kmem_cache_alloc(b, GFP_KERNEL);
+	struct slab *sl = usl_virt_to_slab(x);
+	size_t pfn = ((uintptr_t)sl->addr - usl_base) >> usl_page_shift;
+	CHECK(b->order > 0);
+	for (size_t i = 0; i < ((size_t)1 << b->order); i++) {
+		struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[pfn + i]);
+		CHECK_EQ(e.cache, b->id);
+		CHECK_EQ(USL_PM_OBJECTS(e), usl_counters_objects(sl->counters));
+		CHECK(!(e.objects & USL_PM_INTERNAL));
+	}
+	unsigned long wc = reports(USLAB_ERR_WRONG_CACHE);
+	kmem_cache_free(a, x);                       /* wrong cache: reported, not freed */
+	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 1);
+	kmem_cache_free(b, x);
+	unsigned int aid = a->id;
+	kmem_cache_destroy(a);
+	CHECK(usl_caches[aid] == NULL);
+	struct kmem_cache *c = kmem_cache_create("ids-c", 64, 0, SLAB_NO_MERGE, NULL);
+	CHECK(c && c->id == aid && usl_caches[aid] == c);
+	kmem_cache_destroy(b);
+	kmem_cache_destroy(c);
+	uslab_set_report_handler(NULL, NULL);
+}
+
 /* Usage: test_cache_api [expected per-CPU mode] */
 /* Cache structures are packed: sixty caches made one after another put their
  * structures in at most two slabs of the "kmem_cache" cache (a slab every 14
@@ -490,6 +524,7 @@ int main(int argc, char **argv)
 	test_reentrant_ctor();
 	test_double_free_not_head();
 	test_double_free_loop();
+	test_cache_ids();
 	test_structures_packed();
 	return test_summary();
 }
