@@ -468,7 +468,7 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	if (usl_opt.decay_ms)
 		roll_epochs(now);
 	n = (size_t)1 << order;
-	/* Every entry to the free state: a page of its own, no owner, and the
+	/* Every entry to the free state: a page of its own, no cache, and the
 	 * head unused (a purge turns this into zeros, which mean the same but for
 	 * start). */
 	for (size_t i = 0; i < n; i++)
