@@ -145,19 +145,19 @@ static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */
 
 static bool id_assign(struct kmem_cache *s)
 {
-	bool ok = false;
 	usl_cache_lock();
-	for (size_t w = 0; w < USL_MAX_CACHES / 64 && !ok; w++) {
+	for (size_t w = 0; w < USL_MAX_CACHES / 64; w++) {
 		if (~ids_used[w]) {
 			unsigned int b = (unsigned int)__builtin_ctzll(~ids_used[w]);
 			ids_used[w] |= 1ULL << b;
 			s->id = (unsigned int)(w * 64 + b);
 			__atomic_store_n(&usl_caches[s->id], s, __ATOMIC_RELEASE);
-			ok = true;
+			usl_cache_unlock();
+			return true;
 		}
 	}
 	usl_cache_unlock();
-	return ok;
+	return false;
 }
 
 static void cache_struct_free(struct kmem_cache *s)

@@ -43,7 +43,7 @@ static long fail_after = -1;
 #define RB_BLOCKS ((size_t)1 << USL_MAX_ORDER)
 #define RB_WORDS (2 * RB_BLOCKS / 64)
 #define RB_OFF(k) (2 * RB_BLOCKS - ((2 * RB_BLOCKS) >> (k)))
-#define RB_TABLE_PAGES (((size_t)64 << USL_MAX_ORDER) / 4096)  /* table pages a region, at most */
+#define RB_TABLE_PAGES ((sizeof(struct slab) << USL_MAX_ORDER) / 4096)  /* table pages a region, at most */
 struct region_bits {
 	uint64_t free[RB_WORDS];
 	uint64_t dirty[RB_WORDS];

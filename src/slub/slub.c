@@ -1160,6 +1160,7 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 		other(x, fn);
 		return;
 	}
+	/* A user cache's entry: objects has no USL_PM_INTERNAL bit to mask. */
 	if (usl_unlikely(!obj_index_in(s, (uint32_t)off - e.start, e.objects)))
 		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
 	else
