@@ -1,10 +1,12 @@
 /* cache.c - the cache registry: kmem_cache_create checks, destroy ("Objects
  * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex,
  * and cache_cache_lock outside it while the first cache is made; the fork
- * handlers take every lock of the library. */
+ * handlers take every lock of the library. Also the cache ids and the slot
+ * area they index (usl_slots), under slab_mutex. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -142,15 +144,49 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
  * so usl_caches stays in its first page. Under slab_mutex. */
 struct kmem_cache *usl_caches[USL_MAX_CACHES];
 static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */
+uint64_t usl_cache_div[USL_MAX_CACHES];
+char *usl_slots;
+size_t usl_slot_stride;
+static size_t max_ids;               /* ids the slot area holds */
 
+/* The slot area: every possible id's slots, reserved once (only the pages of
+ * ids in use are touched, and ids are given lowest-first). Where address
+ * space is short (ulimit -v) fewer ids fit: halved down to 256. Under
+ * slab_mutex. */
+static bool slots_map(void)
+{
+	if (usl_slots)
+		return true;
+	size_t lines = usl_nr_cpus;
+	if (!(lines & 1))
+		lines++;
+	usl_slot_stride = lines * sizeof(struct kmem_cache_cpu);
+	for (size_t n = USL_MAX_CACHES; n >= 256; n /= 2) {
+		void *p = mmap(NULL, n * usl_slot_stride, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED) {
+			usl_slots = p;
+			max_ids = n;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The lowest free id for s, with its slots zeroed (an id is reused) and
+ * s->cpu_slab pointing at them. */
 static bool id_assign(struct kmem_cache *s)
 {
 	usl_cache_lock();
-	for (size_t w = 0; w < USL_MAX_CACHES / 64; w++) {
+	for (size_t w = 0; slots_map() && w < max_ids / 64; w++) {
 		if (~ids_used[w]) {
 			unsigned int b = (unsigned int)__builtin_ctzll(~ids_used[w]);
 			ids_used[w] |= 1ULL << b;
 			s->id = (unsigned int)(w * 64 + b);
+			s->cpu_slab = usl_id_slots(s->id);
+			memset(s->cpu_slab, 0, usl_nr_cpus * sizeof(struct kmem_cache_cpu));
+			for (unsigned int i = 0; i < usl_nr_cpus; i++)   /* the sections' "no sheaf" */
+				s->cpu_slab[i].main = &usl_empty_sheaf;
 			__atomic_store_n(&usl_caches[s->id], s, __ATOMIC_RELEASE);
 			usl_cache_unlock();
 			return true;
@@ -165,6 +201,7 @@ static void cache_struct_free(struct kmem_cache *s)
 	if (s->id) {                         /* no slab of s is left: nothing names it */
 		usl_cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&usl_cache_div[s->id], 0, __ATOMIC_RELAXED);
 		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
 		usl_cache_unlock();
 		s->id = 0;
@@ -286,7 +323,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	}
 
 	head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
-	bytes = head + sizeof(struct kmem_cache_node) + (size_t)usl_nr_cpus * sizeof(struct kmem_cache_cpu);
+	bytes = head + sizeof(struct kmem_cache_node);
 	/* An odd number of cache lines: packed structures then start in different
 	 * L1 sets (512 bytes apart, every eighth would share one). */
 	bytes = USL_ALIGN(bytes, (size_t)USL_CACHELINE);
@@ -297,10 +334,10 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		return create_failed(name, flags, "out of memory for the cache structure", bytes);
 	if (!id_assign(s)) {
 		cache_struct_free(s);
-		return create_failed(name, flags, "65535 caches exist already", USL_MAX_CACHES - 1);
+		return create_failed(name, flags, "no cache id left: live caches at the limit",
+		                     max_ids ? max_ids - 1 : 0);
 	}
 	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
-	s->cpu_slab = (struct kmem_cache_cpu *)((char *)s->node[0] + sizeof(struct kmem_cache_node));
 	s->object_size = size;
 	s->align = align;
 	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0) | (kind == USL_CACHE_KMALLOC ? USL_SLAB_KMALLOC : 0);

@@ -247,7 +247,7 @@ struct kmem_cache_node {
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */
-	struct kmem_cache_cpu *cpu_slab; /* usl_nr_cpus slots */
+	struct kmem_cache_cpu *cpu_slab; /* usl_nr_cpus slots: usl_id_slots(id) */
 	unsigned int offset;         /* free pointer offset inside (or after) the object */
 	unsigned int size;           /* object stride */
 	uint32_t div_inv;            /* (size >> div_shift)^-1 mod 2^32: object index test */
@@ -362,6 +362,19 @@ static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, uns
  * destroy; usl_caches[0] is NULL. */
 #define USL_MAX_CACHES 65536
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
+/* Every cache's per-CPU slots, by id (cache.c): cache id's usl_nr_cpus slots
+ * start at usl_slots + id * usl_slot_stride (an odd number of cache lines, so
+ * the slots of one CPU spread over the L1 sets), mapped at the first cache's
+ * creation. So malloc (from its table) and free (from the page map's id) reach
+ * a CPU's slot without loading the cache. usl_cache_div[id] holds the cache's
+ * div_inv | div_shift << 32 for free's object check; 0 for no cache. */
+extern char *usl_slots USL_HIDDEN;
+extern size_t usl_slot_stride USL_HIDDEN;
+extern uint64_t usl_cache_div[USL_MAX_CACHES] USL_HIDDEN;
+static inline struct kmem_cache_cpu *usl_id_slots(unsigned int id)
+{
+	return (struct kmem_cache_cpu *)(usl_slots + (size_t)id * usl_slot_stride);
+}
 /* The cache whose slab holds the page of this entry, if kfree may free its
  * objects: NULL for a page that is not a slab, and for a slab of uslab's own
  * caches (cache structures, sheaves). */
@@ -456,9 +469,9 @@ USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);   /
 /* kfree/free of a slab object of a user or kmalloc cache (reports name fn);
  * any other pointer goes to other(x, fn). */
 USL_HIDDEN void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *));
-/* malloc from class s: kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN), errno
- * ENOMEM on failure. */
-USL_HIDDEN void *usl_slub_malloc(struct kmem_cache *s);
+/* malloc from the class at usl_malloc_tab[i], whose slots are slots:
+ * kmem_cache_alloc(class, GFP_KERNEL | __GFP_NOWARN), errno ENOMEM on failure. */
+USL_HIDDEN void *usl_slub_malloc(struct kmem_cache_cpu *slots, size_t i);
 USL_HIDDEN void usl_slub_flush_all(struct kmem_cache *s);     /* every CPU's slabs -> node */
 USL_HIDDEN int usl_slub_shrink(struct kmem_cache *s);
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
@@ -561,6 +574,8 @@ USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
 #define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
 #define USL_MALLOC_TAB (KMALLOC_MAX_CACHE_SIZE / 16 + 1)
 USL_HIDDEN extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
+/* The same classes' slots (their cpu_slab), for malloc's fast path. */
+USL_HIDDEN extern struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB];
 USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);       /* tests */
 USL_HIDDEN void *usl_kmalloc_huge_aligned(size_t size, size_t align, gfp_t gfp);
 USL_HIDDEN size_t usl_kmalloc_huge_bytes(void);

@@ -143,6 +143,7 @@ static unsigned int malloc_class_size(size_t n)
  * a program's mix of sizes would mispredict. NULL until that class is made;
  * entry 0 (malloc(0)) is the smallest class. */
 struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
+struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB];
 
 /* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
 static struct kmem_cache *malloc_class(unsigned int size)
@@ -174,8 +175,12 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 		unsigned int size = malloc_class_size(i * 16);
 		s = malloc_class(size);
 		for (size_t j = 0; s && j < USL_MALLOC_TAB; j++)      /* entry 0 (malloc(0)) as entry 1 */
-			if (malloc_class_size(j ? j * 16 : 16) == size)
+			if (malloc_class_size(j ? j * 16 : 16) == size) {
+				/* the cache first: malloc's slow path reads it
+				 * after it has seen the slots */
 				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
+				__atomic_store_n(&usl_malloc_slots[j], s->cpu_slab, __ATOMIC_RELEASE);
+			}
 	}
 	classes_unlock();
 	return s;

@@ -149,9 +149,10 @@ static __attribute__((noinline)) void *malloc_other(size_t n)
 EXPORT void *malloc(size_t n)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
-		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[(n + 15) >> 4], __ATOMIC_ACQUIRE);
-		if (usl_likely(s != NULL))
-			return usl_slub_malloc(s);
+		size_t i = (n + 15) >> 4;
+		struct kmem_cache_cpu *slots = __atomic_load_n(&usl_malloc_slots[i], __ATOMIC_ACQUIRE);
+		if (usl_likely(slots != NULL))
+			return usl_slub_malloc(slots, i);
 	}
 	return malloc_other(n);
 }

@@ -62,8 +62,9 @@
 	"movl $3, %[ret]\n"                                                      \
 	"6:\n"
 
-#define USL_RSEQ_COMMON_IN                                                           \
-	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(s->cpu_slab)
+#define USL_RSEQ_IN_AT(slots_)                                                       \
+	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(slots_)
+#define USL_RSEQ_COMMON_IN USL_RSEQ_IN_AT(s->cpu_slab)
 
 /* Pop one object from this CPU's freelist into obj, or jump to the caller's C
  * label `slow` (also taken in locked mode, where usl_rseq_nr is 0). */
@@ -288,11 +289,12 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
  * or {main, spare} with one 16-byte store.
  */
 
-/* Pop the top object of this CPU's main sheaf into obj, or jump to `slow`
- * (empty sheaf, marked slot, no CPU, locked mode). */
-#define USL_RSEQ_SHEAF_POP(s, obj, slow)                                              \
+/* Pop the top object of this CPU's main sheaf (of the cache whose slots are
+ * slots_) into obj, or jump to `slow` (empty sheaf, marked slot, no CPU,
+ * locked mode, a cache without sheaves: its main is usl_empty_sheaf). */
+#define USL_RSEQ_SHEAF_POP(slots_, obj, slow)                                              \
 	do {                                                                       \
-		unsigned long sh_, n_;                                             \
+		unsigned long sh_, n_, nx_;                                        \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
 			"movq 48(%%rax), %[sh]\n\t"                                 \
@@ -300,19 +302,23 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 			"subl $1, %k[n]\n\t"                                        \
 			"jb %l[" #slow "]\n\t"                                      \
 			"movq 32(%[sh],%[n],8), %[o]\n\t"                           \
+			"movq 24(%[sh],%[n],8), %[nx]\n\t"                          \
 			"movl %k[n], 16(%[sh])\n"                                   \
-			"2:\n"                                                      \
-			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
-			: USL_RSEQ_COMMON_IN                                        \
+			"2:\n\t"                                                    \
+			"prefetcht0 (%[nx])\n"                                     \
+			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [nx] "=&r"(nx_) \
+			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
 			: slow);                                                    \
 	} while (0)
 
-/* Push obj onto this CPU's main sheaf. USL_RS_OK; USL_RS_OTHER when obj is the
- * sheaf's top object already (a double free); USL_RS_MARKED for everything else
- * (full sheaf, marked slot, no CPU, locked mode). objects[size] is written before
- * the commit: above size it is nobody's, so a restart is harmless. */
-static inline int usl_rseq_sheaf_push(struct kmem_cache *s, void *obj)
+/* Push obj onto this CPU's main sheaf of the cache whose slots are slots.
+ * USL_RS_OK; USL_RS_OTHER when obj is the sheaf's top object already (a
+ * double free); USL_RS_MARKED for everything else (full sheaf, marked slot, no
+ * CPU, locked mode, no sheaves: usl_empty_sheaf's capacity is 0). objects[size]
+ * is written before the commit: above size it is nobody's, so a restart is
+ * harmless. */
+static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj)
 {
 	unsigned long sh, n;
 
@@ -329,7 +335,7 @@ static inline int usl_rseq_sheaf_push(struct kmem_cache *s, void *obj)
 		"movl %k[n], 16(%[sh])\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n)
-		: USL_RSEQ_COMMON_IN, [obj] "r"(obj)
+		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
 		: "rax", "memory", "cc"
 		: slow, dbl);
 	return USL_RS_OK;
@@ -337,6 +343,11 @@ slow:
 	return USL_RS_MARKED;
 dbl:
 	return USL_RS_OTHER;
+}
+
+static inline int usl_rseq_sheaf_push(struct kmem_cache *s, void *obj)
+{
+	return usl_rseq_sheaf_push_at(s->cpu_slab, obj);
 }
 
 /* Move up to n objects from the top of this CPU's main sheaf to p[] (in block

@@ -917,7 +917,7 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 		return alloc_tail(s, gfp, NULL);
 	if (s->sheaf_capacity) {
 		/* Sheaves: pop this CPU's main sheaf. */
-		USL_RSEQ_SHEAF_POP(s, obj, sheaf_slow);
+		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return alloc_tail(s, gfp, obj);
 		return obj;
@@ -945,16 +945,14 @@ static __attribute__((noinline)) void *malloc_slow(struct kmem_cache *s)
 	return obj;
 }
 
-void *usl_slub_malloc(struct kmem_cache *s)
+void *usl_slub_malloc(struct kmem_cache_cpu *slots, size_t i)
 {
 	void *obj;
 
-	if (usl_likely(s->sheaf_capacity)) {
-		USL_RSEQ_SHEAF_POP(s, obj, slow);
-		return obj;
-	}
-slow:
-	return malloc_slow(s);
+	USL_RSEQ_SHEAF_POP(slots, obj, slow);
+	return obj;
+slow:   /* the class was published before its slots (kmalloc.c) */
+	return malloc_slow(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE));
 }
 
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
@@ -1092,6 +1090,14 @@ static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
 	usl_decay_tick();
 }
 
+/* free_sample for usl_slub_kfree_or's fast path, which has only the id. */
+static __attribute__((noinline)) void free_sample_id(unsigned int id)
+{
+	struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
+	if (s)
+		free_sample(s);
+}
+
 /* Called last on each free path, so that it is a tail call and the fast path
  * saves no register. */
 static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache *s, bool sample)
@@ -1147,14 +1153,9 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
  * the page map (read once) and the object check kmem_cache_free's; anything
  * else (a large block, a mapping, NULL, uslab's own object, no uslab
  * pointer) is other(x, fn)'s, a tail call. */
-void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *))
+static __attribute__((noinline)) void kfree_slow(void *x, const char *fn, void (*other)(void *, const char *),
+                                                  struct usl_pagemap_entry e, uintptr_t off)
 {
-	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
-		other(x, fn);
-		return;
-	}
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		other(x, fn);
@@ -1165,6 +1166,32 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 		report_bad_free_in(fn, s, x, usl_virt_to_slab(x));
 	else
 		free_checked(s, x, fn, true);
+}
+
+/* The fast path needs no struct kmem_cache: the page map's id gives the
+ * object check's divisor (usl_cache_div) and the slots (usl_id_slots), and a
+ * push onto the CPU's main sheaf ends it. Everything else - no cache (id 0,
+ * whose divisor fails the check), uslab's own caches, a bad pointer, a
+ * double free on the sheaf's top, a full sheaf, a cache without sheaves -
+ * goes to kfree_slow, which looks at the cache. */
+void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char *))
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		other(x, fn);
+		return;
+	}
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	uint64_t d = __atomic_load_n(&usl_cache_div[e.cache], __ATOMIC_RELAXED);
+	/* objects with USL_PM_INTERNAL set fails the first test */
+	if (usl_likely(e.objects < USL_PM_INTERNAL &&
+	               obj_index((uint32_t)off - e.start, (uint32_t)d, (uint32_t)(d >> 32)) < e.objects) &&
+	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(e.cache), x) == USL_RS_OK)) {
+		if (usl_unlikely(!(++free_calls % 256)))
+			free_sample_id(e.cache);
+		return;
+	}
+	kfree_slow(x, fn, other, e, off);
 }
 
 /* The cpu-slab layer's free of a checked object of s. */
@@ -2025,6 +2052,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		return -1;
 	s->div_shift = (uint32_t)__builtin_ctz(size);
 	s->div_inv = inverse_mod32(size >> s->div_shift);
+	__atomic_store_n(&usl_cache_div[s->id], s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELAXED);
 
 	unsigned int lg = 31u - (unsigned int)__builtin_clz(size);
 	s->min_partial = lg / 2 < MIN_PARTIAL ? MIN_PARTIAL : (lg / 2 > MAX_PARTIAL ? MAX_PARTIAL : lg / 2);

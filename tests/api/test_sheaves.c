@@ -507,7 +507,7 @@ static void test_args(void)
 	}
 	int parked = 0;
 	for (unsigned i = 0; i < usl_nr_cpus; i++)
-		parked += s->cpu_slab[i].main != NULL || s->cpu_slab[i].spare != NULL;
+		parked += s->cpu_slab[i].main != &usl_empty_sheaf || s->cpu_slab[i].spare != NULL;
 	CHECK_EQ(parked, 0);
 	kmem_cache_destroy(s);
 }
