@@ -154,7 +154,9 @@ static inline void *usl_load_ptr(void *const *p) { return __atomic_load_n(p, __A
  *
  * rseq mode: {freelist, slab} (offsets 8..23) are changed only by rseq critical
  * sections on the owning CPU (or by a flusher holding the slot's mark, see
- * docs/ARCHITECTURE.md); detach and install commit both with one 16-byte store.
+ * docs/ARCHITECTURE.md); detach and install commit both with one 16-byte store,
+ * as do the sheaf sections' take and install of {main_size, main}; spare is
+ * taken and installed by a section of its own.
  * locked mode: {tid, freelist} (offsets 0..15) are changed with lock cmpxchg16b as
  * the kernel does; slab and partial change only under `lock`.
  */
@@ -164,10 +166,12 @@ struct kmem_cache_cpu {
 	struct slab *slab;           /* 16: the cpu slab (frozen) */
 	struct slab *partial;        /* 24: cpu partial slabs (not frozen), chained by ->next */
 	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
-	int sheaf_lock;              /* 36: locked mode: guards main and spare */
-	unsigned long pad;
-	struct slab_sheaf *main;     /* 48: sheaves: never NULL (usl_empty_sheaf when detached) */
-	struct slab_sheaf *spare;    /* 56: empty, full, or NULL */
+	int sheaf_lock;              /* 36: locked mode: guards main_size, main and spare */
+	struct slab_sheaf *spare;    /* 40: empty, full, or NULL */
+	unsigned long main_size;     /* 48: main's object count while it is attached (its
+	                                own size field is stale then); 0 for usl_empty_sheaf */
+	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
+	                                in a cache without sheaves) */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct kmem_cache_cpu) == 64, "slot size is the fast path's shift");
@@ -176,13 +180,16 @@ _Static_assert(sizeof(struct kmem_cache_cpu) == 64, "slot size is the fast path'
 #define USL_CPU_OFF_SLAB 16
 #define USL_CPU_OFF_PARTIAL 24
 #define USL_CPU_OFF_LOCK 32
-#define USL_CPU_OFF_MAIN 48
+#define USL_CPU_OFF_SPARE 40
+#define USL_CPU_OFF_MAIN_SIZE 48
+#define USL_CPU_OFF_MAIN 56
 _Static_assert(offsetof(struct kmem_cache_cpu, freelist) == USL_CPU_OFF_FREELIST, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, slab) == USL_CPU_OFF_SLAB, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, partial) == USL_CPU_OFF_PARTIAL, "asm offset");
 _Static_assert(offsetof(struct kmem_cache_cpu, lock) == USL_CPU_OFF_LOCK, "asm offset");
-_Static_assert(offsetof(struct kmem_cache_cpu, main) == USL_CPU_OFF_MAIN, "asm offset");
-_Static_assert(offsetof(struct kmem_cache_cpu, spare) == USL_CPU_OFF_MAIN + 8, "main and spare: one 16-byte store");
+_Static_assert(offsetof(struct kmem_cache_cpu, spare) == USL_CPU_OFF_SPARE, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, main_size) == USL_CPU_OFF_MAIN_SIZE, "asm offset");
+_Static_assert(offsetof(struct kmem_cache_cpu, main) == USL_CPU_OFF_MAIN_SIZE + 8, "main_size and main: one 16-byte store");
 #define USL_SLAB_OFF_NEXT 32
 #define USL_SLAB_OFF_SLABS 40
 _Static_assert(offsetof(struct slab, next) == USL_SLAB_OFF_NEXT, "asm offset");
@@ -351,6 +358,15 @@ static inline struct usl_pagemap_entry usl_pm_read(const struct usl_pagemap_entr
 {
 	struct usl_pagemap_entry v;
 	__atomic_load(e, &v, __ATOMIC_ACQUIRE);
+	return v;
+}
+/* The entry as one integer: start in bits 0..31, objects 32..47, cache 48..63
+ * (x86-64 is little-endian), for the free fast path, which unpacks it with
+ * shifts. */
+static inline uint64_t usl_pm_word(const struct usl_pagemap_entry *e)
+{
+	uint64_t v;
+	__atomic_load((const uint64_t *)(const void *)e, &v, __ATOMIC_ACQUIRE);
 	return v;
 }
 static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, unsigned int objects, unsigned int cache)

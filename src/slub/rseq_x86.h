@@ -284,9 +284,12 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 }
 
 /* ---------------------------------------------------------------------------
- * Sheaf sections: main (offset 48) and spare (56) of the slot. A sheaf is
- * {size @16, capacity @20, objects[] @32}; each section commits by storing size,
- * or {main, spare} with one 16-byte store.
+ * Sheaf sections: spare (offset 40), main_size (48) and main (56) of the slot.
+ * A sheaf is {size @16, capacity @20, objects[] @32}; while it is a slot's main
+ * its count is the slot's main_size, so a pop or push loads main_size and main
+ * side by side and touches the sheaf only at its top. Each section commits by
+ * storing main_size, {main_size, main} with one 16-byte store (main_size is 0
+ * whenever main is usl_empty_sheaf), or spare.
  */
 
 /* Pop the top object of this CPU's main sheaf (of the cache whose slots are
@@ -294,19 +297,17 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
  * locked mode, a cache without sheaves: its main is usl_empty_sheaf). */
 #define USL_RSEQ_SHEAF_POP(slots_, obj, slow)                                              \
 	do {                                                                       \
-		unsigned long sh_, n_, nx_;                                        \
+		unsigned long sh_, n_;                                             \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
-			"movq 48(%%rax), %[sh]\n\t"                                 \
-			"movl 16(%[sh]), %k[n]\n\t"                                 \
+			"movl 48(%%rax), %k[n]\n\t"                                 \
+			"movq 56(%%rax), %[sh]\n\t"                                 \
 			"subl $1, %k[n]\n\t"                                        \
 			"jb %l[" #slow "]\n\t"                                      \
 			"movq 32(%[sh],%[n],8), %[o]\n\t"                           \
-			"movq 24(%[sh],%[n],8), %[nx]\n\t"                          \
-			"movl %k[n], 16(%[sh])\n"                                   \
-			"2:\n\t"                                                    \
-			"prefetcht0 (%[nx])\n"                                     \
-			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [nx] "=&r"(nx_) \
+			"movl %k[n], 48(%%rax)\n"                                   \
+			"2:\n"                                                      \
+			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
 			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
 			: slow);                                                    \
@@ -324,15 +325,15 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movq 48(%%rax), %[sh]\n\t"
-		"movl 16(%[sh]), %k[n]\n\t"
+		"movl 48(%%rax), %k[n]\n\t"
+		"movq 56(%%rax), %[sh]\n\t"
 		"cmpl 20(%[sh]), %k[n]\n\t"
 		"jae %l[slow]\n\t"
 		"cmpq %[obj], 24(%[sh],%[n],8)\n\t"
 		"je %l[dbl]\n\t"
 		"movq %[obj], 32(%[sh],%[n],8)\n\t"
 		"addl $1, %k[n]\n\t"
-		"movl %k[n], 16(%[sh])\n"
+		"movl %k[n], 48(%%rax)\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
@@ -382,8 +383,8 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 	 * are) needs nothing back. Inputs are never written. */
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 48(%%rax), %[sh]\n\t"
-		"movl 16(%[sh]), %k[size]\n\t"
+		"movl 48(%%rax), %k[size]\n\t"
+		"movq 56(%%rax), %[sh]\n\t"
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
 		"cmovaq %[size], %[cnt]\n\t"
@@ -392,7 +393,7 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 		"subq %[cnt], %[size]\n\t"
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("base", "p")
-		"movl %k[size], 16(%[sh])\n"
+		"movl %k[size], 48(%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -412,8 +413,8 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 48(%%rax), %[sh]\n\t"
-		"movl 16(%[sh]), %k[size]\n\t"
+		"movl 48(%%rax), %k[size]\n\t"
+		"movq 56(%%rax), %[sh]\n\t"
 		"movl 20(%[sh]), %k[cnt]\n\t"
 		"subq %[size], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
@@ -423,7 +424,7 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		"leaq 32(%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
-		"movl %k[size], 16(%[sh])\n"
+		"movl %k[size], 48(%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -433,40 +434,58 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 	return ret == USL_RS_OK ? cnt : 0;
 }
 
-/* Take {main, spare} out of this CPU's slot, leaving {usl_empty_sheaf, NULL}
+/* Take {main_size, main} out of this CPU's slot, leaving {0, usl_empty_sheaf}
  * (one 16-byte store). */
-static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **main, struct slab_sheaf **spare)
+static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **main, unsigned long *size)
 {
 	int ret;
-	struct slab_sheaf *m, *sp;
+	struct slab_sheaf *m;
+	unsigned long n;
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 48(%%rax), %[m]\n\t"
-		"movq 56(%%rax), %[sp]\n\t"
+		"movq 48(%%rax), %[n]\n\t"
+		"movq 56(%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
+		"pslldq $8, %%xmm0\n\t"
 		"movups %%xmm0, 48(%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
-		: [ret] "=&r"(ret), [m] "=&r"(m), [sp] "=&r"(sp)
+		: [ret] "=&r"(ret), [m] "=&r"(m), [n] "=&r"(n)
 		: USL_RSEQ_COMMON_IN, [empty] "r"(&usl_empty_sheaf)
 		: "rax", "xmm0", "memory", "cc");
 	*main = m;
+	*size = n;
+	return ret;
+}
+
+/* Take the spare out of this CPU's slot, leaving NULL. */
+static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **spare)
+{
+	int ret;
+	struct slab_sheaf *sp;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movq 40(%%rax), %[sp]\n\t"
+		"movq $0, 40(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [sp] "=&r"(sp)
+		: USL_RSEQ_COMMON_IN
+		: "rax", "memory", "cc");
 	*spare = sp;
 	return ret;
 }
 
-/* Put {main, spare} into this CPU's slot if it holds {usl_empty_sheaf, NULL}
- * (USL_RS_OTHER: it does not: another thread on this CPU, or we migrated). */
-static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *main, struct slab_sheaf *spare)
+/* Make main, holding size objects, this CPU's main if the slot has none
+ * (USL_RS_OTHER: it has: another thread on this CPU, or we migrated). */
+static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *main, unsigned long size)
 {
 	int ret;
-	struct usl_pair pair = { (unsigned long)main, (unsigned long)spare };
+	struct usl_pair pair = { size, (unsigned long)main };
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"cmpq %[empty], 48(%%rax)\n\t"
-		"jne 7f\n\t"
-		"cmpq $0, 56(%%rax)\n\t"
+		"cmpq %[empty], 56(%%rax)\n\t"
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
 		"movups %%xmm0, 48(%%rax)\n"
@@ -474,6 +493,23 @@ static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf
 		: [ret] "=&r"(ret)
 		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(&usl_empty_sheaf)
 		: "rax", "xmm0", "memory", "cc");
+	return ret;
+}
+
+/* Make spare this CPU's spare if the slot has none (USL_RS_OTHER: it has). */
+static inline int usl_rseq_spare_install(struct kmem_cache *s, struct slab_sheaf *spare)
+{
+	int ret;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"cmpq $0, 40(%%rax)\n\t"
+		"jne 7f\n\t"
+		"movq %[sp], 40(%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret)
+		: USL_RSEQ_COMMON_IN, [sp] "r"(spare)
+		: "rax", "memory", "cc");
 	return ret;
 }
 

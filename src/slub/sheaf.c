@@ -263,7 +263,9 @@ static void give_back(struct kmem_cache *s, struct slab_sheaf *sh)
 
 /* ===========================================================================
  * The slot's sheaves, taken private by a slow path: one take, one put, in both
- * modes (rseq: one 16-byte store each; locked: under the slot's sheaf_lock).
+ * modes (rseq: a section for {main_size, main}, one 16-byte store, and one for
+ * the spare; locked: under the slot's sheaf_lock). A taken main gets its count
+ * back from main_size; a put one gives it to main_size.
  */
 struct pcs {
 	struct kmem_cache_cpu *lc;   /* locked mode: the slot */
@@ -278,59 +280,79 @@ static bool pcs_take(struct kmem_cache *s, struct pcs *b)
 		struct kmem_cache_cpu *c = usl_slub_hint_refresh(s);
 		usl_spin_lock(&c->sheaf_lock);
 		b->main = c->main;
+		if (b->main != &usl_empty_sheaf)
+			b->main->size = (uint32_t)c->main_size;
 		b->spare = c->spare;
+		c->main_size = 0;
 		c->main = &usl_empty_sheaf;
 		c->spare = NULL;
 		usl_spin_unlock(&c->sheaf_lock);
 		b->lc = c;
 	} else {
+		unsigned long size;
 		for (;;) {
-			int r = usl_rseq_sheaf_take(s, &b->main, &b->spare);
+			int r = usl_rseq_sheaf_take(s, &b->main, &size);
 			if (r == USL_RS_OK)
 				break;
 			if (r == USL_RS_NOCPU)
 				return false;
 			sched_yield();     /* a flusher holds the slot */
 		}
+		if (b->main != &usl_empty_sheaf)
+			b->main->size = (uint32_t)size;
+		/* A section of its own: meanwhile another thread on this CPU may
+		 * take the spare (then we have none), or we may migrate (then it
+		 * is this CPU's: a sheaf of s all the same). */
+		while (usl_rseq_spare_take(s, &b->spare) == USL_RS_MARKED)
+			sched_yield();
 	}
-	if (b->main == &usl_empty_sheaf)  /* another thread on this CPU has them */
+	if (b->main == &usl_empty_sheaf)  /* another thread on this CPU has it */
 		b->main = NULL;
 	return true;
 }
 
 static void pcs_put(struct kmem_cache *s, struct pcs *b)
 {
-	struct slab_sheaf *main = b->main ? b->main : &usl_empty_sheaf;
-	bool done = false;
+	bool main_done = !b->main, spare_done = !b->spare;
 
-	if (main == &usl_empty_sheaf && !b->spare)
-		return;
 	if (b->lc) {
 		struct kmem_cache_cpu *c = b->lc;
 		usl_spin_lock(&c->sheaf_lock);
-		if (c->main == &usl_empty_sheaf && !c->spare) {
-			c->main = main;
+		if (!main_done && c->main == &usl_empty_sheaf) {
+			c->main_size = b->main->size;
+			c->main = b->main;
+			main_done = true;
+		}
+		if (!spare_done && !c->spare) {
 			c->spare = b->spare;
-			done = true;
+			spare_done = true;
 		}
 		usl_spin_unlock(&c->sheaf_lock);
 	} else {
-		for (;;) {
-			int r = usl_rseq_sheaf_install(s, main, b->spare);
-			if (r == USL_RS_MARKED) {
+		int r;
+		while (!main_done && (r = usl_rseq_sheaf_install(s, b->main, b->main->size)) != USL_RS_OTHER) {
+			if (r == USL_RS_MARKED)
 				sched_yield();
-				continue;
-			}
-			done = r == USL_RS_OK;
-			break;
+			else
+				main_done = r == USL_RS_OK;
+			if (r == USL_RS_NOCPU)
+				break;
+		}
+		while (!spare_done && (r = usl_rseq_spare_install(s, b->spare)) != USL_RS_OTHER) {
+			if (r == USL_RS_MARKED)
+				sched_yield();
+			else
+				spare_done = r == USL_RS_OK;
+			if (r == USL_RS_NOCPU)
+				break;
 		}
 	}
-	if (!done) {
-		/* The slot was filled meanwhile (or we migrated): keep its sheaves,
-		 * give ours back. */
+	/* The slot was filled meanwhile (or we migrated): keep its sheaves,
+	 * give ours back. */
+	if (!main_done)
 		give_back(s, b->main);
+	if (!spare_done)
 		give_back(s, b->spare);
-	}
 }
 
 static inline void swap_sheaves(struct pcs *b)
@@ -426,8 +448,7 @@ void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 		/* Locked mode's fast path: pop under the slot's sheaf lock. */
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 		usl_spin_lock(&c->sheaf_lock);
-		struct slab_sheaf *m = c->main;
-		obj = m->size ? m->objects[--m->size] : NULL;
+		obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
 		usl_spin_unlock(&c->sheaf_lock);
 		if (obj)
 			return obj;
@@ -456,11 +477,11 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		int r = USL_RS_MARKED;
 		usl_spin_lock(&c->sheaf_lock);
 		struct slab_sheaf *m = c->main;
-		if (m->size < m->capacity) {
-			if (m->size && m->objects[m->size - 1] == x) {
+		if (c->main_size < m->capacity) {
+			if (c->main_size && m->objects[c->main_size - 1] == x) {
 				r = USL_RS_OTHER;
 			} else {
-				m->objects[m->size++] = x;
+				m->objects[c->main_size++] = x;
 				r = USL_RS_OK;
 			}
 		}
@@ -516,15 +537,15 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
-	size_t k = push ? m->capacity - m->size : m->size;
+	size_t k = push ? m->capacity - c->main_size : c->main_size;
 	if (k > n)
 		k = n;
 	if (k && push) {      /* never a store to usl_empty_sheaf, which all slots share */
-		memcpy(&m->objects[m->size], p, k * sizeof(void *));
-		m->size += (uint32_t)k;
+		memcpy(&m->objects[c->main_size], p, k * sizeof(void *));
+		c->main_size += k;
 	} else if (k) {
-		m->size -= (uint32_t)k;
-		memcpy(p, &m->objects[m->size], k * sizeof(void *));
+		c->main_size -= k;
+		memcpy(p, &m->objects[c->main_size], k * sizeof(void *));
 	}
 	usl_spin_unlock(&c->sheaf_lock);
 	return k;
@@ -611,6 +632,9 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 			if (!usl_rseq_mode)
 				usl_spin_lock(&c->sheaf_lock);
 			struct slab_sheaf *sh[2] = { c->main, c->spare };
+			if (c->main != &usl_empty_sheaf)
+				c->main->size = (uint32_t)c->main_size;
+			c->main_size = 0;
 			c->main = &usl_empty_sheaf;
 			c->spare = NULL;
 			if (!usl_rseq_mode)
@@ -643,9 +667,9 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
  * locked mode under the slot's locks, one at a time (§5). */
 static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
 {
-	struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_RELAXED);
 	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
-	return __atomic_load_n(&m->size, __ATOMIC_RELAXED) || (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
+	return __atomic_load_n(&c->main_size, __ATOMIC_RELAXED) ||
+	       (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
 }
 
 static bool slot_slabs_hold(struct kmem_cache_cpu *c)
@@ -843,7 +867,7 @@ void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_ACQUIRE);
 		if (m && m != &usl_empty_sheaf) {
 			out->cpu_sheaves++;
-			out->cpu_objects += __atomic_load_n(&m->size, __ATOMIC_RELAXED);
+			out->cpu_objects += __atomic_load_n(&c->main_size, __ATOMIC_RELAXED);
 		}
 		if (sp) {
 			out->cpu_sheaves++;

@@ -1154,8 +1154,9 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
  * else (a large block, a mapping, NULL, uslab's own object, no uslab
  * pointer) is other(x, fn)'s, a tail call. */
 static __attribute__((noinline)) void kfree_slow(void *x, const char *fn, void (*other)(void *, const char *),
-                                                  struct usl_pagemap_entry e, uintptr_t off)
+                                                  uintptr_t off)
 {
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		other(x, fn);
@@ -1181,17 +1182,19 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 		other(x, fn);
 		return;
 	}
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
-	uint64_t d = __atomic_load_n(&usl_cache_div[e.cache], __ATOMIC_RELAXED);
-	/* objects with USL_PM_INTERNAL set fails the first test */
-	if (usl_likely(e.objects < USL_PM_INTERNAL &&
-	               obj_index((uint32_t)off - e.start, (uint32_t)d, (uint32_t)(d >> 32)) < e.objects) &&
-	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(e.cache), x) == USL_RS_OK)) {
+	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
+	unsigned int id = (unsigned int)(w >> 48);
+	uint64_t d = __atomic_load_n(&usl_cache_div[id], __ATOMIC_RELAXED);
+	/* An object of uslab's own caches (objects has USL_PM_INTERNAL) may pass
+	 * the index test, but those caches have no sheaves: the push fails. */
+	if (usl_likely(obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) <
+	               (uint16_t)(w >> 32)) &&
+	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
 		if (usl_unlikely(!(++free_calls % 256)))
-			free_sample_id(e.cache);
+			free_sample_id(id);
 		return;
 	}
-	kfree_slow(x, fn, other, e, off);
+	kfree_slow(x, fn, other, off);
 }
 
 /* The cpu-slab layer's free of a checked object of s. */
