@@ -458,6 +458,18 @@ static void test_cache_ids(void)
 	struct kmem_cache *b = kmem_cache_create("ids-b", 3000, 0, SLAB_NO_MERGE, NULL);
 	CHECK(a && b && a->id && b->id && a->id != b->id);
 	CHECK(usl_caches[a->id] == a && usl_caches[b->id] == b && usl_caches[0] == NULL);
+	/* Slots by id: where the fast paths look for them, not overlapping, and
+	 * the divisor free's check reads. */
+	CHECK(a->cpu_slab == usl_id_slots(a->id) && b->cpu_slab == usl_id_slots(b->id));
+	CHECK((char *)b->cpu_slab >= (char *)a->cpu_slab + usl_nr_cpus * sizeof(struct kmem_cache_cpu) ||
+	      (char *)a->cpu_slab >= (char *)b->cpu_slab + usl_nr_cpus * sizeof(struct kmem_cache_cpu));
+	CHECK_EQ(usl_cache_div[b->id], b->div_inv | (uint64_t)b->div_shift << 32);
+	CHECK_EQ(usl_cache_div[0], 0);
+	void *ax[40];                                /* leave state in a's slots */
+	for (int i = 0; i < 40; i++)
+		ax[i] = kmem_cache_alloc(a, GFP_KERNEL);
+	for (int i = 0; i < 40; i += 2)
+		kmem_cache_free(a, ax[i]);
 	void *x = kmem_cache_alloc(b, GFP_KERNEL);
 	struct slab *sl = usl_virt_to_slab(x);
 	size_t pfn = ((uintptr_t)sl->addr - usl_base) >> usl_page_shift;
@@ -473,10 +485,31 @@ static void test_cache_ids(void)
 	CHECK_EQ(reports(USLAB_ERR_WRONG_CACHE), wc + 1);
 	kmem_cache_free(b, x);
 	unsigned int aid = a->id;
+	for (int i = 1; i < 40; i += 2)
+		kmem_cache_free(a, ax[i]);
 	kmem_cache_destroy(a);
-	CHECK(usl_caches[aid] == NULL);
-	struct kmem_cache *c = kmem_cache_create("ids-c", 64, 0, SLAB_NO_MERGE, NULL);
-	CHECK(c && c->id == aid && usl_caches[aid] == c);
+	CHECK(usl_caches[aid] == NULL && usl_cache_div[aid] == 0);
+	/* The id's next cache starts with clean slots: no sheaf, no count, no
+	 * cpu slab left from the old one. A cache without sheaves (a debug one)
+	 * has the empty sheaf as main too, so free's fast path fails on it. */
+	struct kmem_cache *c = kmem_cache_create("ids-c", 64, 0, SLAB_NO_MERGE | SLAB_POISON, NULL);
+	CHECK(c && c->id == aid && usl_caches[aid] == c && c->sheaf_capacity == 0);
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *sc = &c->cpu_slab[i];
+		CHECK(sc->main == &usl_empty_sheaf && sc->main_size == 0 && sc->spare == NULL);
+		CHECK(sc->slab == NULL && sc->freelist == NULL && sc->partial == NULL);
+	}
+	void *y = kmem_cache_alloc(c, GFP_KERNEL);
+	unsigned long nr = 0;
+	for (int k = 0; k < 16; k++)
+		nr += reports((enum uslab_error)k);
+	kfree(y);                                    /* through kfree_slow: freed, no report */
+	for (int k = 0; k < 16; k++)
+		nr -= reports((enum uslab_error)k);
+	CHECK_EQ(nr, 0);
+	void *y2 = kmem_cache_alloc(c, GFP_KERNEL);  /* the cpu freelist is LIFO */
+	CHECK(y2 == y);
+	kmem_cache_free(c, y2);
 	kmem_cache_destroy(b);
 	kmem_cache_destroy(c);
 	uslab_set_report_handler(NULL, NULL);
