@@ -334,8 +334,10 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		return create_failed(name, flags, "out of memory for the cache structure", bytes);
 	if (!id_assign(s)) {
 		cache_struct_free(s);
-		return create_failed(name, flags, "no cache id left: live caches at the limit",
-		                     max_ids ? max_ids - 1 : 0);
+		if (!usl_slots)
+			return create_failed(name, flags, "no address space for the per-CPU slots (bytes for 256 ids)",
+			                     256 * usl_slot_stride);
+		return create_failed(name, flags, "no cache id left: live caches at the limit", max_ids - 1);
 	}
 	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
 	s->object_size = size;
