@@ -458,7 +458,8 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **
 	return ret;
 }
 
-/* Take the spare out of this CPU's slot, leaving NULL. */
+/* Take the spare out of this CPU's slot, leaving NULL (*spare NULL when the
+ * section fails). */
 static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **spare)
 {
 	int ret;
@@ -472,7 +473,7 @@ static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **
 		: [ret] "=&r"(ret), [sp] "=&r"(sp)
 		: USL_RSEQ_COMMON_IN
 		: "rax", "memory", "cc");
-	*spare = sp;
+	*spare = ret == USL_RS_OK ? sp : NULL;   /* sp is unset on the other paths */
 	return ret;
 }
 

@@ -329,22 +329,16 @@ static void pcs_put(struct kmem_cache *s, struct pcs *b)
 		}
 		usl_spin_unlock(&c->sheaf_lock);
 	} else {
-		int r;
-		while (!main_done && (r = usl_rseq_sheaf_install(s, b->main, b->main->size)) != USL_RS_OTHER) {
-			if (r == USL_RS_MARKED)
+		int r;   /* each waits out a flusher's mark; OTHER: the place is taken */
+		if (!main_done) {
+			while ((r = usl_rseq_sheaf_install(s, b->main, b->main->size)) == USL_RS_MARKED)
 				sched_yield();
-			else
-				main_done = r == USL_RS_OK;
-			if (r == USL_RS_NOCPU)
-				break;
+			main_done = r == USL_RS_OK;
 		}
-		while (!spare_done && (r = usl_rseq_spare_install(s, b->spare)) != USL_RS_OTHER) {
-			if (r == USL_RS_MARKED)
+		if (!spare_done) {
+			while ((r = usl_rseq_spare_install(s, b->spare)) == USL_RS_MARKED)
 				sched_yield();
-			else
-				spare_done = r == USL_RS_OK;
-			if (r == USL_RS_NOCPU)
-				break;
+			spare_done = r == USL_RS_OK;
 		}
 	}
 	/* The slot was filled meanwhile (or we migrated): keep its sheaves,

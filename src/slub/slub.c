@@ -1149,10 +1149,10 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 	free_checked(s, x, "kmem_cache_free", false);
 }
 
-/* kfree/free of x: a slab object of a user or kmalloc cache, its cache from
- * the page map (read once) and the object check kmem_cache_free's; anything
- * else (a large block, a mapping, NULL, uslab's own object, no uslab
- * pointer) is other(x, fn)'s, a tail call. */
+/* usl_slub_kfree_or's slow path, for x at offset off in the range: a slab
+ * object of a user or kmalloc cache, its cache from the page map and the
+ * object check kmem_cache_free's; anything else (a large block, uslab's own
+ * object, a pointer into no slab) is other(x, fn)'s, a tail call. */
 static __attribute__((noinline)) void kfree_slow(void *x, const char *fn, void (*other)(void *, const char *),
                                                   uintptr_t off)
 {
