@@ -515,7 +515,46 @@ static void test_cache_ids(void)
 	uslab_set_report_handler(NULL, NULL);
 }
 
-/* Usage: test_cache_api [expected per-CPU mode] */
+/* Every cache id in use (65535 live caches): the next kmem_cache_create is
+ * refused with a report naming the limit, the caches keep working, and a
+ * destroyed cache's id serves the next one. */
+static void test_all_ids(void)
+{
+	enum { CAP = 1 << 16 };
+	struct kmem_cache **v = calloc(CAP, sizeof(*v));
+	size_t n = 0;
+
+	CHECK(v != NULL);
+	capture_reports();
+	unsigned long ba = reports(USLAB_ERR_BAD_ARG);
+	while (v && n < CAP) {
+		char name[32];
+		snprintf(name, sizeof(name), "id-%zu", n);
+		struct kmem_cache *s = kmem_cache_create(name, 32, 0, SLAB_NO_MERGE, NULL);
+		if (!s)
+			break;
+		v[n++] = s;
+	}
+	CHECK(n < CAP);                              /* refused before the 65536th id */
+	CHECK(n > 60000);                            /* less the caches that existed */
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 1);
+	CHECK(strstr(last_report, "no cache id left") != NULL);
+	void *x = kmem_cache_alloc(v[n - 1], GFP_KERNEL);
+	CHECK(x != NULL);
+	kmem_cache_free(v[n - 1], x);
+	unsigned int id = v[n / 2]->id;
+	kmem_cache_destroy(v[n / 2]);
+	v[n / 2] = kmem_cache_create("id-again", 32, 0, SLAB_NO_MERGE, NULL);
+	CHECK(v[n / 2] != NULL && v[n / 2]->id == id);
+	for (size_t i = 0; i < n; i++)
+		kmem_cache_destroy(v[i]);
+	CHECK(kmem_cache_create("id-after", 32, 0, SLAB_NO_MERGE, NULL) != NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), ba + 1);
+	uslab_set_report_handler(NULL, NULL);
+	free(v);
+}
+
+/* Usage: test_cache_api [expected per-CPU mode] [ids] */
 /* Cache structures are packed: sixty caches made one after another put their
  * structures in at most two slabs of the "kmem_cache" cache (a slab every 14
  * caches spread them over the heap). */
@@ -548,6 +587,10 @@ int main(int argc, char **argv)
 	printf("per-CPU mode: %s\n", uslab_percpu_mode());
 	if (argc > 1)
 		CHECK(strcmp(uslab_percpu_mode(), argv[1]) == 0);
+	if (argc > 2 && !strcmp(argv[2], "ids")) {   /* its own test: 65535 caches */
+		test_all_ids();
+		return test_summary();
+	}
 	test_basic();
 	test_zalloc_node_align();
 	test_ctor();
