@@ -365,9 +365,10 @@ static inline struct usl_pagemap_entry usl_pm_read(const struct usl_pagemap_entr
  * shifts. */
 static inline uint64_t usl_pm_word(const struct usl_pagemap_entry *e)
 {
-	uint64_t v;
-	__atomic_load((const uint64_t *)(const void *)e, &v, __ATOMIC_ACQUIRE);
-	return v;
+	struct usl_pagemap_entry v = usl_pm_read(e);
+	uint64_t w;
+	__builtin_memcpy(&w, &v, sizeof(w));   /* not an integer lvalue on the entry: no aliasing */
+	return w;
 }
 static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, unsigned int objects, unsigned int cache)
 {
