@@ -72,6 +72,14 @@ static inline unsigned long reports(enum uslab_error kind)
 {
 	return __atomic_load_n(&reports_by_kind[kind & 15], __ATOMIC_RELAXED);
 }
+/* Reports of every kind, USLAB_ERR_NONE's lines too. */
+static inline unsigned long reports_all(void)
+{
+	unsigned long n = 0;
+	for (int k = 0; k < 16; k++)
+		n += reports((enum uslab_error)k);
+	return n;
+}
 
 /* Pages of [addr, addr + bytes) resident now (mincore; whole pages, at most
  * 512), or (size_t)-1 if that cannot be told. */

@@ -1057,8 +1057,9 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 	return 0;
 }
 
-/* Give s its sheaves (s->sheaf_capacity set): the class cache, the barn and the
- * slots' empty main. -1 if the class cache cannot be made. */
+/* Give s its sheaves (s->sheaf_capacity set): the class cache and the barn
+ * (the slots already hold the empty main, from id_assign). -1 if the class
+ * cache cannot be made. */
 int usl_sheaf_cache_init(struct kmem_cache *s)
 {
 	struct usl_barn *barn = get_barn(s);
@@ -1085,7 +1086,5 @@ int usl_sheaf_cache_init(struct kmem_cache *s)
 	barn->last_decay = usl_now_ms();
 	barn->lock = 0;
 	barn->full = barn->empty = NULL;
-	for (unsigned int i = 0; i < usl_nr_cpus; i++)
-		s->cpu_slab[i].main = &usl_empty_sheaf;
 	return 0;
 }

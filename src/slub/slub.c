@@ -1098,11 +1098,17 @@ static __attribute__((noinline)) void free_sample_id(unsigned int id)
 		free_sample(s);
 }
 
+/* Counts a kfree/free on this thread: true for every 256th. */
+static inline __attribute__((always_inline)) bool sample_due(void)
+{
+	return usl_unlikely(!(++free_calls % 256));
+}
+
 /* Called last on each free path, so that it is a tail call and the fast path
  * saves no register. */
 static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache *s, bool sample)
 {
-	if (sample && usl_unlikely(!(++free_calls % 256)))
+	if (sample && sample_due())
 		free_sample(s);
 }
 
@@ -1190,7 +1196,7 @@ void usl_slub_kfree_or(void *x, const char *fn, void (*other)(void *, const char
 	if (usl_likely(obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) <
 	               (uint16_t)(w >> 32)) &&
 	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
-		if (usl_unlikely(!(++free_calls % 256)))
+		if (sample_due())
 			free_sample_id(id);
 		return;
 	}
