@@ -306,6 +306,9 @@ extern unsigned int usl_rseq_nr USL_HIDDEN;     /* usl_nr_cpus in rseq mode, 0 i
                                                    the sections' cpu check then always fails */
 
 USL_HIDDEN void usl_init(void);                 /* once; no allocation */
+USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before usl_init */
+/* A sysfs CPU list file ("0-3,8-11"): highest id and how many; false if unreadable. */
+USL_HIDDEN bool usl_cpu_list(const char *path, long *max, long *count);
 extern int usl_inited USL_HIDDEN;
 static inline void usl_ensure_init(void)
 {

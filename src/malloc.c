@@ -273,11 +273,11 @@ EXPORT void *memalign(size_t align, size_t n)
 	return alloc_aligned(align ? align : 1, n, GFP_KERNEL);
 }
 
-/* The page size, for valloc and pvalloc (from libc: these may run before
- * uslab has started, and must not start it from inside its own start-up). */
+/* The page size, for valloc and pvalloc (from the aux vector: these may run
+ * before uslab has started, and must not start it from inside its own start-up). */
 static size_t page_size(void)
 {
-	return (size_t)sysconf(_SC_PAGESIZE);
+	return usl_os_page_size();
 }
 
 EXPORT void *valloc(size_t n)

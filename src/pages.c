@@ -195,7 +195,7 @@ static long lowest_block(unsigned int k, int map)
 
 int usl_pages_init(void)
 {
-	long ps = sysconf(_SC_PAGESIZE);
+	long ps = (long)usl_os_page_size();
 	size_t max_block;
 	void *r, *t, *pm = NULL;
 
