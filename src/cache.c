@@ -455,6 +455,32 @@ void usl_cache_reclaim(void)
 static uint64_t next_sweep_ms;
 static __thread unsigned int tick_calls;
 
+/* fn(s, arg) on every cache, uslab's own caches last: the others' flushes free
+ * their sheaves into them. Under slab_mutex. */
+static void each_cache_own_last(void (*fn)(struct kmem_cache *, void *), void *arg)
+{
+	for (int internal = 0; internal < 2; internal++)
+		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
+			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
+			if (!(s->flags & USL_SLAB_INTERNAL) == !internal)
+				fn(s, arg);
+		}
+}
+
+static void decay_one(struct kmem_cache *s, void *now)
+{
+	usl_sheaf_decay(s, *(uint64_t *)now);
+}
+
+/* A cache's part of malloc_trim: sheaves, barn and cpu slabs flushed, empty
+ * slabs freed. */
+static void release_one(struct kmem_cache *s, void *unused)
+{
+	(void)unused;
+	usl_slub_flush_all(s);
+	usl_slub_release(s);
+}
+
 void usl_decay_tick(void)
 {
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
@@ -467,13 +493,7 @@ void usl_decay_tick(void)
 		return;
 	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
-	/* uslab's own caches last: the others' flushes free sheaves into them. */
-	for (int internal = 0; internal < 2; internal++)
-		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
-			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-			if (!(s->flags & USL_SLAB_INTERNAL) == !internal)
-				usl_sheaf_decay(s, now);
-		}
+	each_cache_own_last(decay_one, &now);
 	usl_pages_aging = false;
 	usl_cache_unlock();
 	usl_pages_purge(false);
@@ -481,16 +501,14 @@ void usl_decay_tick(void)
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its
- * empty slabs freed, then every free page returned to the OS. */
+ * empty slabs freed, then every free page returned to the OS. uslab's own
+ * caches last, as in the decay sweep (shrunk first, a sheaf cache kept a page
+ * of freed sheaves per capacity: 28 KiB of churn's 1.9 MB after its trim). */
 size_t uslab_release_free_memory(void)
 {
 	usl_ensure_init();
 	usl_cache_lock();
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
-		struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-		usl_slub_flush_all(s);
-		usl_slub_release(s);
-	}
+	each_cache_own_last(release_one, NULL);
 	usl_cache_unlock();
 	return usl_pages_release();
 }

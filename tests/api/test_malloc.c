@@ -430,6 +430,36 @@ static void test_lazy_classes(void)
 	free(q);
 }
 
+/* malloc_trim takes every sheaf out of the slots and barns and frees it into
+ * its sheaf cache, and shrinks those caches after: with no sheaf left anywhere,
+ * a sheaf cache keeps no slab (shrunk before the classes, each kept the page
+ * of sheaves the classes then freed into it). */
+static void test_trim_sheaf_caches(void)
+{
+	static const size_t sizes[] = { 24, 200, 700, 1500, 3000, 6000 };
+	enum { NS = sizeof(sizes) / sizeof(sizes[0]), PER = 300 };
+	static void *v[NS][PER];
+	struct kmem_cache *sc[NS];
+
+	for (int k = 0; k < NS; k++)
+		for (int i = 0; i < PER; i++)
+			v[k][i] = vmalloc(sizes[k]);     /* full sheaves go to the barns */
+	for (int k = 0; k < NS; k++) {
+		for (int i = 0; i < PER; i++)
+			vfree(v[k][i]);
+		sc[k] = usl_malloc_tab[(sizes[k] + 15) >> 4]->sheaf_cache;
+	}
+	malloc_trim(0);
+	for (int k = 0; k < NS; k++) {
+		if (!sc[k])                      /* USLAB_SHEAVES=0 */
+			continue;
+		unsigned long objs = __atomic_load_n(&sc[k]->node[0]->total_objects, __ATOMIC_RELAXED);
+		if (objs)
+			fprintf(stderr, "  %s keeps %lu objects after malloc_trim\n", kmem_cache_name(sc[k]), objs);
+		CHECK_EQ(objs, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "decay")) {
@@ -446,6 +476,7 @@ int main(int argc, char **argv)
 	test_thread_exit();
 	CHECK_EQ(uslab_error_count(), errs);       /* nothing so far was reported */
 	test_foreign_and_trim();
+	test_trim_sheaf_caches();
 	test_rss(false);
 	return test_summary();
 }
