@@ -244,7 +244,7 @@ void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
  * through fault-around, for a program that does not call them itself). */
 bool usl_cpu_list(const char *path, long *max, long *count)
 {
-	char buf[256];
+	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;

@@ -35,6 +35,13 @@ int main(void)
 	CHECK(parse("2,4-5,7\n", &max, &count));
 	CHECK_EQ(max, 7);
 	CHECK_EQ(count, 4);
+	char longlist[2048] = "";         /* every other id up to 510: longer than 256 bytes */
+	for (int id = 0; id <= 510; id += 2)
+		snprintf(longlist + strlen(longlist), sizeof(longlist) - strlen(longlist), "%s%d", id ? "," : "", id);
+	CHECK(strlen(longlist) > 900);
+	CHECK(parse(longlist, &max, &count));
+	CHECK_EQ(max, 510);
+	CHECK_EQ(count, 256);
 	CHECK(!parse("", &max, &count));
 	CHECK(!parse("\n", &max, &count));
 	CHECK(!parse("99999999999\n", &max, &count));   /* absurd id: refused, not wrapped */
