@@ -91,8 +91,12 @@ void usl_report(enum uslab_error kind, const char *fmt, ...)
 	va_end(ap);
 	if (deferring) {
 		if (npending < PENDING_MAX) {
+			char *to = pending[npending].line;   /* cut to its 256 bytes */
+			size_t i = 0;
+			for (; i + 1 < sizeof(pending[npending].line) && line[i]; i++)
+				to[i] = line[i];
+			to[i] = 0;
 			pending[npending].kind = kind;
-			snprintf(pending[npending].line, sizeof(pending[npending].line), "%s", line);
 			npending++;
 		}
 		errno = saved;
