@@ -178,7 +178,11 @@ static bool slots_map(void)
 static bool id_assign(struct kmem_cache *s)
 {
 	usl_cache_lock();
-	for (size_t w = 0; slots_map() && w < max_ids / 64; w++) {
+	if (!slots_map()) {
+		usl_cache_unlock();
+		return false;
+	}
+	for (size_t w = 0; w < max_ids / 64; w++) {
 		if (~ids_used[w]) {
 			unsigned int b = (unsigned int)__builtin_ctzll(~ids_used[w]);
 			ids_used[w] |= 1ULL << b;

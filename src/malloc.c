@@ -273,21 +273,17 @@ EXPORT void *memalign(size_t align, size_t n)
 	return alloc_aligned(align ? align : 1, n, GFP_KERNEL);
 }
 
-/* The page size, for valloc and pvalloc (from the aux vector: these may run
- * before uslab has started, and must not start it from inside its own start-up). */
-static size_t page_size(void)
-{
-	return usl_os_page_size();
-}
-
+/* valloc and pvalloc take the page size from usl_os_page_size (the aux
+ * vector): they may run before uslab has started, and must not start it from
+ * inside its own start-up. */
 EXPORT void *valloc(size_t n)
 {
-	return alloc_aligned(page_size(), n, GFP_KERNEL);
+	return alloc_aligned(usl_os_page_size(), n, GFP_KERNEL);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
-	size_t ps = page_size();
+	size_t ps = usl_os_page_size();
 	size_t r = USL_ALIGN(n ? n : 1, ps);
 	if (r < n) {
 		errno = ENOMEM;

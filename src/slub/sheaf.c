@@ -272,6 +272,19 @@ struct pcs {
 	struct slab_sheaf *main, *spare;
 };
 
+/* A slot's main taken out by a holder of its sheaf_lock (locked mode) or its
+ * flush mark: the sheaf gets its count back from main_size, and the slot is
+ * left {0, usl_empty_sheaf}. */
+static struct slab_sheaf *slot_main_detach(struct kmem_cache_cpu *c)
+{
+	struct slab_sheaf *m = c->main;
+	if (m != &usl_empty_sheaf)
+		m->size = (uint32_t)c->main_size;
+	c->main_size = 0;
+	c->main = &usl_empty_sheaf;
+	return m;
+}
+
 /* False: this thread has no slot (rseq not registered); use the cpu-slab paths. */
 static bool pcs_take(struct kmem_cache *s, struct pcs *b)
 {
@@ -279,12 +292,8 @@ static bool pcs_take(struct kmem_cache *s, struct pcs *b)
 	if (!usl_rseq_mode) {
 		struct kmem_cache_cpu *c = usl_slub_hint_refresh(s);
 		usl_spin_lock(&c->sheaf_lock);
-		b->main = c->main;
-		if (b->main != &usl_empty_sheaf)
-			b->main->size = (uint32_t)c->main_size;
+		b->main = slot_main_detach(c);
 		b->spare = c->spare;
-		c->main_size = 0;
-		c->main = &usl_empty_sheaf;
 		c->spare = NULL;
 		usl_spin_unlock(&c->sheaf_lock);
 		b->lc = c;
@@ -625,11 +634,7 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 			struct kmem_cache_cpu *c = &s->cpu_slab[i];
 			if (!usl_rseq_mode)
 				usl_spin_lock(&c->sheaf_lock);
-			struct slab_sheaf *sh[2] = { c->main, c->spare };
-			if (c->main != &usl_empty_sheaf)
-				c->main->size = (uint32_t)c->main_size;
-			c->main_size = 0;
-			c->main = &usl_empty_sheaf;
+			struct slab_sheaf *sh[2] = { slot_main_detach(c), c->spare };
 			c->spare = NULL;
 			if (!usl_rseq_mode)
 				usl_spin_unlock(&c->sheaf_lock);
