@@ -7,7 +7,10 @@
 #include <stdint.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "common/common.h"
+#include "pages/pages.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 static uint64_t seed = 12345;
 static uint64_t rnd(void)
@@ -30,7 +33,7 @@ static void shuffle(void **p, size_t n)
 
 static unsigned long in_use(struct kmem_cache *s)
 {
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	return usl_slub_objects_in_use(s);
 }
 

@@ -6,7 +6,12 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "../../src/internal.h"
+#include "common/common.h"
+#include "pages/pages.h"
+#include "percpu/percpu.h"
+#include "platform/platform.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 struct conn {
 	int magic;
@@ -16,7 +21,7 @@ struct conn {
 
 static unsigned long in_use(struct kmem_cache *s)
 {
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	return usl_slub_objects_in_use(s);
 }
 

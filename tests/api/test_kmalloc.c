@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "pages/pages.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 static const size_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192 };
 

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "common/common.h"
+#include "kmalloc/kmalloc.h"
+#include "pages/pages.h"
+#include "testing.h"
 
 /* A block is uslab's when the page map or the mapping table knows it. */
 static bool ours(void *p)

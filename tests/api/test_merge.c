@@ -3,7 +3,8 @@
  * destroy, kmalloc classes as targets that cannot be destroyed, and
  * USLAB_NOMERGE=1 (argument "nomerge") turning it all off. */
 #include "../harness.h"
-#include "internal.h"
+#include "platform/platform.h"
+#include "testing.h"
 
 static bool merging;
 

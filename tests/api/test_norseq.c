@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "common/common.h"
+#include "platform/platform.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 #define NT 8
 #define PER 20000
@@ -53,7 +56,7 @@ int main(void)
 	if (usl_rseq_mode)
 		CHECK_EQ(unregistered, NT / 2);
 	CHECK_EQ(bad, 0);
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	CHECK_EQ(usl_slub_objects_in_use(s), 0);
 	kmem_cache_destroy(s);
 	CHECK_EQ(uslab_error_count(), 0);

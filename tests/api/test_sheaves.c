@@ -10,13 +10,18 @@
 #include <time.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "common/common.h"
+#include "pages/pages.h"
+#include "percpu/percpu.h"
+#include "platform/platform.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 static bool sheaves_default;
 
 static unsigned long in_use(struct kmem_cache *s)
 {
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	return usl_slub_objects_in_use(s);
 }
 

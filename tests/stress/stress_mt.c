@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "../../src/internal.h"
+#include "common/common.h"
+#include "platform/platform.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 #define NCACHES 7
 #define LOCAL_MAX 512
@@ -378,7 +381,7 @@ int main(int argc, char **argv)
 				CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
 			}
 		}
-		usl_slub_flush_all(caches[i]);
+		usl_cache_flush_all(caches[i]);
 		if (uslab_sheaf_capacity(caches[i])) {
 			usl_sheaf_counts(caches[i], &sc);
 			CHECK_EQ(sc.cpu_objects + sc.barn_objects + sc.barn_full, 0);

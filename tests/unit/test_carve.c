@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "arch/arch.h"
+#include "pages/pages.h"
+#include "slub/slub.h"
+#include "testing.h"
 
 #define SIZE 1024
 #define MAXO 4096

@@ -1,7 +1,8 @@
 /* test_min_order.c - USLAB_MIN_ORDER / USLAB_MAX_ORDER move every cache's order
  * (CTest sets USLAB_MIN_ORDER=2 USLAB_MAX_ORDER=4). */
 #include "../harness.h"
-#include "internal.h"
+#include "pages/pages.h"
+#include "testing.h"
 
 int main(void)
 {

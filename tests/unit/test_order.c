@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "pages/pages.h"
+#include "platform/platform.h"
+#include "testing.h"
 
 static unsigned long option_reports;
 static void count_option(enum uslab_error kind, const char *line, void *arg)

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "pages/pages.h"
+#include "platform/platform.h"
+#include "testing.h"
 
 static void test_blocks(void)
 {

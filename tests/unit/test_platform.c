@@ -3,7 +3,9 @@
  * size from the aux vector, against glibc's own answers. */
 #include <fcntl.h>
 #include "../harness.h"
-#include "internal.h"
+#include "pages/pages.h"
+#include "platform/platform.h"
+#include "testing.h"
 
 /* Writes text to a scratch file and parses it. */
 static bool parse(const char *text, long *max, long *count)

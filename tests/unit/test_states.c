@@ -7,7 +7,9 @@
 #include <stdint.h>
 
 #include "../harness.h"
-#include "internal.h"
+#include "arch/arch.h"
+#include "pages/pages.h"
+#include "testing.h"
 
 static struct kmem_cache_cpu *my_slot(struct kmem_cache *s)
 {

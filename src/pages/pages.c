@@ -1,13 +1,16 @@
-/* pages.c - the page provider: the reserved range, the struct slab table, buddy
- * blocks of 2^order pages, and giving free blocks back to the OS (madvise).
- * Locks: pages_lock, the innermost lock of the library. */
+/* pages.c - the page provider: start-up, the reserved range, the struct slab
+ * table and the page map, buddy blocks of 2^order pages, and giving free blocks
+ * back to the OS (madvise). Locks: start_lock (start-up), pages_lock (only
+ * large.c's map_lock is taken inside it). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "../testing.h"
+#include "pages.h"
 
 #define USL_RANGE_DEFAULT (64UL << 30)  /* 64 GiB of address space ... */
 #define USL_RANGE_MIN (256UL << 20)     /* ... or at least 256 MiB */
@@ -193,7 +196,7 @@ static long lowest_block(unsigned int k, int map)
 	return -1;
 }
 
-int usl_pages_init(void)
+static int pages_init(void)
 {
 	long ps = (long)usl_os_page_size();
 	size_t max_block;
@@ -238,6 +241,24 @@ int usl_pages_init(void)
 	usl_pagemap = pm;
 	epoch_start = last_decay_check = usl_now_ms();
 	return 0;
+}
+
+int usl_inited;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void usl_init(void)
+{
+	usl_platform_init();
+	pthread_mutex_lock(&start_lock);
+	if (!usl_inited) {
+		if (pages_init() != 0) {
+			pthread_mutex_unlock(&start_lock);
+			usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
+			abort();
+		}
+		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&start_lock);
 }
 
 void usl_pages_fork_lock(void) { pthread_mutex_lock(&pages_lock); }
@@ -586,4 +607,22 @@ size_t usl_pages_release(void)
 {
 	usl_ensure_init();
 	return usl_pages_purge(true);
+}
+
+void *usl_meta_alloc(size_t size)
+{
+	unsigned int order = usl_bytes_order(size);
+	void *p;
+
+	if (order > USL_MAX_ORDER)
+		return NULL;
+	p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+void usl_meta_free(void *p)
+{
+	usl_pages_free(p);
 }

@@ -1,10 +1,16 @@
 /* rseq_x86.h - the restartable sequences on a per-CPU slot (x86-64): each ends in
  * one committing store and restarts on preemption, migration or a signal.
- * No locks; the protocol is in docs/ARCHITECTURE.md section 6. */
+ * Structure offsets reach the asm as "i"(offsetof(...)) operands (USL_RSEQ_IN_AT),
+ * so a layout change cannot silently break a section. No locks; the protocol is
+ * in docs/ARCHITECTURE.md section 6. Included through arch/arch.h. */
 #ifndef USL_RSEQ_X86_H
 #define USL_RSEQ_X86_H
 
-#include "../internal.h"
+#include <stddef.h>
+#include <sys/rseq.h>
+
+#include "../platform/platform.h"
+#include "../types.h"
 
 /* Return codes of the sections. */
 #define USL_RS_OK 0
@@ -33,14 +39,14 @@
 	".popsection\n"                                                          \
 	"0:\n\t"                                                                 \
 	"leaq 3b(%%rip), %%rax\n\t"                                              \
-	"movq %%rax, %%fs:8(%[rs])\n"                                            \
+	"movq %%rax, %%fs:%c[o_cs](%[rs])\n"                                            \
 	"1:\n\t"                                                                 \
-	"movl %%fs:4(%[rs]), %%eax\n\t"                                          \
+	"movl %%fs:%c[o_cpu](%[rs]), %%eax\n\t"                                          \
 	"cmpl %[nr], %%eax\n\t"                                                  \
 	"jae " nocpu "\n\t"                                                      \
-	"shlq $6, %%rax\n\t"                                                     \
+	"shlq %[o_shift], %%rax\n\t"                                                     \
 	"addq %[slots], %%rax\n\t"                                               \
-	"cmpl $0, 32(%%rax)\n\t"                                                 \
+	"cmpl $0, %c[o_lock](%%rax)\n\t"                                                 \
 	"jne " marked "\n\t"
 
 #define USL_RSEQ_PROLOGUE USL_RSEQ_PROLOGUE_TO("9f", "5f")
@@ -62,8 +68,26 @@
 	"movl $3, %[ret]\n"                                                      \
 	"6:\n"
 
+/* The inputs every section takes: the rseq area's offset, the slot count (0 in
+ * locked mode), the cache's slots, and every structure offset a section uses
+ * (unused ones cost nothing). */
 #define USL_RSEQ_IN_AT(slots_)                                                       \
-	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(slots_)
+	[rs] "r"(usl_rseq_off), [nr] "rm"(usl_rseq_nr), [slots] "rm"(slots_),      \
+	[o_cs] "i"(offsetof(struct rseq, rseq_cs)),                                \
+	[o_cpu] "i"(offsetof(struct rseq, cpu_id)),                                \
+	[o_shift] "i"(USL_CPU_SHIFT),                                              \
+	[o_lock] "i"(offsetof(struct kmem_cache_cpu, lock)),                       \
+	[o_fl] "i"(offsetof(struct kmem_cache_cpu, freelist)),                     \
+	[o_slab] "i"(offsetof(struct kmem_cache_cpu, slab)),                       \
+	[o_partial] "i"(offsetof(struct kmem_cache_cpu, partial)),                 \
+	[o_spare] "i"(offsetof(struct kmem_cache_cpu, spare)),                     \
+	[o_msize] "i"(offsetof(struct kmem_cache_cpu, main_size)),                 \
+	[o_main] "i"(offsetof(struct kmem_cache_cpu, main)),                       \
+	[o_next] "i"(offsetof(struct slab, next)),                                 \
+	[o_slabs] "i"(offsetof(struct slab, slabs)),                               \
+	[o_cap] "i"(offsetof(struct slab_sheaf, capacity)),                        \
+	[o_objs] "i"(offsetof(struct slab_sheaf, objects)),                        \
+	[o_top] "i"(offsetof(struct slab_sheaf, objects) - sizeof(void *))
 #define USL_RSEQ_COMMON_IN USL_RSEQ_IN_AT(s->cpu_slab)
 
 /* Pop one object from this CPU's freelist into obj, or jump to the caller's C
@@ -80,11 +104,11 @@
 
 #define USL_RSEQ_ALLOC_ASM                                                             \
 	USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")                                \
-	"movq 8(%%rax), %[obj]\n\t"                                               \
+	"movq %c[o_fl](%%rax), %[obj]\n\t"                                               \
 	"testq %[obj], %[obj]\n\t"                                                \
 	"jz %l[slow]\n\t"                                                         \
 	"movq (%[obj],%[off]), %[next]\n\t"                                       \
-	"movq %[next], 8(%%rax)\n"                                                 \
+	"movq %[next], %c[o_fl](%%rax)\n"                                                 \
 	"2:\n\t"                                                                  \
 	/* after the commit: warm the next object's free pointer (the kernel's   \
 	 * prefetch_freepointer); a prefetch of NULL+off never faults */          \
@@ -99,13 +123,13 @@ static inline int usl_rseq_free(struct kmem_cache *s, struct slab *slab, void *o
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"cmpq %[slab], 16(%%rax)\n\t"
+		"cmpq %[slab], %c[o_slab](%%rax)\n\t"
 		"jne %l[slow]\n\t"
-		"movq 8(%%rax), %[tmp]\n\t"
+		"movq %c[o_fl](%%rax), %[tmp]\n\t"
 		"cmpq %[tmp], %[obj]\n\t"
 		"je %l[dbl]\n\t"
 		"movq %[tmp], (%[obj],%[off])\n\t"
-		"movq %[obj], 8(%%rax)\n"
+		"movq %[obj], %c[o_fl](%%rax)\n"
 		"2:\n"
 		: [tmp] "=&r"(tmp)
 		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
@@ -129,15 +153,15 @@ static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, v
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"cmpq %[slab], 16(%%rax)\n\t"
+		"cmpq %[slab], %c[o_slab](%%rax)\n\t"
 		"jne 7f\n\t"
-		"movq 8(%%rax), %[tmp]\n\t"
+		"movq %c[o_fl](%%rax), %[tmp]\n\t"
 		"cmpq %[tmp], %[head]\n\t"
 		"je 8f\n\t"
 		"cmpq %[tmp], %[tail]\n\t"
 		"je 11f\n\t"
 		"movq %[tmp], (%[tail],%[off])\n\t"
-		"movq %[head], 8(%%rax)\n"
+		"movq %[head], %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		"jmp 10f\n"
 		"8:\n\t"
@@ -163,7 +187,7 @@ static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned l
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 8(%%rax), %[obj]\n\t"
+		"movq %c[o_fl](%%rax), %[obj]\n\t"
 		"xorl %k[cnt], %k[cnt]\n"
 		"12:\n\t"
 		"cmpq %[n], %[cnt]\n\t"
@@ -175,7 +199,7 @@ static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned l
 		"incq %[cnt]\n\t"
 		"jmp 12b\n"
 		"13:\n\t"
-		"movq %[obj], 8(%%rax)\n"
+		"movq %[obj], %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [cnt] "=&r"(cnt), [obj] "=&r"(obj)
 		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [n] "r"(n), [p] "r"(p)
@@ -193,10 +217,10 @@ static inline int usl_rseq_detach(struct kmem_cache *s, void **freelist, struct 
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 8(%%rax), %[fl]\n\t"
-		"movq 16(%%rax), %[sl]\n\t"
+		"movq %c[o_fl](%%rax), %[fl]\n\t"
+		"movq %c[o_slab](%%rax), %[sl]\n\t"
 		"pxor %%xmm0, %%xmm0\n\t"
-		"movups %%xmm0, 8(%%rax)\n"
+		"movups %%xmm0, %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [fl] "=&r"(fl), [sl] "=&r"(sl)
 		: USL_RSEQ_COMMON_IN
@@ -215,12 +239,12 @@ static inline int usl_rseq_install(struct kmem_cache *s, void *freelist, struct 
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"cmpq $0, 8(%%rax)\n\t"
+		"cmpq $0, %c[o_fl](%%rax)\n\t"
 		"jne 7f\n\t"
-		"cmpq $0, 16(%%rax)\n\t"
+		"cmpq $0, %c[o_slab](%%rax)\n\t"
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
-		"movups %%xmm0, 8(%%rax)\n"
+		"movups %%xmm0, %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
 		: USL_RSEQ_COMMON_IN, [pair] "m"(pair)
@@ -239,18 +263,18 @@ static inline int usl_rseq_partial_push(struct kmem_cache *s, struct slab *slab,
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 24(%%rax), %[head]\n\t"
+		"movq %c[o_partial](%%rax), %[head]\n\t"
 		"movl $1, %[cnt]\n\t"
 		"testq %[head], %[head]\n\t"
 		"jz 8f\n\t"
-		"movl 40(%[head]), %[cnt]\n\t"
+		"movl %c[o_slabs](%[head]), %[cnt]\n\t"
 		"addl $1, %[cnt]\n"
 		"8:\n\t"
 		"cmpl %[limit], %[cnt]\n\t"
 		"ja 7f\n\t"
-		"movq %[head], 32(%[slab])\n\t"
-		"movl %[cnt], 40(%[slab])\n\t"
-		"movq %[slab], 24(%%rax)\n"
+		"movq %[head], %c[o_next](%[slab])\n\t"
+		"movl %[cnt], %c[o_slabs](%[slab])\n\t"
+		"movq %[slab], %c[o_partial](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [cnt] "=&r"(cnt)
 		: USL_RSEQ_COMMON_IN, [slab] "r"(slab), [limit] "r"(limit)
@@ -266,15 +290,15 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 24(%%rax), %[head]\n\t"
+		"movq %c[o_partial](%%rax), %[head]\n\t"
 		"testq %[head], %[head]\n\t"
 		"jz 7f\n\t"
 		"xorl %k[next], %k[next]\n\t"
 		"testl %[all], %[all]\n\t"
 		"jnz 8f\n\t"
-		"movq 32(%[head]), %[next]\n"
+		"movq %c[o_next](%[head]), %[next]\n"
 		"8:\n\t"
-		"movq %[next], 24(%%rax)\n"
+		"movq %[next], %c[o_partial](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [head] "=&r"(head), [next] "=&r"(next)
 		: USL_RSEQ_COMMON_IN, [all] "r"(all)
@@ -300,12 +324,12 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 		unsigned long sh_, n_;                                             \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
-			"movl 48(%%rax), %k[n]\n\t"                                 \
-			"movq 56(%%rax), %[sh]\n\t"                                 \
+			"movl 4%c[o_fl](%%rax), %k[n]\n\t"                                 \
+			"movq %c[o_main](%%rax), %[sh]\n\t"                                 \
 			"subl $1, %k[n]\n\t"                                        \
 			"jb %l[" #slow "]\n\t"                                      \
-			"movq 32(%[sh],%[n],8), %[o]\n\t"                           \
-			"movl %k[n], 48(%%rax)\n"                                   \
+			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                           \
+			"movl %k[n], 4%c[o_fl](%%rax)\n"                                   \
 			"2:\n"                                                      \
 			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
 			: USL_RSEQ_IN_AT(slots_)                                    \
@@ -325,15 +349,15 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movl 48(%%rax), %k[n]\n\t"
-		"movq 56(%%rax), %[sh]\n\t"
-		"cmpl 20(%[sh]), %k[n]\n\t"
+		"movl 4%c[o_fl](%%rax), %k[n]\n\t"
+		"movq %c[o_main](%%rax), %[sh]\n\t"
+		"cmpl %c[o_cap](%[sh]), %k[n]\n\t"
 		"jae %l[slow]\n\t"
-		"cmpq %[obj], 24(%[sh],%[n],8)\n\t"
+		"cmpq %[obj], %c[o_top](%[sh],%[n],8)\n\t"
 		"je %l[dbl]\n\t"
-		"movq %[obj], 32(%[sh],%[n],8)\n\t"
+		"movq %[obj], %c[o_objs](%[sh],%[n],8)\n\t"
 		"addl $1, %k[n]\n\t"
-		"movl %k[n], 48(%%rax)\n"
+		"movl %k[n], 4%c[o_fl](%%rax)\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
@@ -383,17 +407,17 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 	 * are) needs nothing back. Inputs are never written. */
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl 48(%%rax), %k[size]\n\t"
-		"movq 56(%%rax), %[sh]\n\t"
+		"movl 4%c[o_fl](%%rax), %k[size]\n\t"
+		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
 		"cmovaq %[size], %[cnt]\n\t"
 		"testq %[cnt], %[cnt]\n\t"
 		"jz 2f\n\t"            /* nothing to take: no store at all */
 		"subq %[cnt], %[size]\n\t"
-		"leaq 32(%[sh],%[size],8), %[base]\n\t"
+		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("base", "p")
-		"movl %k[size], 48(%%rax)\n"
+		"movl %k[size], 4%c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -413,18 +437,18 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl 48(%%rax), %k[size]\n\t"
-		"movq 56(%%rax), %[sh]\n\t"
-		"movl 20(%[sh]), %k[cnt]\n\t"
+		"movl 4%c[o_fl](%%rax), %k[size]\n\t"
+		"movq %c[o_main](%%rax), %[sh]\n\t"
+		"movl %c[o_cap](%[sh]), %k[cnt]\n\t"
 		"subq %[size], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
 		"cmovaq %[n], %[cnt]\n\t"
 		"testq %[cnt], %[cnt]\n\t"
 		"jz 2f\n\t"            /* full (or usl_empty_sheaf): no store at all */
-		"leaq 32(%[sh],%[size],8), %[base]\n\t"
+		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
-		"movl %k[size], 48(%%rax)\n"
+		"movl %k[size], 4%c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -434,9 +458,10 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 	return ret == USL_RS_OK ? cnt : 0;
 }
 
-/* Take {main_size, main} out of this CPU's slot, leaving {0, usl_empty_sheaf}
- * (one 16-byte store). */
-static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **main, unsigned long *size)
+/* Take {main_size, main} out of this CPU's slot, leaving {0, empty} (one
+ * 16-byte store); empty is the per-CPU layer's "no sheaf". */
+static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *empty, struct slab_sheaf **main,
+                                      unsigned long *size)
 {
 	int ret;
 	struct slab_sheaf *m;
@@ -444,14 +469,14 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf **
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 48(%%rax), %[n]\n\t"
-		"movq 56(%%rax), %[m]\n\t"
+		"movq 4%c[o_fl](%%rax), %[n]\n\t"
+		"movq %c[o_main](%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
 		"pslldq $8, %%xmm0\n\t"
-		"movups %%xmm0, 48(%%rax)\n"
+		"movups %%xmm0, 4%c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [m] "=&r"(m), [n] "=&r"(n)
-		: USL_RSEQ_COMMON_IN, [empty] "r"(&usl_empty_sheaf)
+		: USL_RSEQ_COMMON_IN, [empty] "r"(empty)
 		: "rax", "xmm0", "memory", "cc");
 	*main = m;
 	*size = n;
@@ -467,8 +492,8 @@ static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 40(%%rax), %[sp]\n\t"
-		"movq $0, 40(%%rax)\n"
+		"movq %c[o_spare](%%rax), %[sp]\n\t"
+		"movq $0, %c[o_spare](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sp] "=&r"(sp)
 		: USL_RSEQ_COMMON_IN
@@ -477,22 +502,24 @@ static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **
 	return ret;
 }
 
-/* Make main, holding size objects, this CPU's main if the slot has none
- * (USL_RS_OTHER: it has: another thread on this CPU, or we migrated). */
-static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *main, unsigned long size)
+/* Make main, holding size objects, this CPU's main if the slot has none (its
+ * main is empty) (USL_RS_OTHER: it has: another thread on this CPU, or we
+ * migrated). */
+static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *empty, struct slab_sheaf *main,
+                                         unsigned long size)
 {
 	int ret;
 	struct usl_pair pair = { size, (unsigned long)main };
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"cmpq %[empty], 56(%%rax)\n\t"
+		"cmpq %[empty], %c[o_main](%%rax)\n\t"
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
-		"movups %%xmm0, 48(%%rax)\n"
+		"movups %%xmm0, 4%c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
-		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(&usl_empty_sheaf)
+		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(empty)
 		: "rax", "xmm0", "memory", "cc");
 	return ret;
 }
@@ -504,9 +531,9 @@ static inline int usl_rseq_spare_install(struct kmem_cache *s, struct slab_sheaf
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"cmpq $0, 40(%%rax)\n\t"
+		"cmpq $0, %c[o_spare](%%rax)\n\t"
 		"jne 7f\n\t"
-		"movq %[sp], 40(%%rax)\n"
+		"movq %[sp], %c[o_spare](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
 		: USL_RSEQ_COMMON_IN, [sp] "r"(spare)

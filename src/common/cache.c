@@ -1,15 +1,20 @@
-/* cache.c - the cache registry: kmem_cache_create checks, destroy ("Objects
- * remaining"), shrink, fork handlers, metadata blocks. Locks: slab_mutex,
- * and cache_cache_lock outside it while the first cache is made; the fork
- * handlers take every lock of the library. Also the cache ids and the slot
- * area they index (usl_slots), under slab_mutex. */
+/* cache.c - the cache registry: kmem_cache_create checks and merging, the
+ * cache ids and the slot area they index (usl_slots), the sheaf class caches,
+ * destroy ("Objects remaining"), shrink, the decay sweep, malloc_trim's
+ * release, and the fork handlers, which take every lock of the library.
+ * Locks: classes_lock (held by a layer above across its usl_cache_create
+ * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
+ * a sheaf class cache or of the kmem_cache cache), then slab_mutex. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "../percpu/percpu.h"
+#include "../testing.h"
+#include "common.h"
 
+static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct usl_list cache_list = { &cache_list, &cache_list };
 static struct kmem_cache *cache_cache;          /* holds the other caches' structures */
@@ -18,15 +23,17 @@ static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its cr
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
-/* fork(): take every allocator lock in the documented order (kmalloc_lock,
- * sheaf_classes_lock, cache_cache_lock, slab_mutex,
- * flush_mutex, each cache's sheaf locks and barn lock, its slot locks and
- * list_lock, pages_lock), so the child
- * of a multithreaded parent finds them all free. */
+static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* sheaf_class_cache[] */
+static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
+
+/* fork(): take every allocator lock in the documented order (classes_lock,
+ * sheaf_classes_lock, cache_cache_lock, slab_mutex, flush_mutex, each cache's
+ * sheaf locks and barn lock, its slot locks and list_lock, pages_lock,
+ * map_lock), so the child of a multithreaded parent finds them all free. */
 static void fork_prepare(void)
 {
-	usl_kmalloc_fork_lock();
-	usl_sheaf_fork_lock_global();
+	pthread_mutex_lock(&classes_lock);
+	pthread_mutex_lock(&sheaf_classes_lock);
 	pthread_mutex_lock(&cache_cache_lock);
 	pthread_mutex_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
@@ -35,12 +42,12 @@ static void fork_prepare(void)
 		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	}
 	usl_pages_fork_lock();
-	usl_kmalloc_fork_lock_inner();
+	usl_map_fork_lock();
 }
 
 static void fork_release(void)
 {
-	usl_kmalloc_fork_unlock_inner();
+	usl_map_fork_unlock();
 	usl_pages_fork_unlock();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
 		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
@@ -49,28 +56,45 @@ static void fork_release(void)
 	usl_slub_fork_unlock_global();
 	pthread_mutex_unlock(&slab_mutex);
 	pthread_mutex_unlock(&cache_cache_lock);
-	usl_sheaf_fork_unlock_global();
-	usl_kmalloc_fork_unlock();
+	pthread_mutex_unlock(&sheaf_classes_lock);
+	pthread_mutex_unlock(&classes_lock);
 }
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void register_atfork(void)
+/* Once, before the first cache exists: the fork handlers, and the hooks by
+ * which the layers below reach this one (docs/ARCHITECTURE.md section 2). */
+static void reclaim_before_grow(void);
+static pthread_once_t common_once = PTHREAD_ONCE_INIT;
+static void common_init(void)
 {
 	pthread_atfork(fork_prepare, fork_release, fork_release);
+	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
+	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 }
 
 __thread int usl_registry_held __attribute__((tls_model("initial-exec")));
 
-void usl_cache_lock(void)
+static void cache_lock(void)
 {
 	pthread_mutex_lock(&slab_mutex);
 	usl_registry_held++;
 }
 
-void usl_cache_unlock(void)
+static void cache_unlock(void)
 {
 	usl_registry_held--;
 	pthread_mutex_unlock(&slab_mutex);
+}
+
+void usl_cache_classes_lock(void)
+{
+	pthread_mutex_lock(&classes_lock);
+	usl_registry_held++;
+}
+
+void usl_cache_classes_unlock(void)
+{
+	usl_registry_held--;
+	pthread_mutex_unlock(&classes_lock);
 }
 
 static bool cache_trylock(void)
@@ -79,24 +103,6 @@ static bool cache_trylock(void)
 		return false;
 	usl_registry_held++;
 	return true;
-}
-
-void *usl_meta_alloc(size_t size)
-{
-	unsigned int order = usl_bytes_order(size);
-	void *p;
-
-	if (order > USL_MAX_ORDER)
-		return NULL;
-	p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
-	if (p)
-		memset(p, 0, size);
-	return p;
-}
-
-void usl_meta_free(void *p)
-{
-	usl_pages_free(p);
 }
 
 /* Cache structures (each with its node and per-CPU slots: bytes) are objects
@@ -177,9 +183,9 @@ static bool slots_map(void)
  * s->cpu_slab pointing at them. */
 static bool id_assign(struct kmem_cache *s)
 {
-	usl_cache_lock();
+	cache_lock();
 	if (!slots_map()) {
-		usl_cache_unlock();
+		cache_unlock();
 		return false;
 	}
 	for (size_t w = 0; w < max_ids / 64; w++) {
@@ -192,22 +198,22 @@ static bool id_assign(struct kmem_cache *s)
 			for (unsigned int i = 0; i < usl_nr_cpus; i++)   /* the sections' "no sheaf" */
 				s->cpu_slab[i].main = &usl_empty_sheaf;
 			__atomic_store_n(&usl_caches[s->id], s, __ATOMIC_RELEASE);
-			usl_cache_unlock();
+			cache_unlock();
 			return true;
 		}
 	}
-	usl_cache_unlock();
+	cache_unlock();
 	return false;
 }
 
 static void cache_struct_free(struct kmem_cache *s)
 {
 	if (s->id) {                         /* no slab of s is left: nothing names it */
-		usl_cache_lock();
+		cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
 		__atomic_store_n(&usl_cache_div[s->id], 0, __ATOMIC_RELAXED);
 		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
-		usl_cache_unlock();
+		cache_unlock();
 		s->id = 0;
 	}
 	if (s->meta)
@@ -266,6 +272,27 @@ static void make_alias(struct kmem_cache *s, unsigned int size)
 		__atomic_store_n(&s->inuse, USL_ALIGN(size, (unsigned int)sizeof(void *)), __ATOMIC_RELAXED);
 }
 
+/* The internal cache holding sheaves of this capacity (uslab-sheaf-<bytes>),
+ * made on first use; NULL if it cannot be. */
+static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
+{
+	int cls = usl_sheaf_class(capacity);
+	struct kmem_cache *c;
+
+	if (cls < 0)
+		return NULL;
+	pthread_mutex_lock(&sheaf_classes_lock);
+	if (!sheaf_class_cache[cls]) {
+		char name[32];
+		unsigned int bytes = usl_sheaf_class_bytes(cls);
+		usl_name_number(name, sizeof(name), "uslab-sheaf-", bytes);
+		sheaf_class_cache[cls] = usl_cache_create(name, bytes, 64, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
+	}
+	c = sheaf_class_cache[cls];
+	pthread_mutex_unlock(&sheaf_classes_lock);
+	return c;
+}
+
 struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
                                     void (*ctor)(void *), const struct kmem_cache_args *args,
                                     enum usl_cache_kind kind, size_t slab_bytes)
@@ -277,7 +304,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	unsigned int sheaf_capacity = 0;
 
 	usl_ensure_init();
-	pthread_once(&atfork_once, register_atfork);
+	pthread_once(&common_once, common_init);
 	max_object = usl_order_bytes(USL_MAX_ORDER) / 2;
 	if (!name || !*name)
 		return create_failed(name, flags, "a cache needs a name", 0);
@@ -307,11 +334,11 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	if (args && (args->usersize || args->use_freeptr_offset || args->sheaf_capacity))
 		flags |= SLAB_NO_MERGE;
 	if (kind == USL_CACHE_USER && !ctor && !(flags & SLAB_NEVER_MERGE) && usl_opt.nomerge != 1) {
-		usl_cache_lock();
+		cache_lock();
 		s = find_mergeable(size, align, flags);
 		if (s)
 			make_alias(s, size);
-		usl_cache_unlock();
+		cache_unlock();
 		if (s)
 			return s;
 	}
@@ -354,6 +381,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
 	}
+	__atomic_store_n(&usl_cache_div[s->id], s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELAXED);
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
 		if (order > USL_MAX_ORDER)
@@ -364,15 +392,17 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	}
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
-		if (usl_sheaf_cache_init(s) != 0) {
+		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);
+		if (!s->sheaf_cache) {
 			pthread_mutex_destroy(&s->node[0]->list_lock);
 			cache_struct_free(s);
 			return create_failed(name, flags, "out of memory for its sheaves", sheaf_capacity);
 		}
+		usl_sheaf_cache_init(s);
 	}
-	usl_cache_lock();
+	cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
-	usl_cache_unlock();
+	cache_unlock();
 	return s;
 }
 
@@ -398,43 +428,56 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 	if (!s)
 		return;
-	usl_cache_lock();
+	cache_lock();
 	if ((s->flags & USL_SLAB_KMALLOC) && s->refcount <= 1) {
-		usl_cache_unlock();
+		cache_unlock();
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_destroy(%s): a kmalloc cache (or a cache already destroyed "
 		           "that was its alias); not destroyed", s->name);
 		return;
 	}
 	if (--s->refcount > 0) {     /* an alias: drop one reference */
-		usl_cache_unlock();
+		cache_unlock();
 		return;
 	}
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	remaining = usl_slub_objects_in_use(s);
 	if (remaining) {
 		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
 		 * cache stays alive so nothing that still points into it breaks. */
 		s->refcount = 1;
-		usl_cache_unlock();
+		cache_unlock();
 		usl_report(USLAB_ERR_LEAK, "kmem_cache_destroy(%s): Objects remaining: %lu; cache not destroyed",
 		           s->name, remaining);
 		return;
 	}
 	usl_list_del(&s->list);
-	usl_cache_unlock();
+	cache_unlock();
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
 	cache_struct_free(s);
 	usl_pages_purge(false);
 }
 
+/* Sheaves first (flushed and freed): their objects may land on this CPU's cpu
+ * slab, flushed next. */
+void usl_cache_flush_all(struct kmem_cache *s)
+{
+	usl_sheaf_flush_all(s);
+	usl_slub_flush_cpus(s);
+}
+
+/* 0 when every slab was released, 1 when some remain (slabs with live
+ * objects), -1 for a NULL cache. */
 int kmem_cache_shrink(struct kmem_cache *s)
 {
 	if (!s) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_shrink: NULL cache");
 		return -1;
 	}
-	return usl_slub_shrink(s);
+	usl_cache_flush_all(s);
+	bool left = usl_slub_release(s);
+	usl_pages_purge(true);
+	return left ? 1 : 0;
 }
 
 unsigned int kmem_cache_size(struct kmem_cache *s)
@@ -447,13 +490,16 @@ const char *kmem_cache_name(struct kmem_cache *s)
 	return s ? s->name : NULL;
 }
 
-void usl_cache_reclaim(void)
+/* Before the page provider grows (the engine's hook): give back what caches
+ * hold beyond need (the barns' surplus of full sheaves). Skipped if slab_mutex
+ * is busy. */
+static void reclaim_before_grow(void)
 {
 	if (!cache_trylock())
 		return;
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_sheaf_trim_barn(usl_container_of(it, struct kmem_cache, list));
-	usl_cache_unlock();
+	cache_unlock();
 }
 
 static uint64_t next_sweep_ms;
@@ -481,7 +527,7 @@ static void decay_one(struct kmem_cache *s, void *now)
 static void release_one(struct kmem_cache *s, void *unused)
 {
 	(void)unused;
-	usl_slub_flush_all(s);
+	usl_cache_flush_all(s);
 	usl_slub_release(s);
 }
 
@@ -499,7 +545,7 @@ void usl_decay_tick(void)
 	usl_pages_aging = true;
 	each_cache_own_last(decay_one, &now);
 	usl_pages_aging = false;
-	usl_cache_unlock();
+	cache_unlock();
 	usl_pages_purge(false);
 	errno = saved_errno;
 }
@@ -511,8 +557,8 @@ void usl_decay_tick(void)
 size_t uslab_release_free_memory(void)
 {
 	usl_ensure_init();
-	usl_cache_lock();
+	cache_lock();
 	each_cache_own_last(release_one, NULL);
-	usl_cache_unlock();
+	cache_unlock();
 	return usl_pages_release();
 }

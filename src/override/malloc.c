@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "../kmalloc/kmalloc.h"
 
 #define MALLOC_ALIGN 16u                 /* glibc's guarantee on x86-64 */
 #define EXPORT __attribute__((visibility("default")))
@@ -58,6 +58,7 @@ static int classes_ready;
  * they are first used). */
 static __attribute__((noinline, cold)) bool startup(void)
 {
+	usl_free_ignore_area(boot_area, sizeof(boot_area));   /* free() of a boot block is no error */
 	in_startup = 1;
 	void *p = usl_malloc_bytes(16, GFP_KERNEL | __GFP_NOWARN);  /* the kmalloc classes */
 	kfree(p);
@@ -129,7 +130,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 			pow2 <<= 1;
 		p = kmalloc(pow2, gfp | __GFP_NOWARN);
 	} else {
-		p = usl_kmalloc_huge_aligned(n, align, gfp);
+		p = usl_map_alloc(n, align);
 	}
 	if (!p)
 		errno = ENOMEM;
@@ -152,26 +153,18 @@ EXPORT void *malloc(size_t n)
 		size_t i = (n + 15) >> 4;
 		struct kmem_cache_cpu *slots = __atomic_load_n(&usl_malloc_slots[i], __ATOMIC_ACQUIRE);
 		if (usl_likely(slots != NULL))
-			return usl_slub_malloc(slots, i);
+			return usl_malloc_fast(slots, i);
 	}
 	return malloc_other(n);
 }
 
-/* free's cases other than a slab object: NULL, the boot area, then kfree's
- * (large blocks, mappings, reports). */
-static void free_other(void *p, const char *fn)
-{
-	if (!p || is_boot(p))
-		return;
-	usl_kfree_as(p, fn);
-}
-
 /* free keeps errno (POSIX 2024): the paths that make system calls (munmap of
- * a mapping, madvise in a purge) save and restore it. A slab object goes
- * straight to the slab core (which also ticks the decay clock). */
+ * a mapping, madvise in a purge) save and restore it. kfree's path (the
+ * common layer's usl_free_ptr, which also ticks the decay clock), with reports
+ * naming free; blocks of the boot area are ignored there (startup). */
 EXPORT void free(void *p)
 {
-	usl_slub_kfree_or(p, "free", free_other);
+	usl_free_ptr(p, "free");
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size)
@@ -210,7 +203,7 @@ EXPORT void *realloc(void *p, size_t n)
 	 * step by step would otherwise copy it each time). */
 	size_t max_block = usl_page_size << USL_MAX_ORDER;
 	if (old > max_block && n > max_block && !is_boot(p)) {
-		void *q = usl_kmalloc_huge_resize(p, n);
+		void *q = usl_map_resize(p, n);
 		if (q)
 			return q;
 	}
@@ -335,8 +328,8 @@ EXPORT struct mallinfo2 mallinfo2(void)
 	mi.fordblks = dirty + clean;                        /* free in the page provider */
 	mi.uordblks = committed - dirty - clean;            /* in slabs and large blocks */
 	mi.keepcost = clean;                                /* already given back */
-	mi.hblkhd = usl_kmalloc_huge_bytes();               /* direct mappings */
-	mi.hblks = usl_kmalloc_huge_count();
+	mi.hblkhd = usl_map_bytes();               /* direct mappings */
+	mi.hblks = usl_map_count();
 	return mi;
 }
 

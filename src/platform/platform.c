@@ -1,14 +1,11 @@
-/* platform.c - the bottom layer: USLAB_* options, reports, clock, CPU id, and the
- * once-per-process choice of per-CPU mode. Locks: init_lock (start-up), report_lock
- * (copies the report handler); never allocates. */
+/* platform.c - CPU and page facts, the clock, the spin lock, membarrier, and the
+ * once-per-process choice of per-CPU mode (rseq or locked). Locks: init_lock
+ * (start-up); never allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/auxv.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
@@ -16,10 +13,9 @@
 #include <unistd.h>
 #include <linux/membarrier.h>
 
-#include "internal.h"
+#include "../testing.h"
+#include "platform.h"
 
-struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
-                               .decay_ms = 1000 };
 unsigned int usl_nr_cpus = 1;
 unsigned int usl_online_cpus = 1;
 bool usl_rseq_mode;
@@ -29,157 +25,8 @@ unsigned int usl_rseq_nr;
  * cpu_id is -1, so they fall through to the locked paths at once. */
 static __thread struct rseq dummy_rseq __attribute__((tls_model("initial-exec"), aligned(32))) = {
 	.cpu_id_start = 0, .cpu_id = (uint32_t)-1 };
-int usl_inited;
-
+static int platform_ready;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The handler and its argument change together (report_lock), and a report calls
- * the pair it copied, outside the lock, so a handler may report in turn. */
-static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
-static uslab_report_fn report_fn;
-static void *report_arg;
-static unsigned long error_count;
-
-/* ---- reports ---- */
-
-void uslab_set_report_handler(uslab_report_fn fn, void *arg)
-{
-	pthread_mutex_lock(&report_lock);
-	report_fn = fn;
-	report_arg = arg;
-	pthread_mutex_unlock(&report_lock);
-}
-
-unsigned long uslab_error_count(void)
-{
-	return __atomic_load_n(&error_count, __ATOMIC_RELAXED);
-}
-
-static void write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
-/* Reports made while usl_init holds init_lock wait until it is released, so a
- * handler may call into uslab (deferring is this thread's, set only in usl_init). */
-#define PENDING_MAX 8
-static struct {
-	enum uslab_error kind;
-	char line[256];
-} pending[PENDING_MAX];
-static int npending;
-static __thread int deferring __attribute__((tls_model("initial-exec")));
-
-static void deliver(enum uslab_error kind, char *line, size_t cap);
-
-void usl_report(enum uslab_error kind, const char *fmt, ...)
-{
-	char line[512];
-	int saved = errno;
-	size_t n = (size_t)snprintf(line, sizeof(line), "uslab: ");
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	va_end(ap);
-	if (deferring) {
-		if (npending < PENDING_MAX) {
-			char *to = pending[npending].line;   /* cut to its 256 bytes */
-			size_t i = 0;
-			for (; i + 1 < sizeof(pending[npending].line) && line[i]; i++)
-				to[i] = line[i];
-			to[i] = 0;
-			pending[npending].kind = kind;
-			npending++;
-		}
-		errno = saved;
-		return;
-	}
-	deliver(kind, line, sizeof(line));
-	errno = saved;
-}
-
-static void deliver(enum uslab_error kind, char *line, size_t cap)
-{
-	size_t n;
-
-	if (kind != USLAB_ERR_NONE)
-		__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&report_lock);
-	uslab_report_fn fn = report_fn;
-	void *arg = report_arg;
-	pthread_mutex_unlock(&report_lock);
-	if (fn) {
-		fn(kind, line, arg);
-	} else {
-		n = strlen(line);
-		if (n > cap - 2)
-			n = cap - 2;
-		line[n] = '\n';
-		write_all(2, line, n + 1);
-	}
-}
-
-/* ---- options ---- */
-
-bool usl_parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return false;
-	int saved = errno;               /* the first malloc must not change errno */
-	errno = 0;
-	v = strtol(s, &end, 10);
-	bool bad = errno || *end || end == s || v < lo || v > hi;
-	errno = saved;
-	if (bad)
-		return false;
-	*out = v;
-	return true;
-}
-
-static void option_int(const char *name, int *dst, long lo, long hi)
-{
-	const char *v = getenv(name);
-	long x;
-
-	if (!v)
-		return;
-	if (usl_parse_int(v, lo, hi, &x))
-		*dst = (int)x;
-	else
-		usl_report(USLAB_ERR_OPTION, "%s='%s' is not a whole number in [%ld, %ld]; keeping %d",
-		           name, v, lo, hi, *dst);
-}
-
-static void read_options(void)
-{
-	int decay = (int)usl_opt.decay_ms;
-
-	option_int("USLAB_MIN_OBJECTS", &usl_opt.min_objects, 1, USL_MAX_OBJS_PER_SLAB);
-	option_int("USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER);
-	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
-	usl_opt.max_order_given = getenv("USLAB_MAX_ORDER") != NULL;
-	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
-	option_int("USLAB_SHEAVES", &usl_opt.sheaves, 0, 1);
-	option_int("USLAB_NOMERGE", &usl_opt.nomerge, 0, 1);
-	option_int("USLAB_DECAY_MS", &decay, 0, 3600 * 1000);
-	usl_opt.decay_ms = (unsigned int)decay;
-	if (usl_opt.min_order > usl_opt.max_order) {
-		usl_report(USLAB_ERR_OPTION, "USLAB_MIN_ORDER=%d is above USLAB_MAX_ORDER=%d; raising the maximum",
-		           usl_opt.min_order, usl_opt.max_order);
-		usl_opt.max_order = usl_opt.min_order;
-	}
-}
 
 /* ---- clock, cpu ---- */
 
@@ -337,37 +184,30 @@ static bool rseq_usable(void)
 	return true;
 }
 
-void usl_init(void)
+void usl_platform_init(void)
 {
+	if (__atomic_load_n(&platform_ready, __ATOMIC_ACQUIRE))
+		return;
 	pthread_mutex_lock(&init_lock);
-	deferring = 1;
-	if (!usl_inited) {
-		read_options();
+	usl_report_defer(true);
+	if (!platform_ready) {
+		usl_read_options();
 		count_cpus();
-		if (usl_pages_init() != 0) {
-			deferring = 0;
-			pthread_mutex_unlock(&init_lock);
-			usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
-			abort();
-		}
 		usl_rseq_mode = rseq_usable();
 		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset
 		                             : (long)((char *)&dummy_rseq - (char *)__builtin_thread_pointer());
 		usl_rseq_nr = usl_rseq_mode ? usl_nr_cpus : 0;
 		if (usl_opt.rseq == 1 && !usl_rseq_mode)
 			usl_report(USLAB_ERR_OPTION, "USLAB_RSEQ=1 but rseq is not registered here; using locked mode");
-		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&platform_ready, 1, __ATOMIC_RELEASE);
 	}
-	deferring = 0;
-	int n = npending;
-	npending = 0;
+	usl_report_defer(false);
 	pthread_mutex_unlock(&init_lock);
-	for (int i = 0; i < n; i++)
-		deliver(pending[i].kind, pending[i].line, sizeof(pending[i].line));
+	usl_report_flush();
 }
 
 const char *uslab_percpu_mode(void)
 {
-	usl_ensure_init();
+	usl_platform_init();
 	return usl_rseq_mode ? "rseq" : "locked";
 }

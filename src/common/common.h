@@ -1,0 +1,88 @@
+/* common.h - the common layer (src/common/), as kmalloc and the malloc
+ * override see it: the cache registry (ids, the caches by id, their slots and
+ * object-check divisors), cache creation with merging, the object paths
+ * (kmem_cache_alloc/free and their bulk forms, and freeing by pointer alone),
+ * the decay sweep and memory release. It is to the layers below what the
+ * kernel's mm/slab_common.c is to mm/slub.c. Locks (outermost first):
+ * classes_lock (usl_cache_classes_lock: a layer above making and publishing
+ * class caches), sheaf_classes_lock, cache_cache_lock, slab_mutex; then the
+ * layers below. docs/ARCHITECTURE.md sections 2 and 5. */
+#ifndef USL_COMMON_H
+#define USL_COMMON_H
+
+#include "../pages/pages.h"
+#include "../platform/platform.h"
+#include "../slub/slub.h"
+#include "../types.h"
+
+/* ---- the registry (cache.c) ---- */
+/* Caches by id: ids from 1, given at creation (the lowest free one, under
+ * slab_mutex) and taken back when the structure is freed; usl_caches[0] is
+ * NULL. Every cache's per-CPU slots, by id: cache id's usl_nr_cpus slots start
+ * at usl_slots + id * usl_slot_stride (an odd number of cache lines, so the
+ * slots of one CPU spread over the L1 sets), mapped at the first cache's
+ * creation. So malloc (from its table) and free (from the page map's id) reach
+ * a CPU's slot without loading the cache. usl_cache_div[id] holds the cache's
+ * div_inv | div_shift << 32 for free's object check; 0 for no cache. */
+extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
+extern char *usl_slots USL_HIDDEN;
+extern size_t usl_slot_stride USL_HIDDEN;
+extern uint64_t usl_cache_div[USL_MAX_CACHES] USL_HIDDEN;
+static inline struct kmem_cache_cpu *usl_id_slots(unsigned int id)
+{
+	return (struct kmem_cache_cpu *)(usl_slots + (size_t)id * usl_slot_stride);
+}
+/* The cache whose slab holds the page of this entry, if kfree may free its
+ * objects: NULL for a page that is not a slab, and for a slab of uslab's own
+ * caches (cache structures, sheaves). */
+static inline struct kmem_cache *usl_pagemap_user_cache(struct usl_pagemap_entry v)
+{
+	return v.objects & USL_PM_INTERNAL ? NULL : __atomic_load_n(&usl_caches[v.cache], __ATOMIC_ACQUIRE);
+}
+/* Is the object at offset off of a slab of s one of its object starts? */
+static inline bool usl_obj_index_in(const struct kmem_cache *s, uint32_t off, unsigned int objects)
+{
+	return usl_obj_index(off, s->div_inv, s->div_shift) < objects;
+}
+
+/* Create a cache. kind: USL_CACHE_USER (may become an alias of a compatible
+ * cache), USL_CACHE_KMALLOC (a kmalloc or malloc class: never destroyed, a
+ * merge target) or USL_CACHE_INTERNAL (uslab's own: no sheaves, never merged).
+ * slab_bytes: 0 for the calculated slab order, else the smallest order that
+ * holds that many bytes (malloc's classes; bounded by USLAB_MAX_ORDER if
+ * given). NULL with a report on bad arguments; SLAB_PANIC aborts. */
+enum usl_cache_kind { USL_CACHE_USER, USL_CACHE_KMALLOC, USL_CACHE_INTERNAL };
+USL_HIDDEN struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align,
+                                               slab_flags_t flags, void (*ctor)(void *),
+                                               const struct kmem_cache_args *args, enum usl_cache_kind kind,
+                                               size_t slab_bytes);
+/* The lock a layer above holds while it makes class caches and publishes
+ * them (outermost: usl_cache_create takes the others inside it). */
+USL_HIDDEN void usl_cache_classes_lock(void);
+USL_HIDDEN void usl_cache_classes_unlock(void);
+/* Non-zero while this thread holds slab_mutex or the classes lock: a report
+ * handler that mallocs then must not make a malloc class (it would take them
+ * again). */
+extern __thread int usl_registry_held USL_HIDDEN;
+/* Every CPU's sheaves and cpu slab, and the barn's sheaves, back to the slabs
+ * (shrink, destroy, malloc_trim). */
+USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
+/* Called by every 256th free by pointer on a thread, and by the per-CPU
+ * layer's slow paths (its hook): at most every half decay interval one caller
+ * sweeps every cache and the page provider. */
+USL_HIDDEN void usl_decay_tick(void);
+
+/* ---- the object paths (objects.c) ---- */
+/* x is the start of an object of s (the free check; ksize, krealloc). */
+USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
+/* Free a slab object, a large block or a mapping known only by its pointer
+ * (kfree, free); anything else is reported under fn and ignored. */
+USL_HIDDEN void usl_free_ptr(void *x, const char *fn);
+/* The malloc override's start-up area: blocks there are never freed, and
+ * usl_free_ptr ignores them. */
+USL_HIDDEN void usl_free_ignore_area(const void *lo, size_t len);
+/* "FN: P is not an allocated kmalloc block ...; ignored" or "... is not a
+ * uslab pointer; ignored". */
+USL_HIDDEN void usl_report_bad_ptr(const char *fn, const void *p) __attribute__((cold));
+
+#endif /* USL_COMMON_H */

@@ -1,0 +1,416 @@
+/* objects.c - the common layer's object paths: kmem_cache_alloc and
+ * kmem_cache_free with their bulk forms, and freeing by pointer alone (kfree,
+ * free): the page map's cache id, the object check, then the per-CPU layer's
+ * main sheaf (a section) or, for a cache without sheaves, the engine's cpu
+ * slab; anything else goes to the slow paths below. Pointers that are not slab
+ * objects go to the page provider (large blocks) or are reported. Takes no
+ * lock of its own; every 256th free by pointer on a thread ticks the decay
+ * clock (cache.c). docs/ARCHITECTURE.md section 2 follows these paths. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "../percpu/percpu.h"
+#include "../slub/slub.h"
+#include "common.h"
+
+/* ===========================================================================
+ * Allocation
+ */
+
+/* Everything but the common case: NULL cache, empty freelist, __GFP_ZERO. */
+static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
+{
+	if (usl_unlikely(!s)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
+		return NULL;
+	}
+	if (!obj && !s->sheaf_capacity)
+		obj = usl_slub_alloc_slow(s, gfp);
+	if ((gfp & __GFP_ZERO) && obj)
+		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+	return obj;
+}
+
+/* The slow paths of kmem_cache_alloc, each reached by a tail call so the fast
+ * paths need no stack frame. */
+static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = usl_sheaf_alloc(s, gfp);
+	if ((gfp & __GFP_ZERO) && obj)
+		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+	return obj;
+}
+
+static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
+	return alloc_tail(s, gfp, obj);
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj;
+
+	if (usl_unlikely(!s))
+		return alloc_tail(s, gfp, NULL);
+	if (s->sheaf_capacity) {
+		/* Sheaves: pop this CPU's main sheaf. */
+		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return alloc_tail(s, gfp, obj);
+		return obj;
+sheaf_slow:
+		return sheaf_alloc_slow(s, gfp);
+	}
+	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
+	USL_RSEQ_ALLOC(s, obj);
+	if (usl_unlikely(gfp & __GFP_ZERO))
+		return alloc_tail(s, gfp, obj);
+	return obj;
+slow:
+	return cpu_slab_alloc_slow(s, gfp);
+}
+
+void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
+{
+	/* One node until NUMA placement lands: every node id is a hint. */
+	(void)node;
+	return kmem_cache_alloc(s, gfp);
+}
+
+void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
+{
+	return kmem_cache_alloc(s, gfp | __GFP_ZERO);
+}
+
+/* ===========================================================================
+ * Freeing
+ */
+
+/* Is x an object of s? The page map gives its slab's start, cache and object
+ * count: one 8-byte entry, no struct slab (the slab itself is found only on
+ * the paths that need it). */
+static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return false;
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	return e.cache == s->id && usl_obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
+}
+
+bool usl_cache_obj_ok(struct kmem_cache *s, const void *x)
+{
+	return obj_check(s, (void *)x);
+}
+
+/* Every 256th kfree/free of a thread marks its cache used, for the decay
+ * sweep's idea of idle, and ticks the decay clock, so a program whose frees
+ * all take fast paths still gives memory back. (kmem_cache_free does not: its
+ * pair with kmem_cache_alloc is the leanest path; a user cache's CPU slots are
+ * never flushed by the sweep.) */
+static __thread unsigned int free_calls __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) void free_sample(struct kmem_cache *s)
+{
+	__atomic_store_n(&s->recent_use, 1, __ATOMIC_RELAXED);
+	usl_decay_tick();
+}
+
+/* free_sample for usl_free_ptr's fast path, which has only the id. */
+static __attribute__((noinline)) void free_sample_id(unsigned int id)
+{
+	struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
+	if (s)
+		free_sample(s);
+}
+
+/* Counts a kfree/free on this thread: true for every 256th. */
+static inline __attribute__((always_inline)) bool sample_due(void)
+{
+	return usl_unlikely(!(++free_calls % 256));
+}
+
+/* Called last on each free path, so that it is a tail call and the fast path
+ * saves no register. */
+static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache *s, bool sample)
+{
+	if (sample && sample_due())
+		free_sample(s);
+}
+
+/* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
+static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
+                                                               bool sample)
+{
+	if (s->sheaf_capacity) {
+		int r = usl_rseq_sheaf_push(s, x);
+		if (usl_likely(r == USL_RS_OK)) {
+			maybe_sample(s, sample);
+			return;
+		}
+		if (r == USL_RS_OTHER)
+			usl_report_double_free(s, x, fn);
+		else
+			usl_sheaf_free(s, x);   /* full main, marked slot, locked mode */
+		maybe_sample(s, sample);
+		return;
+	}
+	/* In locked mode the section fails at once (usl_rseq_nr == 0). */
+	struct slab *slab = usl_virt_to_slab(x);
+	int r = usl_rseq_free(s, slab, x);
+	if (usl_likely(r == USL_RS_OK)) {
+		maybe_sample(s, sample);
+		return;
+	}
+	usl_slub_free_slow(s, slab, x, r, fn);
+	maybe_sample(s, sample);
+}
+
+void kmem_cache_free(struct kmem_cache *s, void *x)
+{
+	if (usl_unlikely(!x))
+		return;
+	if (usl_unlikely(!s)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
+		return;
+	}
+	if (usl_unlikely(!obj_check(s, x))) {
+		usl_report_bad_free("kmem_cache_free", s, x, usl_virt_to_slab(x));
+		return;
+	}
+	free_checked(s, x, "kmem_cache_free", false);
+}
+
+/* ===========================================================================
+ * Freeing by pointer alone (kfree, free)
+ */
+
+/* The start-up area of the malloc override: its blocks are never freed, and a
+ * free of one is no error. */
+static uintptr_t ignored_lo;
+static size_t ignored_len;
+
+void usl_free_ignore_area(const void *lo, size_t len)
+{
+	__atomic_store_n(&ignored_lo, (uintptr_t)lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&ignored_len, len, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline, cold)) void usl_report_bad_ptr(const char *fn, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated kmalloc block (free already, or inside one); ignored",
+		           fn, p);
+	else
+		usl_report(USLAB_ERR_FOREIGN, "%s: %p is not a uslab pointer; ignored", fn, p);
+}
+
+/* A pointer that is no slab object of a user or kmalloc cache: NULL and
+ * ZERO_SIZE_PTR are nothing, a large block (a page block or a mapping) is
+ * freed, a block of the start-up area stays, and anything else (an object of
+ * uslab's own caches too: a struct kmem_cache, a sheaf) is reported. Kept out
+ * of line so the slab-object path saves no registers. */
+static __attribute__((noinline)) void free_nonslab(void *x, const char *fn)
+{
+	if (ZERO_OR_NULL_PTR(x))
+		return;
+	if ((uintptr_t)x - __atomic_load_n(&ignored_lo, __ATOMIC_RELAXED) < __atomic_load_n(&ignored_len, __ATOMIC_RELAXED))
+		return;
+	if (usl_large_free(x))
+		return;
+	usl_report_bad_ptr(fn, x);
+}
+
+/* usl_free_ptr's slow path, for x at offset off in the range: a slab object of
+ * a user or kmalloc cache, its cache from the page map and the object check
+ * kmem_cache_free's; anything else is free_nonslab's, a tail call. */
+static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uintptr_t off)
+{
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	struct kmem_cache *s = usl_pagemap_user_cache(e);
+	if (usl_unlikely(!s)) {
+		free_nonslab(x, fn);
+		return;
+	}
+	/* A user cache's entry: objects has no USL_PM_INTERNAL bit to mask. */
+	if (usl_unlikely(!usl_obj_index_in(s, (uint32_t)off - e.start, e.objects)))
+		usl_report_bad_free(fn, s, x, usl_virt_to_slab(x));
+	else
+		free_checked(s, x, fn, true);
+}
+
+/* The fast path needs no struct kmem_cache: the page map's id gives the
+ * object check's divisor (usl_cache_div) and the slots (usl_id_slots), and a
+ * push onto the CPU's main sheaf ends it. A pointer outside the range goes to
+ * free_nonslab; everything else - no cache (id 0, whose divisor fails the
+ * check), uslab's own caches, a bad pointer, a double free on the sheaf's top,
+ * a full sheaf, a cache without sheaves - to free_ptr_slow, which looks at the
+ * cache. */
+void usl_free_ptr(void *x, const char *fn)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+		free_nonslab(x, fn);
+		return;
+	}
+	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
+	unsigned int id = (unsigned int)(w >> 48);
+	uint64_t d = __atomic_load_n(&usl_cache_div[id], __ATOMIC_RELAXED);
+	/* An object of uslab's own caches (objects has USL_PM_INTERNAL) may pass
+	 * the index test, but those caches have no sheaves: the push fails. */
+	if (usl_likely(usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) <
+	               (uint16_t)(w >> 32)) &&
+	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
+		if (sample_due())
+			free_sample_id(id);
+		return;
+	}
+	free_ptr_slow(x, fn, off);
+}
+
+/* ===========================================================================
+ * Bulk
+ */
+
+/* Bulk calls this small take the single-object paths (sheaves): their fixed
+ * cost is lower than a bulk call's. */
+#define SMALL_BULK 3
+
+static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
+{
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
+		           s->name, got, nr);
+	return 0;
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_bulk(%s): %s (nr %zu)", s ? s->name : "NULL",
+		           !s ? "NULL cache" : !p ? "NULL array" : "nr above INT_MAX", nr);
+		return 0;
+	}
+	if (!nr)
+		return 0;
+	if (nr <= SMALL_BULK && s->sheaf_capacity) {
+		/* The single-object path is cheaper for a few objects. */
+		for (size_t i = 0; i < nr; i++)
+			if (!(p[i] = kmem_cache_alloc(s, gfp | __GFP_NOWARN))) {
+				for (size_t j = 0; j < i; j++)
+					kmem_cache_free(s, p[j]);
+				return alloc_bulk_failed(s, gfp, i, nr);
+			}
+		return (int)nr;
+	}
+	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
+		return 0;
+	if (gfp & __GFP_ZERO)
+		for (size_t i = 0; i < nr; i++)
+			memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+	return (int)nr;
+}
+
+/* Sheaves: check every pointer (reported and left out when bad, as is an entry
+ * equal to the one before it), compact, and copy them into the sheaves. */
+static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
+{
+	/* obj_check with everything it reads hoisted out of the loop (the range
+	 * only grows, and every object in p[] was handed out before this call). */
+	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	const struct usl_pagemap_entry *pm = usl_pagemap;
+	const uint32_t inv = s->div_inv, ds = s->div_shift, id = s->id;
+	size_t i, k;
+	uintptr_t prev = 0;
+
+	/* The common case: every entry good. No stores; NULL fails the range
+	 * check (NULL - base wraps). The page map entry is read once per run of
+	 * pointers into one page (arrays from kmem_cache_alloc_bulk mostly are).
+	 * The first entry that is not simply good sends the rest through the
+	 * compacting loop below, which reports. */
+	uintptr_t last_pg = ~(uintptr_t)0;
+	uint32_t start = 0, objects = 0;
+	for (i = 0; i < nr; i++) {
+		uintptr_t x = (uintptr_t)p[i];
+		uintptr_t off = x - base;
+		if (usl_unlikely(off >= top))
+			break;
+		uintptr_t pg = off >> usl_page_shift;
+		if (pg != last_pg) {
+			struct usl_pagemap_entry e = usl_pm_read(&pm[pg]);
+			if (usl_unlikely(e.cache != id))
+				break;
+			start = e.start;
+			objects = USL_PM_OBJECTS(e);
+			last_pg = pg;
+		}
+		if (usl_unlikely(usl_obj_index((uint32_t)off - start, inv, ds) >= objects || x == prev))
+			break;
+		prev = x;
+	}
+	/* The rare case: from the first entry that was not simply good, each one
+	 * checked on its own, reported if bad, and the good ones compacted. */
+	k = i;
+	for (; i < nr; i++) {
+		void *x = p[i];
+		if (!x)
+			continue;
+		if (usl_unlikely(!obj_check(s, x))) {
+			usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
+			continue;
+		}
+		if (usl_unlikely((uintptr_t)x == prev)) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
+			           s->name, x);
+			continue;
+		}
+		p[k++] = x;
+		prev = (uintptr_t)x;
+	}
+	if (k)
+		usl_sheaf_free_bulk(s, k, p);
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	if (s && s->sheaf_capacity && p) {
+		if (nr <= SMALL_BULK) {
+			for (size_t i = 0; i < nr; i++)
+				if (p[i])
+					kmem_cache_free(s, p[i]);
+			return;
+		}
+		sheaf_free_bulk_checked(s, nr, p);
+		return;
+	}
+	if (!s) {
+		kfree_bulk(nr, p);
+		return;
+	}
+	usl_slub_free_bulk_as("kmem_cache_free_bulk", s, nr, p);
+}
+
+/* Entries that are not slab objects of a user or kmalloc cache (large blocks,
+ * mappings, ZERO_SIZE_PTR, bad pointers) are freed or reported one by one, as
+ * kfree does, and cleared; the rest go to the engine's detached freelists. */
+void kfree_bulk(size_t nr, void **p)
+{
+	if (p) {
+		const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+		for (size_t i = 0; i < nr; i++) {
+			if (!p[i])
+				continue;
+			uintptr_t off = (uintptr_t)p[i] - usl_base;
+			if (off < top && usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift])))
+				continue;
+			usl_free_ptr(p[i], "kfree");
+			p[i] = NULL;
+		}
+	}
+	usl_slub_free_bulk_as("kfree_bulk", NULL, nr, p);
+}

@@ -1,0 +1,29 @@
+/* kmalloc.h - the kmalloc layer (src/kmalloc/), as the malloc override sees
+ * it: malloc's size classes and their table, the malloc fast path, and ksize
+ * under another name for reports. kmalloc, kfree and the rest of the family
+ * are public (uslab.h). Calls the common layer and below. Lock: the common
+ * layer's classes lock, while classes are made. */
+#ifndef USL_KMALLOC_H
+#define USL_KMALLOC_H
+
+#include "../common/common.h"
+
+/* The class cache for n <= KMALLOC_MAX_CACHE_SIZE at [(n + 15) >> 4]; all
+ * NULL until usl_malloc_bytes has made the classes (malloc's inline path). */
+#define KMALLOC_SHIFT_HIGH 13                       /* the largest class: 8 KiB */
+#define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
+#define USL_MALLOC_TAB (KMALLOC_MAX_CACHE_SIZE / 16 + 1)
+extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
+/* The same classes' slots (their cpu_slab), for malloc's fast path. */
+extern struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB] USL_HIDDEN;
+/* malloc from the class at usl_malloc_tab[i], whose slots are slots: the
+ * sheaf pop with no load of the cache; on failure kmem_cache_alloc(class,
+ * GFP_KERNEL | __GFP_NOWARN), errno ENOMEM when that fails. */
+USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i);
+/* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
+ * 32 bytes to 256, then eight a doubling), each made on first use. */
+USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
+/* ksize, with reports naming fn (0 for a pointer that starts no block). */
+USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
+
+#endif /* USL_KMALLOC_H */

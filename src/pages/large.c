@@ -1,0 +1,232 @@
+/* large.c - large blocks by pointer: the page blocks that kmalloc takes above
+ * 8 KiB (USL_PAGE_LARGE, from pages.c), and direct mappings beyond the largest
+ * block, recorded in an open-addressing table (the range cannot hold them, so
+ * they are found by address). Lock: map_lock, the innermost lock of the
+ * library, held for a table operation only. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "pages.h"
+
+/* ===========================================================================
+ * Direct mappings: above the page provider's largest block. The registry is an
+ * open-addressing table of {address, length} in its own mapping, doubled when
+ * half full; a pointer outside the reserved range is one of these or foreign.
+ */
+struct huge_entry {
+	uintptr_t addr;      /* 0: empty; 1: deleted */
+	size_t len;
+};
+static struct huge_entry *huge_tab;
+static size_t huge_cap, huge_used, huge_live, huge_bytes;
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+#define HUGE_DELETED ((uintptr_t)1)
+
+static inline size_t huge_slot(uintptr_t a, size_t cap)
+{
+	return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+}
+
+/* Under map_lock. */
+static struct huge_entry *huge_find(uintptr_t a)
+{
+	if (!huge_cap)
+		return NULL;
+	for (size_t i = huge_slot(a, huge_cap);; i = (i + 1) & (huge_cap - 1)) {
+		if (huge_tab[i].addr == a)
+			return &huge_tab[i];
+		if (!huge_tab[i].addr)
+			return NULL;
+	}
+}
+
+/* Under map_lock: room for one more entry. */
+static bool huge_reserve(void)
+{
+	if ((huge_used + 1) * 2 <= huge_cap)
+		return true;
+	size_t cap = huge_cap ? huge_cap * 2 : 256;
+	if (huge_live * 4 < huge_cap)
+		cap = huge_cap;                     /* mostly deleted entries: rehash in place size */
+	struct huge_entry *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return false;
+	for (size_t i = 0; i < huge_cap; i++) {
+		if (huge_tab[i].addr <= HUGE_DELETED)
+			continue;
+		size_t j = huge_slot(huge_tab[i].addr, cap);
+		while (t[j].addr)
+			j = (j + 1) & (cap - 1);
+		t[j] = huge_tab[i];
+	}
+	if (huge_tab)
+		munmap(huge_tab, huge_cap * sizeof(*huge_tab));
+	huge_tab = t;
+	huge_cap = cap;
+	huge_used = huge_live;
+	return true;
+}
+
+/* Under map_lock, with room reserved: enter [p, p + len) (counters aside). */
+static void huge_insert_locked(void *p, size_t len)
+{
+	size_t i = huge_slot((uintptr_t)p, huge_cap);
+	while (huge_tab[i].addr > HUGE_DELETED)
+		i = (i + 1) & (huge_cap - 1);
+	if (!huge_tab[i].addr)
+		huge_used++;
+	huge_tab[i].addr = (uintptr_t)p;
+	huge_tab[i].len = len;
+}
+
+/* Record the mapping [p, p + len) (len a page multiple); false if the table
+ * cannot grow. */
+static bool huge_record(void *p, size_t len)
+{
+	pthread_mutex_lock(&map_lock);
+	bool ok = huge_reserve();
+	if (ok) {
+		huge_insert_locked(p, len);
+		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&map_lock);
+	return ok;
+}
+
+/* A direct mapping of size bytes aligned to align (a power of two; a page
+ * unless more is asked): above a page, map size + align and unmap the
+ * unaligned head and the tail. Fresh anonymous memory reads as zeros. */
+void *usl_map_alloc(size_t size, size_t align)
+{
+	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
+	size_t extra = align > usl_page_size ? align : 0;
+	if (len < size || len + extra < len || len + extra > PTRDIFF_MAX)
+		return NULL;
+	char *raw = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	char *p = extra ? (char *)USL_ALIGN((uintptr_t)raw, align) : raw;
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if (raw + len + extra > p + len)
+		munmap(p + len, (size_t)(raw + len + extra - (p + len)));
+	if (!huge_record(p, len)) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
+}
+
+size_t usl_map_bytes(void)
+{
+	return __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
+}
+
+size_t usl_map_count(void)
+{
+	return __atomic_load_n(&huge_live, __ATOMIC_RELAXED);
+}
+
+/* The length of the direct mapping starting at p, 0 if there is none. */
+static size_t huge_size(const void *p)
+{
+	pthread_mutex_lock(&map_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	size_t len = e ? e->len : 0;
+	pthread_mutex_unlock(&map_lock);
+	return len;
+}
+
+/* Resize the direct mapping at p to hold n bytes (mremap, which may move it);
+ * the new address, or NULL (p unchanged) if p is not a mapping or the kernel
+ * refuses. Under map_lock throughout, so the table never names a stale range. */
+void *usl_map_resize(void *p, size_t n)
+{
+	size_t len = USL_ALIGN(n, usl_page_size);
+	void *q = NULL;
+
+	if (len < n || len > PTRDIFF_MAX)
+		return NULL;
+	pthread_mutex_lock(&map_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	if (e) {
+		int saved_errno = errno;
+		q = e->len == len ? p : mremap(p, e->len, len, MREMAP_MAYMOVE);
+		errno = saved_errno;
+		if (q == MAP_FAILED) {
+			q = NULL;
+		} else if (q != p) {
+			/* Moved: the entry goes to its new slot (the table has room: a
+			 * deletion frees one, and reserve never fails below half full). */
+			size_t old_len = e->len;
+			e->addr = HUGE_DELETED;
+			huge_insert_locked(q, len);
+			__atomic_store_n(&huge_bytes, huge_bytes - old_len + len, __ATOMIC_RELAXED);
+		} else {
+			__atomic_store_n(&huge_bytes, huge_bytes - e->len + len, __ATOMIC_RELAXED);
+			e->len = len;
+		}
+	}
+	pthread_mutex_unlock(&map_lock);
+	return q;
+}
+
+/* Unmap the direct mapping at p; false if there is none. */
+static bool huge_free(const void *p)
+{
+	pthread_mutex_lock(&map_lock);
+	struct huge_entry *e = huge_find((uintptr_t)p);
+	size_t len = 0;
+	if (e) {
+		len = e->len;
+		e->addr = HUGE_DELETED;
+		__atomic_store_n(&huge_live, huge_live - 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&huge_bytes, huge_bytes - len, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&map_lock);
+	if (!e)
+		return false;
+	int saved_errno = errno;            /* free() must keep errno */
+	munmap((void *)p, len);
+	errno = saved_errno;
+	return true;
+}
+
+void usl_map_fork_lock(void)
+{
+	pthread_mutex_lock(&map_lock);
+}
+
+void usl_map_fork_unlock(void)
+{
+	pthread_mutex_unlock(&map_lock);
+}
+
+/* ===========================================================================
+ * Large blocks by pointer
+ */
+
+size_t usl_large_size(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
+		struct slab *h = usl_virt_to_slab(p);
+		if (h && __atomic_load_n(&h->kind, __ATOMIC_ACQUIRE) == USL_PAGE_LARGE && (const char *)p == h->addr)
+			return usl_order_bytes(h->order);
+		return 0;
+	}
+	return huge_size(p);
+}
+
+bool usl_large_free(void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
+		return usl_pages_free_large(p);
+	return huge_free(p);
+}

@@ -1,0 +1,157 @@
+/* pages.h - the pages layer (src/pages/): the library's start-up, the reserved
+ * range, the struct slab table and the page map, buddy blocks of 2^order pages
+ * given back to the OS by decay (pages.c), and large blocks by pointer: page
+ * blocks of kmalloc above 8 KiB and direct mappings beyond the largest block
+ * (large.c). Calls only the platform layer. Locks: pages_lock, then map_lock
+ * (the mapping table), the innermost locks of the library. */
+#ifndef USL_PAGES_H
+#define USL_PAGES_H
+
+#include "../platform/platform.h"
+#include "../types.h"
+
+/* Start-up: the platform (options, CPUs, per-CPU mode), then the reserved
+ * range; once, and aborting with a report if not even 256 MiB of address
+ * space can be reserved. No allocation. */
+extern int usl_inited USL_HIDDEN;
+USL_HIDDEN void usl_init(void);
+static inline void usl_ensure_init(void)
+{
+	if (usl_unlikely(!__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE)))
+		usl_init();
+}
+
+/* ---- the range, the table and the page map (pages.c) ---- */
+extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range */
+extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
+extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
+extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
+/* The page map: per page, where its block begins and, for a slab, its cache and
+ * object count. 8 bytes a page (8 pages a cache line, against one for the
+ * table), read and written whole (usl_pm_read, usl_pm_write), so a free checks
+ * a pointer without touching the slab's struct slab: the cache id compares with
+ * the cache's, (uint32_t)off - start is the offset in the block, and objects
+ * bounds the index. */
+extern struct usl_pagemap_entry *usl_pagemap USL_HIDDEN;
+static inline struct usl_pagemap_entry usl_pm_read(const struct usl_pagemap_entry *e)
+{
+	struct usl_pagemap_entry v;
+	__atomic_load(e, &v, __ATOMIC_ACQUIRE);
+	return v;
+}
+/* The entry as one integer: start in bits 0..31, objects 32..47, cache 48..63
+ * (x86-64 is little-endian), for the free fast path, which unpacks it with
+ * shifts. */
+static inline uint64_t usl_pm_word(const struct usl_pagemap_entry *e)
+{
+	struct usl_pagemap_entry v = usl_pm_read(e);
+	uint64_t w;
+	__builtin_memcpy(&w, &v, sizeof(w));   /* not an integer lvalue on the entry: no aliasing */
+	return w;
+}
+static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, unsigned int objects, unsigned int cache)
+{
+	struct usl_pagemap_entry v = { start, (uint16_t)objects, (uint16_t)cache };
+	__atomic_store(e, &v, __ATOMIC_RELEASE);
+}
+extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from the aux vector */
+extern size_t usl_page_size USL_HIDDEN;
+
+USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
+/* The same; *zeroed tells whether the block is known to read as zeros (a clean
+ * block: fresh, or purged with MADV_DONTNEED). */
+USL_HIDDEN void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed);
+USL_HIDDEN void usl_pages_free(void *addr);
+/* Free the large kmalloc block starting at addr; false (nothing done) if addr is
+ * not the start of one (checked under pages_lock, so two frees cannot both win). */
+USL_HIDDEN bool usl_pages_free_large(void *addr);
+/* Set by the decay sweep while it frees: the blocks it frees count as free for a
+ * whole decay interval already (their objects sat unused that long). */
+extern __thread bool usl_pages_aging USL_HIDDEN;
+USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
+USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
+USL_HIDDEN bool usl_pages_short(unsigned int order); /* no free block that size (racy) */
+USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
+USL_HIDDEN void usl_pages_fork_lock(void);
+USL_HIDDEN void usl_pages_fork_unlock(void);
+
+/* The offset of the block containing the committed offset off. */
+static inline uintptr_t usl_block_offset(uintptr_t off)
+{
+	return off - (uint32_t)((uint32_t)off - usl_pm_read(&usl_pagemap[off >> usl_page_shift]).start);
+}
+
+/* The table is ordered inside each region (one largest block, 2^10 pages) by
+ * the page number's trailing zeros, most first, then by the number: page 0,
+ * then 512, 256 and 768, then the odd multiples of 128, ..., and the odd
+ * numbers last. The head of a block of 2^k pages is at a multiple of 2^k, so
+ * the heads of such blocks all fall in the first 1024 >> k entries: a region of
+ * 16-page slabs keeps one table page resident (64 entries), not sixteen. Only a
+ * block's head entry is ever used. Entry i of the region holds page
+ * (1024 + i) >> (ctz(i) + 1) ... see usl_table_pfn. */
+static inline size_t usl_table_index(size_t pfn)
+{
+	size_t n = (size_t)1 << USL_MAX_ORDER, i = pfn & (n - 1);
+	return pfn - i + ((n + i) >> (__builtin_ctzl(i | n) + 1));
+}
+static inline size_t usl_table_pfn(size_t index)
+{
+	size_t n = (size_t)1 << USL_MAX_ORDER, j = index & (n - 1);
+	if (!j)
+		return index;
+	unsigned int tz = USL_MAX_ORDER - 1 - (63 - (unsigned int)__builtin_clzl(j));   /* the page's trailing zeros */
+	return index - j + ((j << (tz + 1)) - n + ((size_t)1 << tz));
+}
+
+/* The table entry of the block containing p; NULL for a foreign pointer. */
+static inline struct slab *usl_virt_to_slab(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	/* Only the committed part has table entries (the rest is PROT_NONE). */
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return NULL;
+	return &usl_table[usl_table_index(usl_block_offset(off) >> usl_page_shift)];
+}
+/* The page number of a head entry. */
+static inline size_t usl_slab_pfn(const struct slab *slab) { return usl_table_pfn((size_t)(slab - usl_table)); }
+static inline void *usl_slab_address(const struct slab *slab)
+{
+	return (void *)(usl_base + (usl_slab_pfn(slab) << usl_page_shift));
+}
+static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
+/* The smallest order whose block holds size bytes (above USL_MAX_ORDER when no
+ * block does). */
+static inline unsigned int usl_bytes_order(size_t size)
+{
+	unsigned int order = 0;
+	while (usl_order_bytes(order) < size)
+		order++;
+	return order;
+}
+
+
+/* uslab's own metadata: a zeroed page block of at least size bytes (NULL above
+ * the largest block), and its free. */
+USL_HIDDEN void *usl_meta_alloc(size_t size);
+USL_HIDDEN void usl_meta_free(void *p);
+
+/* ---- large blocks (large.c) ---- */
+/* A direct mapping of size bytes aligned to align (a power of two; at least a
+ * page), recorded so free and size find it by address; NULL if the kernel
+ * refuses or the table cannot grow. Fresh anonymous memory reads as zeros. */
+USL_HIDDEN void *usl_map_alloc(size_t size, size_t align);
+/* Resize the mapping at p to hold n bytes (mremap, which may move it): the new
+ * address, or NULL (p unchanged) if p is not a mapping or the kernel refuses. */
+USL_HIDDEN void *usl_map_resize(void *p, size_t n);
+USL_HIDDEN size_t usl_map_bytes(void);          /* bytes in direct mappings */
+USL_HIDDEN size_t usl_map_count(void);
+USL_HIDDEN void usl_map_fork_lock(void);        /* map_lock, after pages_lock */
+USL_HIDDEN void usl_map_fork_unlock(void);
+/* The usable bytes of the large block (a USL_PAGE_LARGE page block, or a
+ * mapping) that p starts; 0 if p starts none. */
+USL_HIDDEN size_t usl_large_size(const void *p);
+/* Free the large block p starts; false (nothing done) if it starts none. A
+ * page block is checked under pages_lock, so two frees cannot both win. */
+USL_HIDDEN bool usl_large_free(void *p);
+
+#endif /* USL_PAGES_H */

@@ -1,0 +1,449 @@
+/* barn.c - the per-node barn of full and empty sheaves, and the per-CPU
+ * layer's whole-cache work: flushing every CPU's sheaves (with the engine's
+ * mark + membarrier protocol), the decay sweep's part, trimming the barn
+ * before growth, fork locks and counts. Lock: the barn's spin lock, held for a
+ * few list operations, never across a call out. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <string.h>
+
+#include "../testing.h"
+#include "internal.h"
+
+/* ===========================================================================
+ * The barn: full and empty sheaves of one node, under barn->lock.
+ *
+ * Limits. Empty sheaves: barn_max_empty (the kernel's 10), or as many as the barn
+ * held full sheaves since the last decay check; more are freed. Full sheaves: barn_max_full (the kernel's 10) is the level the barn returns to,
+ * not a wall. A burst of frees may park more full sheaves; the surplus that stays
+ * unused for a whole decay interval (USLAB_DECAY_MS, the page provider's) is
+ * flushed to slabs: the barn tracks the fewest full sheaves it held since the
+ * last check (a low-water mark), and sheaves above max_full that were never taken
+ * in that interval go back. With USLAB_DECAY_MS=0 the limit is exact. Why: with
+ * the kernel's wall every free beyond ten sheaves goes to a slab (a cmpxchg16b
+ * and a cache miss per object), which made random frees of 10k objects 3x
+ * mimalloc; with the decaying surplus they are near it (docs/ARCHITECTURE.md
+ * section 7). kmem_cache_shrink and uslab_release_free_memory flush it at once.
+ */
+
+static void barn_set(unsigned int *counter, unsigned int v)
+{
+	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* peeked unlocked */
+}
+
+/* Under barn->lock: pop a sheaf. */
+static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
+{
+	struct slab_sheaf **top = full ? &barn->full : &barn->empty;
+	struct slab_sheaf *sh = *top;
+
+	if (!sh)
+		return NULL;
+	*top = sh->next;
+	/* The stacks live long enough to leave the cache. The next visit will
+	 * take the new top: start its misses now (header; a full one's top
+	 * objects, where the pops begin). */
+	if (sh->next) {
+		__builtin_prefetch(sh->next, 1);
+		if (full)
+			__builtin_prefetch(&sh->next->objects[sh->next->capacity - 1], 0);
+	}
+	if (full) {
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+		if (barn->nr_full < barn->low_full)
+			barn->low_full = barn->nr_full;
+	} else {
+		barn_set(&barn->nr_empty, barn->nr_empty - 1);
+	}
+	return sh;
+}
+
+/* Under barn->lock: move up to n full sheaves to the private list *out. */
+static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out)
+{
+	for (; n && barn->full; n--) {
+		struct slab_sheaf *sh = barn->full;
+		barn->full = sh->next;
+		barn_set(&barn->nr_full, barn->nr_full - 1);
+		usl_list_add_tail(&sh->barn_list, out);
+	}
+}
+
+/* Under barn->lock: the full sheaves above max_full that stayed unused for a
+ * decay interval, moved to *out. The count is what the low-
+ * water mark says; which sheaves go does not matter (a stack keeps a push or pop
+ * to the one sheaf it moves), so they are taken from the top. max: how many to
+ * move at most (the rest at the next check). */
+static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
+                                  struct usl_list *out)
+{
+	if (now < barn->last_decay + usl_opt.decay_ms)   /* (last_decay may be after now) */
+		return;
+	unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
+	unsigned int excess = low > s->barn_max_full ? low - s->barn_max_full : 0;
+	if (excess > max)
+		excess = max;
+	else
+		barn->last_decay = now;
+	barn_take_full_locked(barn, excess, out);
+	barn->low_full = barn->high_full = barn->nr_full;
+}
+
+static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
+{
+	if (usl_opt.decay_ms == 0) {
+		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, out);
+		barn->low_full = barn->high_full = barn->nr_full;
+		return;
+	}
+	if (++barn->puts % 16)
+		return;          /* read the clock every 16 puts above the level */
+	barn_decay_due_locked(s, barn, usl_now_ms(), 64, out);   /* bounded: a put pays for it */
+}
+
+static void flush_list(struct kmem_cache *s, struct usl_list *list);
+
+/* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
+ * the kind `want` says (1 full, 0 empty, -1 none). Returns what was taken, or
+ * NULL. An empty sheaf the barn has no room for is freed here; decayed full
+ * sheaves are flushed here, after the lock is dropped. */
+struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	struct slab_sheaf *got = NULL, *drop = NULL;
+	struct usl_list decayed;
+
+	usl_list_init(&decayed);
+	if (!give && want >= 0 &&
+	    !__atomic_load_n(want ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
+		return NULL;        /* peeked unlocked: a miss costs only a refill */
+	usl_spin_lock(&barn->lock);
+	barn->visits++;
+	if (want >= 0)
+		got = barn_take_locked(barn, want == 1);
+	if (give && give->size) {
+		give->next = barn->full;
+		barn->full = give;
+		barn_set(&barn->nr_full, barn->nr_full + 1);
+		if (barn->nr_full > barn->high_full)
+			barn->high_full = barn->nr_full;
+		if (barn->nr_full > s->barn_max_full)
+			barn_decay_locked(s, barn, &decayed);
+	} else if (give) {
+		/* Empties: the kernel's limit, or as many as the barn held full
+		 * sheaves lately (a burst of frees will want them back). */
+		unsigned int limit = s->barn_max_empty > barn->high_full ? s->barn_max_empty : barn->high_full;
+		if (barn->nr_empty < limit) {
+			give->next = barn->empty;
+			barn->empty = give;
+			barn_set(&barn->nr_empty, barn->nr_empty + 1);
+		} else {
+			drop = give;
+		}
+	}
+	usl_spin_unlock(&barn->lock);
+	if (drop)
+		usl_sheaf_dispose(s, drop);
+	if (!usl_list_empty(&decayed))
+		flush_list(s, &decayed);
+	return got;
+}
+
+struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full)
+{
+	return usl_barn_visit(s, NULL, full ? 1 : 0);
+}
+
+/* Flush every sheaf of a private list to slabs and keep or free the empties. */
+static void flush_list(struct kmem_cache *s, struct usl_list *list)
+{
+	while (!usl_list_empty(list)) {
+		struct slab_sheaf *sh = usl_container_of(list->next, struct slab_sheaf, barn_list);
+		usl_list_del(&sh->barn_list);
+		usl_sheaf_flush(s, sh);
+		usl_barn_visit(s, sh, -1);
+	}
+}
+
+/* A sheaf we cannot keep (an install lost a race, a returned prefilled sheaf):
+ * full ones to the barn, the rest flushed to slabs. */
+void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (!sh || sh == &usl_empty_sheaf)
+		return;
+	if (sh->size != sh->capacity)
+		usl_sheaf_flush(s, sh);
+	usl_barn_visit(s, sh, -1);
+}
+/* ===========================================================================
+ * Flushing every CPU's sheaves and the barn (shrink, destroy). The slots are
+ * reached with the engine's flush protocol (usl_slub_hold_slots): rseq mode marks every
+ * slot and one membarrier(PRIVATE_EXPEDITED_RSEQ) aborts every section in
+ * flight, so no section commits to a marked slot (each checks the mark after its
+ * start); locked mode takes each slot's sheaf_lock. While the slots are held only
+ * pointers move; objects go back to slabs after they are released, and every
+ * sheaf, the barn's empty ones too, is freed (the kernel's barn_shrink): sheaf
+ * structures are scattered over the range.
+ */
+void usl_sheaf_flush_all(struct kmem_cache *s)
+{
+	struct usl_list taken;
+	struct usl_barn *barn = usl_get_barn(s);
+
+	if (!s->sheaf_capacity)
+		return;
+	usl_list_init(&taken);
+	if (usl_slub_hold_slots(s)) {
+		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+			struct kmem_cache_cpu *c = &s->cpu_slab[i];
+			if (!usl_rseq_mode)
+				usl_spin_lock(&c->sheaf_lock);
+			struct slab_sheaf *sh[2] = { usl_slot_main_detach(c), c->spare };
+			c->spare = NULL;
+			if (!usl_rseq_mode)
+				usl_spin_unlock(&c->sheaf_lock);
+			for (int k = 0; k < 2; k++)
+				if (sh[k] && sh[k] != &usl_empty_sheaf)
+					usl_list_add_tail(&sh[k]->barn_list, &taken);
+		}
+		usl_slub_release_slots(s);
+	}
+	usl_spin_lock(&barn->lock);
+	barn_take_full_locked(barn, ~0u, &taken);
+	barn->low_full = barn->high_full = 0;
+	struct slab_sheaf *e;
+	while ((e = barn_take_locked(barn, false)))
+		usl_list_add_tail(&e->barn_list, &taken);
+	usl_spin_unlock(&barn->lock);
+
+	while (!usl_list_empty(&taken)) {
+		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
+		usl_list_del(&sh->barn_list);
+		usl_sheaf_flush(s, sh);
+		usl_sheaf_dispose(s, sh);
+	}
+}
+
+/* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
+ * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
+ * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
+ * locked mode under the slot's locks, one at a time (§5). */
+static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
+{
+	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
+	return __atomic_load_n(&c->main_size, __ATOMIC_RELAXED) ||
+	       (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
+}
+
+static bool slot_slabs_hold(struct kmem_cache_cpu *c)
+{
+	return __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&c->freelist, __ATOMIC_RELAXED);
+}
+
+/* Does any CPU slot of s hold cpu partial slabs? An unlocked peek in rseq
+ * mode, under each slot's lock in locked mode (as slots_hold_objects). */
+static bool slots_hold_partials(struct kmem_cache *s)
+{
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		bool some;
+		if (usl_rseq_mode) {
+			some = __atomic_load_n(&c->partial, __ATOMIC_RELAXED) != NULL;
+		} else {
+			usl_spin_lock(&c->lock);
+			some = c->partial != NULL;
+			usl_spin_unlock(&c->lock);
+		}
+		if (some)
+			return true;
+	}
+	return false;
+}
+
+/* The sweep flushes CPU slots only while membarrier works: a process that
+ * forbids it later (a seccomp sandbox) gets no report and no failing call on
+ * every sweep; shrink, destroy and malloc_trim still try and report. */
+static bool sweep_flush_off;
+
+static bool sweep_may_flush(void)
+{
+	if (usl_rseq_mode && usl_membarrier_rseq() != 0) {
+		__atomic_store_n(&sweep_flush_off, true, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
+static bool slots_hold_objects(struct kmem_cache *s)
+{
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		bool some;
+		if (usl_rseq_mode) {
+			some = slot_sheaves_hold(c) || slot_slabs_hold(c);
+		} else {
+			usl_spin_lock(&c->sheaf_lock);
+			some = slot_sheaves_hold(c);
+			usl_spin_unlock(&c->sheaf_lock);
+			if (!some) {
+				usl_spin_lock(&c->lock);
+				some = slot_slabs_hold(c);
+				usl_spin_unlock(&c->lock);
+			}
+		}
+		if (some)
+			return true;
+	}
+	return false;
+}
+
+/* Every CPU's sheaves, then its cpu slab (the flushed objects may land on this
+ * CPU's cpu slab), back to the slabs. */
+static void flush_cpus(struct kmem_cache *s)
+{
+	usl_sheaf_flush_all(s);
+	usl_slub_flush_cpus(s);
+}
+
+/* The periodic sweep (the common layer's decay tick): the surplus that stayed unused for a
+ * decay interval goes back to slabs even if this cache's barn is not visited.
+ * A barn not visited since the previous sweep (at least a decay interval ago)
+ * gives back all its full sheaves, and the slabs they empty go to the page
+ * provider: the cache, if used at all, runs on the CPUs' own sheaves. For a
+ * kmalloc or malloc class what every CPU holds of it goes back too, and its
+ * next refills are small (a program that stopped using a size, or uses it a
+ * few objects at a time, keeps a few objects of it). uslab's own caches (no
+ * sheaves) give back the slabs on their CPUs' partial lists: the sheaf
+ * structures of a burst, freed since, would keep them there for ever. */
+void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	struct usl_list out;
+
+	if (!s->sheaf_capacity) {
+		if (s->flags & USL_SLAB_INTERNAL) {
+			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
+			    sweep_may_flush())
+				flush_cpus(s);
+			usl_slub_release(s);     /* and the empty ones frees put on the node list */
+		}
+		return;
+	}
+	usl_list_init(&out);
+	usl_spin_lock(&barn->lock);
+	/* Idle: no barn visit since the last sweep, and no free of it sampled by
+	 * the tick (a cache used only through its main sheaves visits no barn). */
+	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
+	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
+	bool idle = !used && unvisited;
+	barn->visits_swept = barn->visits;
+	if (unvisited) {
+		/* Idle, or used only through the CPUs' own sheaves: either way
+		 * nobody needed the barn's full sheaves for an interval. The next
+		 * such sweep is an interval later. */
+		barn_take_full_locked(barn, barn->nr_full, &out);
+		barn->low_full = barn->high_full = 0;
+		barn->last_decay = now;
+	} else if (barn->nr_full > s->barn_max_full) {
+		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
+	}
+	usl_spin_unlock(&barn->lock);
+	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
+	for (struct usl_list *it = out.next; it != &out; it = it->next)
+		own++;
+	flush_list(s, &out);
+	if (own) {
+		usl_spin_lock(&barn->lock);
+		barn->visits_swept += own;           /* the sweep's own visits are not use */
+		usl_spin_unlock(&barn->lock);
+	}
+	bool flushed = false;
+	if (unvisited) {
+		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
+		 * reached with the flush protocol (one membarrier), only when a peek
+		 * finds something there. The cache is idle, or runs on the CPUs'
+		 * own sheaves alone: then what they hold, up to two sheaves a CPU,
+		 * pins slabs scattered over everything the cache ever used, and a
+		 * refill an interval costs nothing. Only for kmalloc and malloc
+		 * classes, whose frees are sampled: a user cache used only through
+		 * its main sheaves would look idle. */
+		if ((s->flags & USL_SLAB_KMALLOC) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
+		    slots_hold_objects(s) && sweep_may_flush()) {
+			flush_cpus(s);
+			flushed = true;
+			__atomic_store_n(&barn->refill_shift, 3, __ATOMIC_RELAXED);
+			usl_spin_lock(&barn->lock);
+			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
+			usl_spin_unlock(&barn->lock);
+		}
+	}
+	if (idle || (unvisited && (own || flushed)))
+		usl_slub_release(s);                 /* the slabs the flushes emptied */
+}
+
+/* Memory is short (the page provider would grow): every full sheaf above the
+ * barn's level goes back to slabs now, used recently or not. */
+void usl_sheaf_trim_barn(struct kmem_cache *s)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	struct usl_list out;
+
+	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
+		return;
+	usl_list_init(&out);
+	usl_spin_lock(&barn->lock);
+	if (barn->nr_full > s->barn_max_full)     /* re-checked: peeked unlocked above */
+		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
+	barn->high_full = barn->nr_full;
+	barn->low_full = barn->nr_full;
+	usl_spin_unlock(&barn->lock);
+	flush_list(s, &out);
+}
+
+/* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
+void usl_sheaf_fork_lock(struct kmem_cache *s)
+{
+	if (!s->sheaf_capacity)
+		return;
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_lock(&s->cpu_slab[i].sheaf_lock);
+	usl_spin_lock(&usl_get_barn(s)->lock);
+}
+
+void usl_sheaf_fork_unlock(struct kmem_cache *s)
+{
+	if (!s->sheaf_capacity)
+		return;
+	usl_spin_unlock(&usl_get_barn(s)->lock);
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_unlock(&s->cpu_slab[i].sheaf_lock);
+}
+
+void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_ACQUIRE);
+		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_ACQUIRE);
+		if (m && m != &usl_empty_sheaf) {
+			out->cpu_sheaves++;
+			out->cpu_objects += __atomic_load_n(&c->main_size, __ATOMIC_RELAXED);
+		}
+		if (sp) {
+			out->cpu_sheaves++;
+			out->cpu_objects += __atomic_load_n(&sp->size, __ATOMIC_RELAXED);
+		}
+	}
+	usl_spin_lock(&barn->lock);
+	out->barn_full = barn->nr_full;
+	out->barn_empty = barn->nr_empty;
+	for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
+		out->barn_objects += sh->size;
+	usl_spin_unlock(&barn->lock);
+}

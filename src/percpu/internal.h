@@ -1,0 +1,77 @@
+/* internal.h - what the per-CPU layer's files share and nothing above sees:
+ * sheaf structures and their refill and flush, the barn visit, and a slot's
+ * sheaves taken private by a slow path (struct usl_pcs). Locks as in
+ * percpu.h. */
+#ifndef USL_PERCPU_INTERNAL_H
+#define USL_PERCPU_INTERNAL_H
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "../platform/platform.h"
+#include "../slub/slub.h"
+#include "percpu.h"
+
+#define USL_SHEAF_HEADER ((unsigned int)offsetof(struct slab_sheaf, objects))
+static inline unsigned int usl_sheaf_bytes(unsigned int capacity) { return USL_SHEAF_HEADER + 8u * capacity; }
+/* The largest sheaf (a prefilled one of its own): 512 KiB. */
+#define USL_SHEAF_MAX_CAPACITY ((524288u - USL_SHEAF_HEADER) / 8u)
+
+/* ---- sheaf structures (sheaf.c) ---- */
+/* A one-off sheaf: larger than the cache's capacity, or of a cache without
+ * sheaves (prefilled sheaves work on every cache). */
+static inline bool usl_sheaf_is_oversize(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	return !s->sheaf_capacity || sh->capacity != s->sheaf_capacity;
+}
+/* A sheaf of capacity for s: from s's sheaf class cache at its own capacity,
+ * else a page block of its own; NULL when out of memory. */
+USL_HIDDEN struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gfp_t gfp);
+USL_HIDDEN void usl_sheaf_dispose(struct kmem_cache *s, struct slab_sheaf *sh);
+/* Fill sh up to want objects from slabs. All or nothing: 0, or -ENOMEM. */
+USL_HIDDEN int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int want, gfp_t gfp);
+/* Every object of sh back to its slab. */
+USL_HIDDEN void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh);
+
+/* ---- the barn (barn.c) ---- */
+static inline struct usl_barn *usl_get_barn(struct kmem_cache *s)
+{
+	return &s->node[0]->barn;
+}
+/* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
+ * the kind `want` says (1 full, 0 empty, -1 none); what was taken, or NULL. */
+USL_HIDDEN struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want);
+USL_HIDDEN struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full);
+/* A sheaf we cannot keep: a full one to the barn, the rest flushed to slabs. */
+USL_HIDDEN void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh);
+
+/* ---------------------------------------------------------------------------
+ * The slot's sheaves, taken private by a slow path: one take, one put, in both
+ * modes (rseq: a section for {main_size, main}, one 16-byte store, and one for
+ * the spare; locked: under the slot's sheaf_lock). A taken main gets its count
+ * back from main_size; a put one gives it to main_size.
+ * (sheaf.c)
+ */
+struct usl_pcs {
+	struct kmem_cache_cpu *lc;   /* locked mode: the slot */
+	struct slab_sheaf *main, *spare;
+};
+
+/* A slot's main taken out by a holder of its sheaf_lock (locked mode) or its
+ * flush mark: the sheaf gets its count back from main_size, and the slot is
+ * left {0, usl_empty_sheaf}. */
+static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
+{
+	struct slab_sheaf *m = c->main;
+	if (m != &usl_empty_sheaf)
+		m->size = (uint32_t)c->main_size;
+	c->main_size = 0;
+	c->main = &usl_empty_sheaf;
+	return m;
+}
+
+/* False: this thread has no slot (rseq not registered); use the cpu-slab paths. */
+USL_HIDDEN bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b);
+/* Install what b holds where the slot's places are still empty; give the rest back. */
+USL_HIDDEN void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b);
+
+#endif /* USL_PERCPU_INTERNAL_H */

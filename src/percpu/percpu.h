@@ -1,0 +1,61 @@
+/* percpu.h - the per-CPU layer (src/percpu/): object arrays on the slot, as the
+ * layers above see them. Per CPU a main and a spare sheaf (arrays of free
+ * object pointers), per node a barn of full and empty sheaves; the fast paths
+ * are the sheaf sections of arch/rseq_x86.h (pop and push on the main sheaf),
+ * and everything here runs when a section fails. It refills from and flushes to
+ * the engine's bulk paths (slub/slub.h), and tells the layer above of its slow
+ * paths through usl_percpu_slow_tick. Locks: a slot's sheaf_lock (locked mode),
+ * then a barn's lock; neither is held across a call into the engine.
+ * docs/ARCHITECTURE.md section 7. */
+#ifndef USL_PERCPU_H
+#define USL_PERCPU_H
+
+#include "../types.h"
+
+/* The zero-capacity sheaf a slot's main points at while no sheaf is installed:
+ * both fast paths see it as empty and full, and need no NULL check. */
+extern struct slab_sheaf usl_empty_sheaf USL_HIDDEN;
+
+/* Hook: called at the end of each slow path that took a slot's sheaves private
+ * (an allocation from an empty main, a free into a full one). The common layer
+ * sets it to its decay tick; a no-op until then. */
+extern void (*usl_percpu_slow_tick)(void) USL_HIDDEN;
+
+/* ---- set-up (prefill.c) ---- */
+/* The kernel's calculate_sheaf_capacity: by object size, at least what the
+ * creator asked for, rounded up so the sheaf fills its size class; 0 if no
+ * class holds it. */
+USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested);
+/* Sheaf structures come in USL_SHEAF_CLASSES sizes, each an internal cache of
+ * the common layer: the class of a sheaf of this capacity (-1: none), and its
+ * bytes. */
+#define USL_SHEAF_CLASSES 16
+USL_HIDDEN int usl_sheaf_class(unsigned int capacity);
+USL_HIDDEN unsigned int usl_sheaf_class_bytes(int cls);
+/* The barn of s (s->sheaf_capacity and s->sheaf_cache set; the slots hold
+ * usl_empty_sheaf as main from the id's assignment). */
+USL_HIDDEN void usl_sheaf_cache_init(struct kmem_cache *s);
+
+/* ---- the slow paths behind the sections (sheaf.c) ---- */
+/* The pop section failed (empty main, marked slot, locked mode, no CPU). */
+USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);
+/* The push section failed (full main, marked slot, locked mode, no CPU); x is a
+ * checked object of s. */
+USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);
+/* All or nothing: nr, or 0 with nothing kept (no zeroing). */
+USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+/* p[0..nr) are checked objects of s (no NULLs). */
+USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+
+/* ---- whole-cache work (barn.c) ---- */
+/* Every CPU's sheaves and the barn's to slabs, and the sheaves freed. */
+USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);
+/* Before growth: full sheaves above the barn's level back to slabs. */
+USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);
+/* The decay sweep's part for one cache (docs/ARCHITECTURE.md section 2). */
+USL_HIDDEN void usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
+/* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
+USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
+USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
+
+#endif /* USL_PERCPU_H */

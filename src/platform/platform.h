@@ -1,0 +1,56 @@
+/* platform.h - the platform layer (src/platform/): USLAB_* options, reports,
+ * the clock, CPU and page facts, the spin lock, and the once-per-process choice
+ * of per-CPU mode (rseq or locked). The bottom floor: it calls no other layer.
+ * Locks: init_lock (start-up) and report_lock (copies the report handler). */
+#ifndef USL_PLATFORM_H
+#define USL_PLATFORM_H
+
+#include "../types.h"
+
+/* ---- options (options.c) ---- */
+struct usl_options {
+	int min_objects;             /* 0 = kernel formula */
+	int min_order;
+	int max_order;
+	bool max_order_given;        /* USLAB_MAX_ORDER set: it bounds malloc's own slab orders too */
+	int rseq;                    /* -1 auto, 0 off, 1 on */
+	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
+	unsigned int decay_ms;       /* free block age before madvise */
+	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
+};
+extern struct usl_options usl_opt USL_HIDDEN;
+USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
+
+/* ---- reports (report.c) ---- */
+USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* While set on a thread (start-up, under init_lock), its reports are kept and
+ * delivered by usl_report_flush, so a handler may call into uslab. */
+USL_HIDDEN void usl_report_defer(bool on);
+USL_HIDDEN void usl_report_flush(void);
+
+/* ---- CPUs, pages, clock, per-CPU mode (platform.c) ---- */
+extern unsigned int usl_nr_cpus USL_HIDDEN;    /* possible CPUs: per-CPU slots */
+extern unsigned int usl_online_cpus USL_HIDDEN; /* for min_objects (the kernel's present CPUs) */
+extern bool usl_rseq_mode USL_HIDDEN;           /* chosen once in usl_platform_init() */
+extern long usl_rseq_off USL_HIDDEN;            /* %fs offset of the rseq area (or a dummy) */
+extern unsigned int usl_rseq_nr USL_HIDDEN;     /* usl_nr_cpus in rseq mode, 0 in locked mode:
+                                                   the sections' cpu check then always fails */
+/* Options, CPU counts and the per-CPU mode, once; no allocation. The library's
+ * start-up (usl_ensure_init, pages/pages.h) calls it first. */
+USL_HIDDEN void usl_platform_init(void);
+USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before start-up */
+USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
+USL_HIDDEN uint64_t usl_now_ms(void);
+USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
+USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
+USL_HIDDEN void usl_spin_lock_slow(int *lock);
+/* A spin-then-yield lock: one exchange when free (inlined), else the slow loop. */
+static inline void usl_spin_lock(int *lock)
+{
+	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
+		usl_spin_lock_slow(lock);
+}
+static inline void usl_spin_unlock(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
+
+#endif /* USL_PLATFORM_H */

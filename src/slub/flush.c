@@ -1,0 +1,210 @@
+/* flush.c - the SLUB engine's whole-cache operations: flushing every CPU's cpu
+ * slab and cpu partial slabs (the kernel's flush_all), holding every slot with
+ * the mark + membarrier protocol (also for the per-CPU layer's flush), the fork
+ * locks, shrinking a node, and counts. Locks: flush_mutex (one flusher at a
+ * time: the marks are shared), then each slot's lock (locked mode), then
+ * list_lock. */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "../testing.h"
+#include "internal.h"
+
+/* ===========================================================================
+ * Flushing every CPU (shrink, destroy): the kernel's flush_all.
+ *
+ * rseq mode: mark every slot (c->lock = 1), then one membarrier(PRIVATE_EXPEDITED_
+ * RSEQ) aborts every section in flight; sections check the mark after their start,
+ * so from then on no section commits to a marked slot and the flusher owns them.
+ * locked mode: take each slot's lock.
+ */
+static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void usl_slub_flush_cpus(struct kmem_cache *s)
+{
+	struct slab *chain = NULL;
+
+	if (!usl_slub_hold_slots(s))
+		return;
+	/* While a slot is held, only take its state and unfreeze its cpu slab (CAS
+	 * work); lists and the page provider wait until every slot is released. */
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		void *fl;
+		struct slab *slab, *partial;
+		bool remote, has_free;
+
+		if (usl_rseq_mode) {
+			fl = c->freelist;
+			slab = c->slab;
+			partial = c->partial;
+			c->freelist = NULL;
+			c->slab = NULL;
+			c->partial = NULL;
+		} else {
+			usl_spin_lock(&c->lock);
+			usl_locked_detach(c, &fl, &slab);
+			partial = c->partial;
+			c->partial = NULL;
+		}
+		/* An unfrozen slab with free objects is placed like a cpu partial
+		 * slab (put_partials); a full one stays on no list. */
+		if (slab) {
+			usl_unfreeze_slab(s, slab, fl, &remote, &has_free);
+			if (!has_free)
+				slab = NULL;
+		}
+		usl_spin_unlock(&c->lock);
+		if (slab) {
+			slab->next = chain;
+			chain = slab;
+		}
+		while (partial) {
+			struct slab *p = partial;
+			partial = p->next;
+			p->next = chain;
+			chain = p;
+		}
+	}
+	pthread_mutex_unlock(&flush_mutex);   /* each slot's mark was cleared as it was done */
+	usl_put_partials(s, chain);
+}
+
+/* Hold every slot of s with the protocol above (rseq: marks and membarrier;
+ * locked mode: flush_mutex only, the caller takes the slot locks it needs).
+ * False if the slots cannot be held (membarrier failed). */
+bool usl_slub_hold_slots(struct kmem_cache *s)
+{
+	pthread_mutex_lock(&flush_mutex);
+	if (!usl_rseq_mode)
+		return true;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->cpu_slab[i].lock, 1, __ATOMIC_SEQ_CST);
+	if (usl_membarrier_rseq() == 0)
+		return true;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&flush_mutex);
+	usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
+	return false;
+}
+
+void usl_slub_release_slots(struct kmem_cache *s)
+{
+	if (usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&flush_mutex);
+}
+
+/* fork(): the prepare handler takes every lock of the cache (slot locks in
+ * locked mode, then list_lock) after flush_mutex, so the child inherits none
+ * held and no flush marks. */
+void usl_slub_fork_lock_global(void) { pthread_mutex_lock(&flush_mutex); }
+void usl_slub_fork_unlock_global(void) { pthread_mutex_unlock(&flush_mutex); }
+
+void usl_slub_fork_lock(struct kmem_cache *s)
+{
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_lock(&s->cpu_slab[i].lock);
+	pthread_mutex_lock(&s->node[0]->list_lock);
+}
+
+void usl_slub_fork_unlock(struct kmem_cache *s)
+{
+	pthread_mutex_unlock(&s->node[0]->list_lock);
+	if (!usl_rseq_mode)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			usl_spin_unlock(&s->cpu_slab[i].lock);
+}
+
+/* Objects allocated and not freed (after a flush this is exact when quiescent). */
+unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = s->node[0];
+	unsigned long total, free_objs = 0;
+
+	pthread_mutex_lock(&n->list_lock);
+	total = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
+	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		unsigned long c = usl_load(&slab->counters);
+		free_objs += usl_counters_objects(c) - usl_counters_inuse(c);
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	return total - free_objs;
+}
+
+/* kmem_cache_shrink on one node: free every empty partial slab, and move the
+ * slabs with at most SHRINK_PROMOTE_MAX free objects to the head, fewest free
+ * first, so allocations fill them and the emptier ones can drain (the kernel's
+ * __kmem_cache_do_shrink). Returns true if the node still has slabs. */
+#define SHRINK_PROMOTE_MAX 32
+static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	struct slab *discard = NULL;
+	struct usl_list promote[SHRINK_PROMOTE_MAX];
+
+	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
+		usl_list_init(&promote[i]);
+	pthread_mutex_lock(&n->list_lock);
+	struct usl_list *it = n->partial.next;
+	while (it != &n->partial) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		unsigned long c = usl_load(&slab->counters);
+		unsigned int free_objs = usl_counters_objects(c) - usl_counters_inuse(c);
+		it = it->next;
+		if (free_objs == usl_counters_objects(c)) {
+			usl_remove_partial(n, slab);
+			slab->next = discard;
+			discard = slab;
+		} else if (free_objs <= SHRINK_PROMOTE_MAX) {
+			usl_list_del(&slab->slab_list);
+			usl_list_add_head(&slab->slab_list, &promote[free_objs - 1]);
+		}
+	}
+	for (int i = SHRINK_PROMOTE_MAX - 1; i >= 0; i--) {
+		while (!usl_list_empty(&promote[i])) {
+			struct usl_list *last = promote[i].prev;
+			usl_list_del(last);
+			usl_list_add_head(last, &n->partial);
+		}
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	while (discard) {
+		struct slab *slab = discard;
+		discard = slab->next;
+		usl_discard_slab(s, slab);
+	}
+	return __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED) != 0;
+}
+
+bool usl_slub_release(struct kmem_cache *s)
+{
+	return shrink_node(s, s->node[0]);
+}
+
+void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
+{
+	struct kmem_cache_node *n = s->node[0];
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		if (c->slab)
+			out->cpu_slabs++;
+		for (struct slab *p = c->partial; p; p = p->next)
+			out->cpu_partial++;
+	}
+	pthread_mutex_lock(&n->list_lock);
+	out->node_partial = n->nr_partial;
+	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		if (usl_counters_inuse(usl_load(&slab->counters)) == 0)
+			out->empty_node_partial++;
+	}
+	pthread_mutex_unlock(&n->list_lock);
+	out->total = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
+	out->full = out->total - out->cpu_slabs - out->cpu_partial - out->node_partial;
+}

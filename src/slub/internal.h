@@ -1,0 +1,176 @@
+/* internal.h - what the SLUB engine's files share and nothing above sees: free
+ * pointer access, the slab pair's CAS, node list operations, carving facts,
+ * the locked-mode slot helpers, and the cross-file paths of slub.c (state
+ * changes, freeing to a slab, taking a slot private) that bulk.c, flush.c and
+ * sizing.c use. Locks as in slub.c's opening comment. */
+#ifndef USL_SLUB_INTERNAL_H
+#define USL_SLUB_INTERNAL_H
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "../platform/platform.h"
+#include "slub.h"
+
+/* ===========================================================================
+ * Objects and slabs
+ */
+
+static inline void *usl_get_freepointer(const struct kmem_cache *s, void *obj)
+{
+	return *(void **)((char *)obj + s->offset);
+}
+
+static inline void usl_set_freepointer(const struct kmem_cache *s, void *obj, void *fp)
+{
+	*(void **)((char *)obj + s->offset) = fp;
+}
+
+/* Read a free pointer that another thread may be overwriting (locked-mode fast
+ * path: the object may have been allocated since we read it; the cmpxchg16b on
+ * {tid, freelist} then fails and the value is dropped, as in the kernel). The
+ * memory is always mapped inside the range. A plain asm load: the race is by
+ * design, and sanitizers must not see it as a program access. */
+static inline void *usl_get_freepointer_safe(const struct kmem_cache *s, void *obj)
+{
+	void *fp;
+	__asm__ __volatile__("movq (%1), %0" : "=r"(fp) : "r"((char *)obj + s->offset) : "memory");
+	return fp;
+}
+
+static inline struct kmem_cache_node *usl_get_node(struct kmem_cache *s, struct slab *slab)
+{
+	(void)slab;
+	return s->node[0];
+}
+
+static inline bool usl_obj_index_at(const struct kmem_cache *s, const struct slab *slab, uint32_t off, unsigned int *idx)
+{
+	uint32_t q = usl_obj_index(off, s->div_inv, s->div_shift);
+	*idx = q;
+	/* objects sits in bits 16..30 of counters: one 16-bit load (little endian). */
+	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
+}
+
+static inline bool usl_slab_cas(struct slab *slab, void *old_fl, unsigned long old_c, void *new_fl,
+                                unsigned long new_c)
+{
+	return usl_cas16(&slab->freelist, (unsigned long)old_fl, old_c, (unsigned long)new_fl, new_c);
+}
+
+static inline void usl_slab_snapshot(struct slab *slab, void **fl, unsigned long *c)
+{
+	/* Racy read of the pair; every use is validated by the CAS. */
+	*fl = usl_load_ptr(&slab->freelist);
+	*c = usl_load(&slab->counters);
+}
+
+/* ===========================================================================
+ * Node partial lists (under list_lock)
+ */
+
+static inline void usl_add_partial(struct kmem_cache_node *n, struct slab *slab, bool tail)
+{
+	if (tail)
+		usl_list_add_tail(&slab->slab_list, &n->partial);
+	else
+		usl_list_add_head(&slab->slab_list, &n->partial);
+	slab->node_partial = 1;
+	__atomic_store_n(&n->nr_partial, n->nr_partial + 1, __ATOMIC_RELAXED);  /* peeked unlocked */
+}
+
+static inline void usl_remove_partial(struct kmem_cache_node *n, struct slab *slab)
+{
+	usl_list_del(&slab->slab_list);
+	slab->node_partial = 0;
+	__atomic_store_n(&n->nr_partial, n->nr_partial - 1, __ATOMIC_RELAXED);
+}
+/* ===========================================================================
+ * Carving (slub.c): a slab's uncarved objects are its last ones.
+ */
+static inline char *usl_carve_start(const struct kmem_cache *s, const struct slab *slab, unsigned long c)
+{
+	return slab->addr + (size_t)(usl_counters_objects(c) - usl_counters_uncarved(c)) * s->size;
+}
+
+/* Is x among slab's uncarved objects? Those are free and were never handed out;
+ * freeing one would make carving hand it out twice. */
+static inline bool usl_never_handed_out(const struct kmem_cache *s, const struct slab *slab, unsigned long c, const void *x)
+{
+	return (const char *)x >= usl_carve_start(s, slab, c);
+}
+
+/* ===========================================================================
+ * The locked-mode slot (slub.c): a per-thread CPU hint, and tid steps.
+ */
+
+/* tid starts at the slot number and steps by a power of two >= the slot count,
+ * so a tid names both the slot and the generation (the kernel's TID_STEP).
+ * Written once, at the first cache's creation (sizing.c). */
+extern unsigned long usl_tid_step_v USL_HIDDEN;
+static inline unsigned long usl_tid_step(void) { return __atomic_load_n(&usl_tid_step_v, __ATOMIC_RELAXED); }
+extern __thread int usl_cpu_hint USL_HIDDEN __attribute__((tls_model("initial-exec")));
+
+static inline struct kmem_cache_cpu *usl_hint_slot(struct kmem_cache *s)
+{
+	int h = usl_cpu_hint;
+	if (usl_unlikely(h < 0 || (unsigned int)h >= usl_nr_cpus))
+		h = usl_cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
+	return &s->cpu_slab[h];
+}
+
+/* locked mode: push the chain head..tail of slab onto the hinted slot's freelist
+ * if slab is its cpu slab. The same return codes as usl_rseq_free_chain. */
+static inline __attribute__((always_inline)) int usl_locked_push_chain(struct kmem_cache *s, struct slab *slab,
+                                                                      void *head, void *tail)
+{
+	struct kmem_cache_cpu *c = usl_hint_slot(s);
+
+	for (;;) {
+		unsigned long tid = usl_load(&c->tid);
+		if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
+			return USL_RS_OTHER;
+		void *fl = usl_load_ptr(&c->freelist);
+		if (usl_unlikely(fl == head))
+			return USL_RS_DOUBLE;
+		if (usl_unlikely(fl == tail))
+			return USL_RS_DOUBLE_TAIL;
+		usl_set_freepointer(s, tail, fl);
+		if (usl_cas16(c, tid, (unsigned long)fl, tid + usl_tid_step(), (unsigned long)head))
+			return USL_RS_OK;
+	}
+}
+
+/* ===========================================================================
+ * Paths of slub.c used by the engine's other files
+ */
+
+/* Freeing a chain head..tail of cnt objects of slab to the slab (the kernel's
+ * __slab_free): one 16-byte CAS, list_lock only when the slab changes list. */
+USL_HIDDEN void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail, unsigned int cnt);
+/* Unfreeze a cpu slab, merging the private freelist fl; the counters after. */
+USL_HIDDEN unsigned long usl_unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *fl, bool *remote_frees,
+                                           bool *has_free);
+/* A chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
+USL_HIDDEN void usl_put_partials(struct kmem_cache *s, struct slab *chain);
+USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
+USL_HIDDEN void usl_locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab);
+/* One object from a node partial slab under list_lock (a thread without rseq). */
+USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
+
+/* A slot's state, taken private by an allocation slow path (the kernel disables
+ * interrupts; here the slot is detached once and installed once). */
+struct usl_private_slot {
+	struct kmem_cache_cpu *lc;   /* locked mode: the slot, its lock held */
+	void *fl;
+	struct slab *slab;
+};
+
+/* Take this CPU's slot private (false: this thread has no slot); get more
+ * objects into it (remote frees on its slab, else a new cpu slab: with link,
+ * b->fl is not empty after it; without, a new slab may come all uncarved);
+ * give it back (installed, or returned to the slab if the slot was filled). */
+USL_HIDDEN bool usl_slot_take(struct kmem_cache *s, struct usl_private_slot *b);
+USL_HIDDEN bool usl_slot_refill(struct kmem_cache *s, struct usl_private_slot *b, bool link);
+USL_HIDDEN void usl_slot_put(struct kmem_cache *s, struct usl_private_slot *b);
+
+#endif /* USL_SLUB_INTERNAL_H */

@@ -1,0 +1,86 @@
+/* slub.h - the SLUB engine (src/slub/), as the layers above see it: the slab
+ * state machine behind the per-CPU slot's cpu slab (cpu slab -> cpu partial ->
+ * node partial -> new slab), remote frees, detached-freelist bulk, flush and
+ * shrink, sizing. It calls the pages, arch and platform layers only; what it
+ * must tell the layers above goes through usl_slub_before_grow. Locks (in
+ * order): flush_mutex, a slot's lock (locked mode), a node's list_lock; the
+ * page provider's locks inside them. docs/ARCHITECTURE.md section 4. */
+#ifndef USL_SLUB_H
+#define USL_SLUB_H
+
+#include "../types.h"
+
+/* Hook: called by new_slab, for a cache that is not uslab's own, when the page
+ * provider has no free block of the slab's order (it would grow the range).
+ * The common layer sets it to take back the barns' surplus first; a no-op
+ * until then. */
+extern void (*usl_slub_before_grow)(void) USL_HIDDEN;
+
+/* Is x the start of an object of this slab? Divisibility by s->size without a
+ * division: for size = d0 << k (d0 odd), x is at index off/size exactly when
+ * ror32(off * d0^-1, k) is below the object count (Granlund-Montgomery). */
+static inline uint32_t usl_obj_index(uint32_t off, uint32_t div_inv, uint32_t div_shift)
+{
+	uint32_t q = off * div_inv;
+	return (q >> div_shift) | (q << ((32 - div_shift) & 31));
+}
+
+
+/* ---- sizing (sizing.c) ---- */
+/* Sizes, free pointer offset, alignment, slab order, the object-index divisor,
+ * partial limits, the slots' tids and the node; -1 if no slab order fits. */
+USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args);
+/* Another slab order for s (malloc's classes), before its first use. */
+USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);
+/* The alignment a cache gets (the kernel's calculate_alignment). */
+USL_HIDDEN unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int align, unsigned int object_size);
+
+/* ---- single objects (slub.c) ---- */
+/* The cpu-slab path (no zeroing): the freelist section, then the slow path. */
+USL_HIDDEN void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp);
+/* After the freelist section failed: locked mode's pop (NULL when empty), and
+ * the slow path (a new cpu slab; NULL with a report unless __GFP_NOWARN). */
+USL_HIDDEN void *usl_slub_alloc_fast_locked(struct kmem_cache *s);
+USL_HIDDEN void *usl_slub_alloc_slow(struct kmem_cache *s, gfp_t gfp);
+/* Free x, a checked object of s in slab: the free section, then r's cases. */
+USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
+/* The free section (usl_rseq_free) returned r != USL_RS_OK for x: a double
+ * free (reported under fn), locked mode's push, or a slab not this CPU's. */
+USL_HIDDEN void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r, const char *fn);
+USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
+/* Why x cannot be freed to s (NULL: any cache), reported under fn. */
+USL_HIDDEN void usl_report_bad_free(const char *fn, struct kmem_cache *s, const void *x, struct slab *slab)
+	__attribute__((cold));
+/* Locked mode: the slot this thread uses (a CPU hint), and the hint re-read. */
+USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
+USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
+
+/* ---- bulk (bulk.c) ---- */
+/* All or nothing (no zeroing): nr, or 0 with nothing kept. */
+USL_HIDDEN int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+/* Detached freelists: every entry checked (bad ones and duplicates reported
+ * under fn and left out), NULLs skipped; s NULL: objects of any cache. */
+USL_HIDDEN void usl_slub_free_bulk_as(const char *fn, struct kmem_cache *s, size_t nr, void **p);
+USL_HIDDEN void usl_slub_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+
+/* ---- flush and shrink (flush.c) ---- */
+/* Hold every slot of s (rseq: marks and one membarrier; locked mode: only
+ * flush_mutex, the caller takes the slot locks it needs); false, with a
+ * report, when membarrier fails. */
+USL_HIDDEN bool usl_slub_hold_slots(struct kmem_cache *s);
+USL_HIDDEN void usl_slub_release_slots(struct kmem_cache *s);
+/* Every CPU's cpu slab and cpu partial slabs to the node lists. */
+USL_HIDDEN void usl_slub_flush_cpus(struct kmem_cache *s);
+/* Free every empty node partial slab and order the rest for reuse (the
+ * kernel's __kmem_cache_do_shrink); true if slabs remain. */
+USL_HIDDEN bool usl_slub_release(struct kmem_cache *s);
+/* Objects allocated and not freed, counted from the slabs (exact when the
+ * cache is quiescent and its CPUs flushed). */
+USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);
+/* fork(): flush_mutex, and one cache's slot locks and list_lock. */
+USL_HIDDEN void usl_slub_fork_lock_global(void);
+USL_HIDDEN void usl_slub_fork_unlock_global(void);
+USL_HIDDEN void usl_slub_fork_lock(struct kmem_cache *s);
+USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
+
+#endif /* USL_SLUB_H */

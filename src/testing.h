@@ -1,0 +1,40 @@
+/* testing.h - hooks for the tests, and nothing the library itself calls across
+ * files: parsers exposed for unit tests, counts of a cache's slabs and sheaves
+ * (a snapshot, racy under load), a fault injector, and lookups of the class
+ * serving a size. Each is defined in the layer it reads; this header includes
+ * only the glossary, so any layer may include it to check its definitions. */
+#ifndef USL_TESTING_H
+#define USL_TESTING_H
+
+#include "types.h"
+
+/* platform: one option value ("12"), and a sysfs CPU list file ("0-3,8-11"):
+ * its highest id and how many ids it names; false if unreadable. */
+USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
+USL_HIDDEN bool usl_cpu_list(const char *path, long *max, long *count);
+
+/* pages: fail page allocations after n more succeed (-1 = never). */
+USL_HIDDEN void usl_pages_fail_after(long n);
+
+/* slub: the kernel's calculate_order for an object stride; the slab states. */
+USL_HIDDEN unsigned int usl_calculate_order(unsigned int size);
+struct usl_state_counts {
+	unsigned long cpu_slabs, cpu_partial, node_partial, full, total, empty_node_partial;
+};
+USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out);
+
+/* percpu: sheaves on the CPUs and in the barn. */
+struct usl_sheaf_counts {
+	unsigned long cpu_sheaves, cpu_objects, barn_full, barn_empty, barn_objects;
+};
+USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
+
+/* common: every CPU's sheaves and cpu slab, and the barn, back to the slabs. */
+USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
+
+/* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and
+ * malloc's finer classes (made on demand). */
+USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);
+USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);
+
+#endif /* USL_TESTING_H */

@@ -1,0 +1,260 @@
+/* types.h - the glossary: every structure the layers share (struct slab, the
+ * per-CPU slot, the sheaf, the barn, the node, struct kmem_cache, the page-map
+ * entry), the compiler helpers and the intrusive list. Types and inline helpers
+ * on them only: no functions of any layer, no state, no locks. Each layer's
+ * interface is its folder's header (src/README.md gives the order).
+ * Vocabulary (page, block, slab, object, slot): docs/ARCHITECTURE.md section 1. */
+#ifndef USL_TYPES_H
+#define USL_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "uslab.h"
+
+#define USL_HIDDEN __attribute__((visibility("hidden")))
+#define usl_likely(x) __builtin_expect(!!(x), 1)
+#define usl_unlikely(x) __builtin_expect(!!(x), 0)
+#define USL_ALIGN(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define USL_CACHELINE 64
+
+#if defined(__SANITIZE_THREAD__)
+#define USL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define USL_TSAN 1
+#endif
+#endif
+#ifndef USL_TSAN
+#define USL_TSAN 0
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Intrusive doubly linked list (node partial lists, page provider free lists).
+ */
+struct usl_list {
+	struct usl_list *next, *prev;
+};
+
+static inline void usl_list_init(struct usl_list *h) { h->next = h->prev = h; }
+static inline bool usl_list_empty(const struct usl_list *h) { return h->next == h; }
+static inline void usl_list_add_between(struct usl_list *n, struct usl_list *p, struct usl_list *nx)
+{
+	n->next = nx;
+	n->prev = p;
+	p->next = n;
+	nx->prev = n;
+}
+static inline void usl_list_add_head(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h, h->next); }
+static inline void usl_list_add_tail(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h->prev, h); }
+static inline void usl_list_del(struct usl_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+#define usl_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+/* The largest block of the page provider: 2^USL_MAX_ORDER pages. */
+#define USL_MAX_ORDER 10
+
+/* ---------------------------------------------------------------------------
+ * struct slab: the user-space struct page. One table entry per page of the
+ * reserved range (usl_table_index orders them); only a block's head entry is
+ * used. 64 bytes.
+ */
+enum usl_page_kind {
+	USL_PAGE_UNUSED = 0,   /* never handed out, or free (pages.c keeps free blocks in bitmaps) */
+	USL_PAGE_SLAB,         /* head of a slab */
+	USL_PAGE_LARGE,        /* head of a large kmalloc block */
+	USL_PAGE_INTERNAL,     /* head of a block holding uslab's own metadata */
+};
+
+struct slab {
+	/* freelist and counters form one 16-byte-aligned pair, changed together by
+	 * one 16-byte compare-and-swap (usl_cas16). */
+	void *freelist;              /* free objects not on a cpu freelist */
+	unsigned long counters;      /* inuse:16 | objects:15 << 16 | frozen:1 << 31 | uncarved:16 << 32 */
+	struct kmem_cache *slab_cache;
+	void *unused;                /* unused (keeps the entry at 64 bytes) */
+	union {                      /* a slab is on at most one of these */
+		struct usl_list slab_list;   /* node partial list */
+		struct {
+			struct slab *next;   /* cpu partial chain (or a private list) */
+			uint32_t slabs;      /* cpu partial: slabs in the chain from here */
+		};
+	};
+	char *addr;                  /* heads: the block's first byte */
+	uint8_t kind;                /* enum usl_page_kind */
+	uint8_t order;               /* block order (heads only) */
+	uint8_t node_partial;        /* on n->partial; set and cleared under list_lock */
+	uint8_t pad8;
+	uint32_t pad;
+} __attribute__((aligned(16)));
+
+_Static_assert(sizeof(struct slab) == 64, "struct slab must be 64 bytes");
+_Static_assert(offsetof(struct slab, freelist) % 16 == 0, "freelist pair must be 16-byte aligned");
+_Static_assert(offsetof(struct slab, counters) == offsetof(struct slab, freelist) + 8, "pair");
+
+#define USL_INUSE_MASK 0xffffUL
+#define USL_OBJECTS_SHIFT 16
+#define USL_OBJECTS_MASK 0x7fffUL
+#define USL_FROZEN_BIT (1UL << 31)
+#define USL_UNCARVED_SHIFT 32
+#define USL_MAX_OBJS_PER_SLAB 32767
+
+static inline unsigned int usl_counters_inuse(unsigned long c) { return (unsigned int)(c & USL_INUSE_MASK); }
+static inline unsigned int usl_counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
+static inline bool usl_counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
+/* Objects at the slab's end never linked into any freelist (so never touched):
+ * free, counted out of inuse, handed out by carving (slub.c). */
+static inline unsigned int usl_counters_uncarved(unsigned long c) { return (unsigned int)((c >> USL_UNCARVED_SHIFT) & USL_INUSE_MASK); }
+static inline unsigned long usl_counters_make(unsigned int inuse, unsigned int objects, bool frozen)
+{
+	return ((unsigned long)inuse & USL_INUSE_MASK) | (((unsigned long)objects & USL_OBJECTS_MASK) << USL_OBJECTS_SHIFT) |
+	       (frozen ? USL_FROZEN_BIT : 0);
+}
+/* The same, keeping c's uncarved count. */
+static inline unsigned long usl_counters_remake(unsigned long c, unsigned int inuse, bool frozen)
+{
+	return usl_counters_make(inuse, usl_counters_objects(c), frozen) | (c & (USL_INUSE_MASK << USL_UNCARVED_SHIFT));
+}
+static inline unsigned long usl_counters_set_uncarved(unsigned long c, unsigned int uncarved)
+{
+	return (c & ~(USL_INUSE_MASK << USL_UNCARVED_SHIFT)) | ((unsigned long)uncarved << USL_UNCARVED_SHIFT);
+}
+
+/* ---------------------------------------------------------------------------
+ * Per-CPU slot: struct kmem_cache_cpu, 64 bytes, one per possible CPU.
+ *
+ * rseq mode: {freelist, slab} (offsets 8..23) are changed only by rseq critical
+ * sections on the owning CPU (or by a flusher holding the slot's mark, see
+ * docs/ARCHITECTURE.md); detach and install commit both with one 16-byte store,
+ * as do the sheaf sections' take and install of {main_size, main}; spare is
+ * taken and installed by a section of its own.
+ * locked mode: {tid, freelist} (offsets 0..15) are changed with lock cmpxchg16b as
+ * the kernel does; slab and partial change only under `lock`.
+ */
+struct kmem_cache_cpu {
+	unsigned long tid;           /* 0: locked mode transaction id */
+	void *freelist;              /* 8: free objects of the cpu slab */
+	struct slab *slab;           /* 16: the cpu slab (frozen) */
+	struct slab *partial;        /* 24: cpu partial slabs (not frozen), chained by ->next */
+	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
+	int sheaf_lock;              /* 36: locked mode: guards main_size, main and spare */
+	struct slab_sheaf *spare;    /* 40: empty, full, or NULL */
+	unsigned long main_size;     /* 48: main's object count while it is attached (its
+	                                own size field is stale then); 0 for usl_empty_sheaf */
+	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
+	                                in a cache without sheaves) */
+} __attribute__((aligned(64)));
+
+/* The sections index the slots by cpu_id << USL_CPU_SHIFT; every offset the asm
+ * uses is an "i"(offsetof(...)) operand (arch/rseq_x86.h). */
+#define USL_CPU_SHIFT 6
+_Static_assert(sizeof(struct kmem_cache_cpu) == (1u << USL_CPU_SHIFT), "slot size is the fast path's shift");
+_Static_assert(offsetof(struct kmem_cache_cpu, slab) == offsetof(struct kmem_cache_cpu, freelist) + 8,
+               "freelist and slab: one 16-byte store");
+_Static_assert(offsetof(struct kmem_cache_cpu, main) == offsetof(struct kmem_cache_cpu, main_size) + 8,
+               "main_size and main: one 16-byte store");
+
+/* A sheaf: an array of object pointers. The cache pointer
+ * sits just before objects[], so objects[-1] of an empty sheaf is never an object
+ * (the free section's double-free check reads it). */
+struct slab_sheaf {
+	union {
+		struct slab_sheaf *next;     /* 0: on a barn stack */
+		struct usl_list barn_list;   /* 0: on a private list (flushing) */
+	};
+	uint32_t size;               /* 16: objects in it */
+	uint32_t capacity;           /* 20 */
+	struct kmem_cache *cache;    /* 24 */
+	void *objects[];             /* 32 */
+};
+
+/* Per node: full and empty sheaves, shared by the node's CPUs. */
+struct usl_barn {
+	int lock;                    /* spin lock (usl_spin_lock): held for a few list
+	                                operations, never across a call out */
+	struct slab_sheaf *full, *empty;   /* LIFO stacks through sheaf->next: a push or pop
+	                                      touches only that sheaf */
+	unsigned int nr_full, nr_empty;
+	unsigned int low_full;       /* fewest full sheaves since last_decay */
+	unsigned int high_full;      /* most full sheaves since last_decay: as many empties
+	                                may stay, for the frees that will refill them */
+	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
+	unsigned int visits;         /* barn visits, and their count at the last sweep: */
+	unsigned int visits_swept;   /* equal at a sweep means the cache sat idle */
+	unsigned int refill_shift;   /* set by a sweep that flushed the CPUs: the next
+	                                refills take capacity >> shift, shift - 1, ... */
+	uint64_t last_decay;         /* ms */
+};
+
+/* Per NUMA node (one node until NUMA placement lands). */
+struct kmem_cache_node {
+	pthread_mutex_t list_lock;   /* protects partial, nr_partial, slab->node_partial */
+	struct usl_list partial;
+	unsigned long nr_partial;
+	unsigned long nr_slabs;      /* atomic: slabs allocated for this node */
+	unsigned long total_objects; /* atomic: objects in those slabs */
+	struct usl_barn barn;
+} __attribute__((aligned(64)));
+
+#define USL_NAME_MAX 48
+/* s->flags bits. uslab's own caches (sheaf structures): no sheaves, no merging,
+ * and their growth does not reclaim the barns their sheaves serve. */
+#define USL_SLAB_INTERNAL 0x80000000U
+#define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, a merge target */
+
+struct kmem_cache {
+	/* Read by the fast paths: keep together. */
+	struct kmem_cache_cpu *cpu_slab; /* usl_nr_cpus slots: usl_id_slots(id) */
+	unsigned int offset;         /* free pointer offset inside (or after) the object */
+	unsigned int size;           /* object stride */
+	uint32_t div_inv;            /* (size >> div_shift)^-1 mod 2^32: object index test */
+	uint32_t div_shift;          /* trailing zero bits of size */
+	unsigned int sheaf_capacity; /* 0: no sheaves (the cpu slab is the fast path) */
+	slab_flags_t flags;
+	unsigned int id;             /* in usl_caches and the page map (common/cache.c) */
+	unsigned int object_size;    /* what the creator asked for */
+	unsigned int inuse;          /* object_size rounded to a word */
+	unsigned int align;
+	unsigned int order;          /* preferred slab order */
+	unsigned int objects;        /* objects per slab at that order */
+	unsigned int min_order;      /* fallback order when the preferred one fails */
+	unsigned int min_objects;
+	unsigned int min_partial;    /* node partial slabs kept before empties are freed */
+	unsigned int cpu_partial;    /* objects the cpu partial lists aim for */
+	unsigned int cpu_partial_slabs;
+	unsigned int barn_max_full;  /* barn limits (the kernel's 10 and 10) */
+	unsigned int barn_max_empty;
+	struct kmem_cache *sheaf_cache; /* where this cache's sheaves come from */
+	void (*ctor)(void *);
+	int refcount;
+	struct usl_list list;        /* registry (slab_mutex) */
+	char name[USL_NAME_MAX];
+	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
+	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
+	struct kmem_cache_node *node[1];
+};
+
+/* ---------------------------------------------------------------------------
+ * The page map entry: per page, where its block begins and, for a slab, its
+ * cache id and object count (the pages layer keeps the map, pages/pages.h). */
+struct usl_pagemap_entry {
+	uint32_t start;              /* low 32 bits of the block's offset from usl_base
+	                                (blocks are far smaller than 4 GiB); pages.c */
+	uint16_t objects;            /* slab: its object count, | USL_PM_INTERNAL for a
+	                                slab of uslab's own caches; else 0 (slub.c) */
+	uint16_t cache;              /* slab: its cache's id (usl_caches); else 0 */
+} __attribute__((aligned(8)));       /* one plain 8-byte load or store */
+_Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
+#define USL_PM_INTERNAL 0x8000u
+#define USL_PM_OBJECTS(e) ((unsigned int)(e).objects & (USL_PM_INTERNAL - 1))
+
+/* Caches by id: ids from 1 (common/cache.c); 0 names no cache. */
+#define USL_MAX_CACHES 65536
+
+#endif /* USL_TYPES_H */
