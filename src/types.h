@@ -240,6 +240,17 @@ struct kmem_cache {
 	struct kmem_cache_node *node[1];
 };
 
+/* The object index of byte offset off in a slab of stride d0 << k (d0 odd;
+ * div_inv = d0^-1 mod 2^32, div_shift = k): ror32(off * d0^-1, k), which is
+ * below the slab's object count exactly when off is an object start
+ * (Granlund-Montgomery), with no division. */
+static inline uint32_t usl_obj_index(uint32_t off, uint32_t div_inv, uint32_t div_shift)
+{
+	uint32_t q = off * div_inv;
+	return (q >> div_shift) | (q << ((32 - div_shift) & 31));
+}
+
+
 /* ---------------------------------------------------------------------------
  * The page map entry: per page, where its block begins and, for a slab, its
  * cache id and object count (the pages layer keeps the map, pages/pages.h). */

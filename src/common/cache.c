@@ -142,7 +142,11 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 		if (!cc)
 			return NULL;
 	}
-	return kmem_cache_alloc(cc, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
+	/* The engine's path: an internal cache has no sheaves. */
+	struct kmem_cache *s = usl_slub_alloc(cc, GFP_KERNEL | __GFP_NOWARN);
+	if (s)
+		memset(s, 0, bytes);
+	return s;
 }
 
 /* Cache ids: the page map names a slab's cache by a 16-bit id (8-byte entries,
@@ -219,7 +223,7 @@ static void cache_struct_free(struct kmem_cache *s)
 	if (s->meta)
 		usl_meta_free(s->meta);
 	else
-		kmem_cache_free(cache_cache, s);
+		usl_slub_free(cache_cache, usl_virt_to_slab(s), s);
 }
 
 static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, const char *why, unsigned long v)

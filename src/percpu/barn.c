@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "../testing.h"
-#include "internal.h"
+#include "percpu.h"
+#include "sheaf.h"
 
 /* ===========================================================================
  * The barn: full and empty sheaves of one node, under barn->lock.

@@ -5,7 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "percpu.h"
+#include "sheaf.h"
 
 /* ===========================================================================
  * Prefilled sheaves (the kernel's API for callers that must not fail later)

@@ -8,6 +8,8 @@
 #include <sys/rseq.h>
 
 #include "internal.h"
+#include "slot.h"
+#include "slub.h"
 
 /* ===========================================================================
  * Bulk allocation

@@ -9,6 +9,8 @@
 
 #include "../testing.h"
 #include "internal.h"
+#include "slot.h"
+#include "slub.h"
 
 /* ===========================================================================
  * Flushing every CPU (shrink, destroy): the kernel's flush_all.

@@ -9,7 +9,6 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
-#include "slub.h"
 
 /* ===========================================================================
  * Objects and slabs
@@ -100,47 +99,6 @@ static inline bool usl_never_handed_out(const struct kmem_cache *s, const struct
 }
 
 /* ===========================================================================
- * The locked-mode slot (slub.c): a per-thread CPU hint, and tid steps.
- */
-
-/* tid starts at the slot number and steps by a power of two >= the slot count,
- * so a tid names both the slot and the generation (the kernel's TID_STEP).
- * Written once, at the first cache's creation (sizing.c). */
-extern unsigned long usl_tid_step_v USL_HIDDEN;
-static inline unsigned long usl_tid_step(void) { return __atomic_load_n(&usl_tid_step_v, __ATOMIC_RELAXED); }
-extern __thread int usl_cpu_hint USL_HIDDEN __attribute__((tls_model("initial-exec")));
-
-static inline struct kmem_cache_cpu *usl_hint_slot(struct kmem_cache *s)
-{
-	int h = usl_cpu_hint;
-	if (usl_unlikely(h < 0 || (unsigned int)h >= usl_nr_cpus))
-		h = usl_cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
-	return &s->cpu_slab[h];
-}
-
-/* locked mode: push the chain head..tail of slab onto the hinted slot's freelist
- * if slab is its cpu slab. The same return codes as usl_rseq_free_chain. */
-static inline __attribute__((always_inline)) int usl_locked_push_chain(struct kmem_cache *s, struct slab *slab,
-                                                                      void *head, void *tail)
-{
-	struct kmem_cache_cpu *c = usl_hint_slot(s);
-
-	for (;;) {
-		unsigned long tid = usl_load(&c->tid);
-		if (__atomic_load_n(&c->slab, __ATOMIC_ACQUIRE) != slab)
-			return USL_RS_OTHER;
-		void *fl = usl_load_ptr(&c->freelist);
-		if (usl_unlikely(fl == head))
-			return USL_RS_DOUBLE;
-		if (usl_unlikely(fl == tail))
-			return USL_RS_DOUBLE_TAIL;
-		usl_set_freepointer(s, tail, fl);
-		if (usl_cas16(c, tid, (unsigned long)fl, tid + usl_tid_step(), (unsigned long)head))
-			return USL_RS_OK;
-	}
-}
-
-/* ===========================================================================
  * Paths of slub.c used by the engine's other files
  */
 
@@ -153,7 +111,6 @@ USL_HIDDEN unsigned long usl_unfreeze_slab(struct kmem_cache *s, struct slab *sl
 /* A chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
 USL_HIDDEN void usl_put_partials(struct kmem_cache *s, struct slab *chain);
 USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
-USL_HIDDEN void usl_locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab);
 /* One object from a node partial slab under list_lock (a thread without rseq). */
 USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
 

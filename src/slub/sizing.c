@@ -7,6 +7,8 @@
 
 #include "../testing.h"
 #include "internal.h"
+#include "slot.h"
+#include "slub.h"
 
 /* Empty slabs kept per node before they are freed, by object size. */
 #define MIN_PARTIAL 5

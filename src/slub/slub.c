@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "slot.h"
+#include "slub.h"
 
-__thread int usl_cpu_hint __attribute__((tls_model("initial-exec"))) = -1;
-unsigned long usl_tid_step_v = 1;
 
 static void no_hook(void) {}
 void (*usl_slub_before_grow)(void) = no_hook;
@@ -90,7 +90,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	 * may empty whole slabs whose pages can serve this one. Not for the sheaf
 	 * structures' own caches: they grow because barns park sheaves. */
 	if (!(s->flags & USL_SLAB_INTERNAL) && usl_pages_short(order))
-		usl_slub_before_grow();
+		__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
 	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
 
 	if (!addr && s->min_order < order) {
@@ -280,48 +280,8 @@ void usl_put_partials(struct kmem_cache *s, struct slab *chain)
 	}
 }
 /* ===========================================================================
- * The per-CPU slot, in both modes. Locked mode: `tid` and `freelist` change with
- * cmpxchg16b; `slab` and `partial` only under c->lock. rseq mode: see rseq_x86.h.
+ * The per-CPU slot's slow paths (locked mode's helpers: slot.c)
  */
-
-struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s)
-{
-	return usl_hint_slot(s);
-}
-
-/* The hint re-read from the CPU the thread runs on now (slow paths). */
-struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s)
-{
-	usl_cpu_hint = usl_current_cpu() % (int)usl_nr_cpus;
-	return &s->cpu_slab[usl_cpu_hint];
-}
-
-/* locked mode, under c->lock: take the freelist and the slab out of the slot.
- * The slab pointer is cleared first so fast frees that see the new tid go slow. */
-void usl_locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)
-{
-	unsigned long tid;
-	void *old;
-
-	*slab = c->slab;
-	__atomic_store_n(&c->slab, NULL, __ATOMIC_RELEASE);
-	do {
-		tid = usl_load(&c->tid);
-		old = usl_load_ptr(&c->freelist);
-	} while (!usl_cas16(c, tid, (unsigned long)old, tid + usl_tid_step(), 0));
-	*fl = old;
-}
-
-/* locked mode, under c->lock, slot empty: install a freelist, then its slab. */
-static void locked_install(struct kmem_cache_cpu *c, void *fl, struct slab *slab)
-{
-	unsigned long tid;
-
-	do {
-		tid = usl_load(&c->tid);
-	} while (!usl_cas16(c, tid, 0, tid + usl_tid_step(), (unsigned long)fl));
-	__atomic_store_n(&c->slab, slab, __ATOMIC_RELEASE);
-}
 
 static void wait_flush(struct kmem_cache *s)
 {
@@ -664,7 +624,7 @@ void usl_slot_put(struct kmem_cache *s, struct usl_private_slot *b)
 {
 	if (b->lc) {
 		if (b->slab && !b->lc->slab) {
-			locked_install(b->lc, b->fl, b->slab);
+			usl_locked_install(b->lc, b->fl, b->slab);
 			b->slab = NULL;
 		}
 		usl_spin_unlock(&b->lc->lock);

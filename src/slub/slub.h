@@ -16,16 +16,6 @@
  * until then. */
 extern void (*usl_slub_before_grow)(void) USL_HIDDEN;
 
-/* Is x the start of an object of this slab? Divisibility by s->size without a
- * division: for size = d0 << k (d0 odd), x is at index off/size exactly when
- * ror32(off * d0^-1, k) is below the object count (Granlund-Montgomery). */
-static inline uint32_t usl_obj_index(uint32_t off, uint32_t div_inv, uint32_t div_shift)
-{
-	uint32_t q = off * div_inv;
-	return (q >> div_shift) | (q << ((32 - div_shift) & 31));
-}
-
-
 /* ---- sizing (sizing.c) ---- */
 /* Sizes, free pointer offset, alignment, slab order, the object-index divisor,
  * partial limits, the slots' tids and the node; -1 if no slab order fits. */

@@ -1,9 +1,9 @@
-/* internal.h - what the per-CPU layer's files share and nothing above sees:
- * sheaf structures and their refill and flush, the barn visit, and a slot's
- * sheaves taken private by a slow path (struct usl_pcs). Locks as in
- * percpu.h. */
-#ifndef USL_PERCPU_INTERNAL_H
-#define USL_PERCPU_INTERNAL_H
+/* sheaf.h - what the per-CPU layer's files share and nothing above sees:
+ * sheaf structures and their refill and flush (sheaf.c), the barn visit
+ * (barn.c), and a slot's sheaves taken private by a slow path (struct
+ * usl_pcs, pcs.c). Locks as in percpu.h. */
+#ifndef USL_PERCPU_SHEAF_H
+#define USL_PERCPU_SHEAF_H
 
 #include "../arch/arch.h"
 #include "../pages/pages.h"
@@ -49,7 +49,7 @@ USL_HIDDEN void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
  * modes (rseq: a section for {main_size, main}, one 16-byte store, and one for
  * the spare; locked: under the slot's sheaf_lock). A taken main gets its count
  * back from main_size; a put one gives it to main_size.
- * (sheaf.c)
+ * (pcs.c)
  */
 struct usl_pcs {
 	struct kmem_cache_cpu *lc;   /* locked mode: the slot */
@@ -74,4 +74,4 @@ USL_HIDDEN bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b);
 /* Install what b holds where the slot's places are still empty; give the rest back. */
 USL_HIDDEN void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b);
 
-#endif /* USL_PERCPU_INTERNAL_H */
+#endif /* USL_PERCPU_SHEAF_H */
