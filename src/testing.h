@@ -29,9 +29,6 @@ struct usl_sheaf_counts {
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 
-/* common: every CPU's sheaves and cpu slab, and the barn, back to the slabs. */
-USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
-
 /* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and
  * malloc's finer classes (made on demand). */
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);

@@ -346,7 +346,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		if (s)
 			return s;
 	}
-	/* Sheaves (reference section 3): never for debug caches or our own; the
+	/* Sheaves (docs/ARCHITECTURE.md section 7): never for debug caches or our own; the
 	 * creator's sheaf_capacity, else USLAB_SHEAVES (default on). */
 	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
 		unsigned int want = args ? args->sheaf_capacity : 0;

@@ -228,7 +228,7 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
  * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
  * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
- * locked mode under the slot's locks, one at a time (§5). */
+ * locked mode under the slot's locks, one at a time (docs/ARCHITECTURE.md section 5). */
 static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);

@@ -1,6 +1,6 @@
-/* bulk.c - the SLUB engine's bulk paths (seed 000's design): allocation that
- * takes the slot private once and carves whole runs for sheaf refills, and
- * freeing by detached freelists (one slab's objects gathered from the array,
+/* bulk.c - the SLUB engine's bulk paths: allocation that takes the slot
+ * private once and carves whole runs for sheaf refills, and freeing by the
+ * kernel's detached freelists (one slab's objects gathered from the array,
  * checked, linked, and handed over with one section or one CAS). Locks: those
  * of the slow paths it calls (slub.c); none of its own. */
 #define _GNU_SOURCE
@@ -136,7 +136,7 @@ static void df_map_init(struct detached_freelist *df, unsigned int objects)
 
 /* Gather one slab's objects from the end of p[0..size): take the last object,
  * then every object of the same slab found before it, stopping after three
- * objects of other slabs in a row (the look-ahead of seed 000). Gathered entries
+ * objects of other slabs in a row (the kernel's look-ahead of 3). Gathered entries
  * are swapped to the end, so p[0..return) is what is left. NULL entries are
  * skipped; bad pointers and duplicates are reported and dropped. df->slab is NULL
  * when nothing was gathered. */

@@ -1,8 +1,8 @@
 /* internal.h - what the SLUB engine's files share and nothing above sees: free
  * pointer access, the slab pair's CAS, node list operations, carving facts,
- * the locked-mode slot helpers, and the cross-file paths of slub.c (state
- * changes, freeing to a slab, taking a slot private) that bulk.c, flush.c and
- * sizing.c use. Locks as in slub.c's opening comment. */
+ * and the cross-file paths of slub.c (state changes, freeing to a slab, taking
+ * a slot private) that bulk.c and flush.c use. It names nothing that slub.c or
+ * slot.c defines, so no file of the engine calls another in a loop. Locks as in slub.c's opening comment. */
 #ifndef USL_SLUB_INTERNAL_H
 #define USL_SLUB_INTERNAL_H
 

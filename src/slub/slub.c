@@ -1,7 +1,8 @@
-/* slub.c - the SLUB engine's state machine (seed design of Linux 6.8-6.17: only
+/* slub.c - the SLUB engine's state machine (the design of Linux 6.8-6.17: only
  * the cpu slab is frozen): new and discarded slabs, carving, freezing and
  * unfreezing, cpu partial and node partial lists, freeing to a slab (the
- * kernel's __slab_free), the allocation slow path, and locked mode's slot.
+ * kernel's __slab_free), the allocation slow path with the slot taken private,
+ * and the single-object free paths and their reports.
  *
  * Slab states (docs/ARCHITECTURE.md section 4):
  *   cpu slab      frozen, a slot's c->slab, its free objects on c->freelist
@@ -142,7 +143,7 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 }
 
 /* ===========================================================================
- * Freezing and unfreezing (seed 001: only the cpu slab is frozen)
+ * Freezing and unfreezing (only the cpu slab is frozen)
  */
 
 /* Take a slab's whole freelist (or, if it is empty, a carved chunk) and freeze
@@ -417,7 +418,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 
 /* Take one slab off the node partial list to become the cpu slab, and up to
  * cpu_partial_slabs / 2 + 1 more for this CPU's partial chain (returned in *extra,
- * in list order). Nothing is frozen under list_lock (seed 001). */
+ * in list order). Nothing is frozen under list_lock (docs/ARCHITECTURE.md section 4). */
 static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_node *n, struct slab **extra)
 {
 	struct slab *first = NULL, *chain = NULL, **link = &chain;
