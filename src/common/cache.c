@@ -426,6 +426,12 @@ struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int s
 	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER, 0);
 }
 
+__attribute__((noinline, cold)) void usl_report_dead_cache(const char *fn, const struct kmem_cache *s,
+                                                          const char *what)
+{
+	usl_report(USLAB_ERR_BAD_ARG, "%s(%p): not a live cache (destroyed already?); %s", fn, (const void *)s, what);
+}
+
 void kmem_cache_destroy(struct kmem_cache *s)
 {
 	unsigned long remaining;
@@ -433,6 +439,11 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	if (!s)
 		return;
 	cache_lock();
+	if (!usl_cache_live(s)) {
+		cache_unlock();
+		usl_report_dead_cache("kmem_cache_destroy", s, "nothing done");
+		return;
+	}
 	if ((s->flags & USL_SLAB_KMALLOC) && s->refcount <= 1) {
 		cache_unlock();
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_destroy(%s): a kmalloc cache (or a cache already destroyed "
@@ -471,11 +482,15 @@ void usl_cache_flush_all(struct kmem_cache *s)
 }
 
 /* 0 when every slab was released, 1 when some remain (slabs with live
- * objects), -1 for a NULL cache. */
+ * objects), -1 for a NULL or destroyed cache. */
 int kmem_cache_shrink(struct kmem_cache *s)
 {
 	if (!s) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_shrink: NULL cache");
+		return -1;
+	}
+	if (!usl_cache_live(s)) {
+		usl_report_dead_cache("kmem_cache_shrink", s, "nothing done");
 		return -1;
 	}
 	usl_cache_flush_all(s);
@@ -486,11 +501,19 @@ int kmem_cache_shrink(struct kmem_cache *s)
 
 unsigned int kmem_cache_size(struct kmem_cache *s)
 {
+	if (s && !usl_cache_live(s)) {
+		usl_report_dead_cache("kmem_cache_size", s, "returning 0");
+		return 0;
+	}
 	return s ? __atomic_load_n(&s->object_size, __ATOMIC_RELAXED) : 0;
 }
 
 const char *kmem_cache_name(struct kmem_cache *s)
 {
+	if (s && !usl_cache_live(s)) {
+		usl_report_dead_cache("kmem_cache_name", s, "returning NULL");
+		return NULL;
+	}
 	return s ? s->name : NULL;
 }
 

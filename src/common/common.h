@@ -39,6 +39,18 @@ static inline struct kmem_cache *usl_pagemap_user_cache(struct usl_pagemap_entry
 {
 	return v.objects & USL_PM_INTERNAL ? NULL : __atomic_load_n(&usl_caches[v.cache], __ATOMIC_ACQUIRE);
 }
+/* Is s a live cache? A destroyed cache's structure has id 0 (set before it is
+ * freed), or its memory holds something else by now; either way usl_caches
+ * does not name it. (Once its memory serves a new cache, it is that cache.)
+ * Read on slow paths and by the calls that take a cache outside them. */
+static inline bool usl_cache_live(const struct kmem_cache *s)
+{
+	unsigned int id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
+	return id && id < USL_MAX_CACHES && __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE) == s;
+}
+/* "FN(P): not a live cache (destroyed already?)" and what was not done. */
+USL_HIDDEN void usl_report_dead_cache(const char *fn, const struct kmem_cache *s, const char *what)
+	__attribute__((cold));
 /* Is the object at offset off of a slab of s one of its object starts? */
 static inline bool usl_obj_index_in(const struct kmem_cache *s, uint32_t off, unsigned int objects)
 {

@@ -27,8 +27,13 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
 		return NULL;
 	}
-	if (!obj && !s->sheaf_capacity)
+	if (!obj && !s->sheaf_capacity) {
+		if (usl_unlikely(!usl_cache_live(s))) {
+			usl_report_dead_cache("kmem_cache_alloc", s, "no object");
+			return NULL;
+		}
 		obj = usl_slub_alloc_slow(s, gfp);
+	}
 	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
@@ -38,6 +43,11 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
  * paths need no stack frame. */
 static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
+	/* A destroyed cache's slots are empty: its allocations come here. */
+	if (usl_unlikely(!usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
+		return NULL;
+	}
 	void *obj = usl_sheaf_alloc(s, gfp);
 	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
@@ -170,6 +180,16 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 	maybe_sample(s, sample);
 }
 
+/* Why x cannot be freed to s: a destroyed cache (its id is 0, so no object
+ * passes the check), or the engine's reasons. */
+static __attribute__((noinline, cold)) void bad_free(struct kmem_cache *s, void *x)
+{
+	if (!usl_cache_live(s))
+		usl_report_dead_cache("kmem_cache_free", s, "object not freed");
+	else
+		usl_report_bad_free("kmem_cache_free", s, x, usl_virt_to_slab(x));
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
 	if (usl_unlikely(!x))
@@ -179,7 +199,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		return;
 	}
 	if (usl_unlikely(!obj_check(s, x))) {
-		usl_report_bad_free("kmem_cache_free", s, x, usl_virt_to_slab(x));
+		bad_free(s, x);
 		return;
 	}
 	free_checked(s, x, "kmem_cache_free", false);
@@ -298,6 +318,10 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
+	if (usl_unlikely(!usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_alloc_bulk", s, "no object");
+		return 0;
+	}
 	if (nr <= SMALL_BULK && s->sheaf_capacity) {
 		/* The single-object path is cheaper for a few objects. */
 		for (size_t i = 0; i < nr; i++)
@@ -378,6 +402,10 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
+	if (usl_unlikely(s && !usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_free_bulk", s, "nothing freed");
+		return;
+	}
 	if (s && s->sheaf_capacity && p) {
 		if (nr <= SMALL_BULK) {
 			for (size_t i = 0; i < nr; i++)

@@ -257,12 +257,19 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 {
 	void *p;
 
-	if (size > PTRDIFF_MAX)
+	if (size > PTRDIFF_MAX) {
+		if (!(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmalloc: %zu bytes is above PTRDIFF_MAX; no block", size);
 		return NULL;
+	}
 	usl_ensure_init();                  /* the page size is known from here on */
 	unsigned int order = usl_bytes_order(size);
-	if (order > USL_MAX_ORDER)
-		return usl_map_alloc(size, usl_page_size);
+	if (order > USL_MAX_ORDER) {
+		p = usl_map_alloc(size, usl_page_size);   /* fresh pages: zero already */
+		if (!p && !(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (a direct mapping)", size);
+		return p;
+	}
 	bool zeroed = false;
 	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))

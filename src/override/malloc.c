@@ -350,9 +350,10 @@ EXPORT struct mallinfo mallinfo(void)
 EXPORT void malloc_stats(void)
 {
 	struct mallinfo2 mi = mallinfo2();
-	fprintf(stderr, "uslab: committed %zu bytes, in use %zu, free %zu (%zu returned to the OS), "
-	        "%zu bytes in %zu direct mappings\n", mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblkhd,
-	        mi.hblks);
+	/* glibc's layout, not a report's "uslab: " prefix (that one means a problem). */
+	fprintf(stderr, "uslab malloc_stats\ncommitted bytes    = %10zu\nin use bytes       = %10zu\n"
+	        "free bytes         = %10zu\nreturned to the OS = %10zu\nmmap regions       = %10zu\n"
+	        "mmap bytes         = %10zu\n", mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblks, mi.hblkhd);
 }
 
 EXPORT int malloc_info(int options, FILE *fp)

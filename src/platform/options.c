@@ -30,36 +30,85 @@ bool usl_parse_int(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
-static void option_int(const char *name, int *dst, long lo, long hi)
+/* The options, with the words README uses for a default that is not a plain
+ * number (NULL: the number in *dst at start-up). */
+struct option {
+	const char *name;
+	int *dst;
+	long lo, hi;
+	const char *dflt;
+};
+
+static int decay_opt = 1000;
+static const struct option options[] = {
+	{ "USLAB_MIN_OBJECTS", &usl_opt.min_objects, 1, USL_MAX_OBJS_PER_SLAB, "automatic: 4 * (fls(CPUs) + 1)" },
+	{ "USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER, NULL },
+	{ "USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER, NULL },
+	{ "USLAB_RSEQ", &usl_opt.rseq, 0, 1, "automatic" },
+	{ "USLAB_SHEAVES", &usl_opt.sheaves, 0, 1, "1" },
+	{ "USLAB_NOMERGE", &usl_opt.nomerge, 0, 1, NULL },
+	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
+};
+#define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static void option_int(const struct option *o)
 {
-	const char *v = getenv(name);
+	const char *v = getenv(o->name);
 	long x;
 
 	if (!v)
 		return;
-	if (usl_parse_int(v, lo, hi, &x))
-		*dst = (int)x;
+	if (usl_parse_int(v, o->lo, o->hi, &x)) {
+		*o->dst = (int)x;
+		return;
+	}
+	if (o->dflt)
+		usl_report(USLAB_ERR_OPTION, "%s='%s' is not a whole number in [%ld, %ld]; keeping the default (%s)",
+		           o->name, v, o->lo, o->hi, o->dflt);
 	else
-		usl_report(USLAB_ERR_OPTION, "%s='%s' is not a whole number in [%ld, %ld]; keeping %d",
-		           name, v, lo, hi, *dst);
+		usl_report(USLAB_ERR_OPTION, "%s='%s' is not a whole number in [%ld, %ld]; keeping the default (%d)",
+		           o->name, v, o->lo, o->hi, *o->dst);
+}
+
+/* Name every USLAB_* variable that is not an option (a typo, or an option of
+ * another version), once: it would otherwise be ignored without a word. */
+static void unknown_options(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++) {
+		const char *v = *e;
+		if (v[0] != 'U' || v[1] != 'S' || v[2] != 'L' || v[3] != 'A' || v[4] != 'B' || v[5] != '_')
+			continue;
+		size_t len = 0;
+		while (v[len] && v[len] != '=')
+			len++;
+		bool known = false;
+		for (size_t i = 0; i < NR_OPTIONS && !known; i++) {
+			const char *n = options[i].name;
+			size_t k = 0;
+			while (k < len && n[k] == v[k])
+				k++;
+			known = k == len && !n[k];
+		}
+		if (!known)
+			usl_report(USLAB_ERR_OPTION, "unknown option %.*s (this version reads USLAB_MIN_OBJECTS, "
+			           "USLAB_MIN_ORDER, USLAB_MAX_ORDER, USLAB_RSEQ, USLAB_SHEAVES, USLAB_NOMERGE and "
+			           "USLAB_DECAY_MS); ignored", (int)(len > 64 ? 64 : len), v);
+	}
 }
 
 void usl_read_options(void)
 {
-	int decay = (int)usl_opt.decay_ms;
-
-	option_int("USLAB_MIN_OBJECTS", &usl_opt.min_objects, 1, USL_MAX_OBJS_PER_SLAB);
-	option_int("USLAB_MIN_ORDER", &usl_opt.min_order, 0, USL_MAX_ORDER);
-	option_int("USLAB_MAX_ORDER", &usl_opt.max_order, 0, USL_MAX_ORDER);
+	decay_opt = (int)usl_opt.decay_ms;
+	for (size_t i = 0; i < NR_OPTIONS; i++)
+		option_int(&options[i]);
+	usl_opt.decay_ms = (unsigned int)decay_opt;
 	usl_opt.max_order_given = getenv("USLAB_MAX_ORDER") != NULL;
-	option_int("USLAB_RSEQ", &usl_opt.rseq, 0, 1);
-	option_int("USLAB_SHEAVES", &usl_opt.sheaves, 0, 1);
-	option_int("USLAB_NOMERGE", &usl_opt.nomerge, 0, 1);
-	option_int("USLAB_DECAY_MS", &decay, 0, 3600 * 1000);
-	usl_opt.decay_ms = (unsigned int)decay;
 	if (usl_opt.min_order > usl_opt.max_order) {
 		usl_report(USLAB_ERR_OPTION, "USLAB_MIN_ORDER=%d is above USLAB_MAX_ORDER=%d; raising the maximum",
 		           usl_opt.min_order, usl_opt.max_order);
 		usl_opt.max_order = usl_opt.min_order;
 	}
+	unknown_options();
 }

@@ -37,7 +37,7 @@ run() {
 }
 
 # The preloaded library must really be the malloc: malloc_stats prints its line.
-if ! LD_PRELOAD="$lib" python3 -c 'import ctypes; ctypes.CDLL(None).malloc_stats()' 2>&1 | grep -q "^uslab: committed"; then
+if ! LD_PRELOAD="$lib" python3 -c 'import ctypes; ctypes.CDLL(None).malloc_stats()' 2>&1 | grep -q "^uslab malloc_stats"; then
 	echo "FAIL: LD_PRELOAD=$lib does not replace malloc"; exit 1
 fi
 
