@@ -1,0 +1,46 @@
+/* test_options.c - the USLAB_* variables as a user mistypes them, with the
+ * public API alone. CTest runs it with USLAB_SHEAVE=0 (a typo), USLAB_DEBUG=FZPU
+ * (an option of a later version), USLAB_RSEQ=yes and USLAB_MIN_OBJECTS=0 (out
+ * of range): each gets one line naming the variable, a malformed value names
+ * the default as README gives it, and the defaults stay. */
+#include "../harness.h"   /* uslab.h only */
+
+static char lines[8][512];
+static int nlines;
+static void keep(enum uslab_error kind, const char *line, void *arg)
+{
+	(void)arg;
+	if (kind == USLAB_ERR_OPTION && nlines < 8)
+		strncpy(lines[nlines++], line, sizeof(lines[0]) - 1);
+}
+
+static int lines_with(const char *a, const char *b)
+{
+	int n = 0;
+	for (int i = 0; i < nlines; i++)
+		n += strstr(lines[i], a) && (!b || strstr(lines[i], b));
+	return n;
+}
+
+int main(void)
+{
+	uslab_set_report_handler(keep, NULL);
+	const char *mode = uslab_percpu_mode();   /* the options are read here */
+	uslab_set_report_handler(NULL, NULL);
+	for (int i = 0; i < nlines; i++)
+		printf("%s\n", lines[i]);
+	CHECK_EQ(nlines, 4);
+	CHECK_EQ(lines_with("unknown option USLAB_SHEAVE ", NULL), 1);
+	CHECK_EQ(lines_with("unknown option USLAB_DEBUG ", NULL), 1);
+	CHECK_EQ(lines_with("USLAB_RSEQ='yes'", "keeping the default (automatic)"), 1);
+	CHECK_EQ(lines_with("USLAB_MIN_OBJECTS='0'", "keeping the default (automatic: 4 * (fls(CPUs) + 1))"), 1);
+	CHECK_EQ(lines_with("keeping -1", NULL) + lines_with("keeping 0", NULL), 0);
+	CHECK_EQ(lines_with("uslab: ", NULL), 4);   /* every line is a report */
+	/* The defaults stayed: rseq chosen automatically (as without the option),
+	 * sheaves on (a cache gets a sheaf capacity). */
+	CHECK(strcmp(mode, "rseq") == 0 || strcmp(mode, "locked") == 0);
+	struct kmem_cache *s = kmem_cache_create("options", 64, 0, SLAB_NO_MERGE, NULL);
+	CHECK(uslab_sheaf_capacity(s) > 0);
+	kmem_cache_destroy(s);
+	return test_summary();
+}
