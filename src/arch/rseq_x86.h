@@ -324,12 +324,12 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 		unsigned long sh_, n_;                                             \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
-			"movl 4%c[o_fl](%%rax), %k[n]\n\t"                                 \
+			"movl %c[o_msize](%%rax), %k[n]\n\t"                                 \
 			"movq %c[o_main](%%rax), %[sh]\n\t"                                 \
 			"subl $1, %k[n]\n\t"                                        \
 			"jb %l[" #slow "]\n\t"                                      \
 			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                           \
-			"movl %k[n], 4%c[o_fl](%%rax)\n"                                   \
+			"movl %k[n], %c[o_msize](%%rax)\n"                                   \
 			"2:\n"                                                      \
 			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
 			: USL_RSEQ_IN_AT(slots_)                                    \
@@ -349,7 +349,7 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movl 4%c[o_fl](%%rax), %k[n]\n\t"
+		"movl %c[o_msize](%%rax), %k[n]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"cmpl %c[o_cap](%[sh]), %k[n]\n\t"
 		"jae %l[slow]\n\t"
@@ -357,7 +357,7 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 		"je %l[dbl]\n\t"
 		"movq %[obj], %c[o_objs](%[sh],%[n],8)\n\t"
 		"addl $1, %k[n]\n\t"
-		"movl %k[n], 4%c[o_fl](%%rax)\n"
+		"movl %k[n], %c[o_msize](%%rax)\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
@@ -407,7 +407,7 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 	 * are) needs nothing back. Inputs are never written. */
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl 4%c[o_fl](%%rax), %k[size]\n\t"
+		"movl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
@@ -417,7 +417,7 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 		"subq %[cnt], %[size]\n\t"
 		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("base", "p")
-		"movl %k[size], 4%c[o_fl](%%rax)\n"
+		"movl %k[size], %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -437,7 +437,7 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl 4%c[o_fl](%%rax), %k[size]\n\t"
+		"movl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"movl %c[o_cap](%[sh]), %k[cnt]\n\t"
 		"subq %[size], %[cnt]\n\t"
@@ -448,7 +448,7 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
-		"movl %k[size], 4%c[o_fl](%%rax)\n"
+		"movl %k[size], %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -469,11 +469,11 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *e
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq 4%c[o_fl](%%rax), %[n]\n\t"
+		"movq %c[o_msize](%%rax), %[n]\n\t"
 		"movq %c[o_main](%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
 		"pslldq $8, %%xmm0\n\t"
-		"movups %%xmm0, 4%c[o_fl](%%rax)\n"
+		"movups %%xmm0, %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [m] "=&r"(m), [n] "=&r"(n)
 		: USL_RSEQ_COMMON_IN, [empty] "r"(empty)
@@ -516,7 +516,7 @@ static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf
 		"cmpq %[empty], %c[o_main](%%rax)\n\t"
 		"jne 7f\n\t"
 		"movups %[pair], %%xmm0\n\t"
-		"movups %%xmm0, 4%c[o_fl](%%rax)\n"
+		"movups %%xmm0, %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
 		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(empty)
