@@ -24,7 +24,7 @@ static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void usl_slub_flush_cpus(struct kmem_cache *s)
 {
-	struct slab *chain = NULL;
+	struct slab *chain = NULL, *looped = NULL;
 
 	if (!usl_slub_hold_slots(s))
 		return;
@@ -52,7 +52,11 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 		/* An unfrozen slab with free objects is placed like a cpu partial
 		 * slab (put_partials); a full one stays on no list. */
 		if (slab) {
-			usl_unfreeze_slab(s, slab, fl, &remote, &has_free);
+			unsigned long nc = usl_unfreeze_slab(s, slab, fl, &remote, &has_free);
+			if (usl_counters_frozen(nc)) {   /* abandoned: on no list, next is ours */
+				slab->next = looped;
+				looped = slab;
+			}
 			if (!has_free)
 				slab = NULL;
 		}
@@ -70,6 +74,8 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 	}
 	pthread_mutex_unlock(&flush_mutex);   /* each slot's mark was cleared as it was done */
 	usl_put_partials(s, chain);
+	for (; looped; looped = looped->next)    /* reported with no slot held */
+		usl_report_loop(s, looped);
 }
 
 /* Hold every slot of s with the protocol above (rseq: marks and membarrier;

@@ -105,9 +105,13 @@ static inline bool usl_never_handed_out(const struct kmem_cache *s, const struct
 /* Freeing a chain head..tail of cnt objects of slab to the slab (the kernel's
  * __slab_free): one 16-byte CAS, list_lock only when the slab changes list. */
 USL_HIDDEN void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail, unsigned int cnt);
-/* Unfreeze a cpu slab, merging the private freelist fl; the counters after. */
+/* Unfreeze a cpu slab, merging the private freelist fl; the counters after.
+ * Still frozen after it: the free list loops and the slab is abandoned; the
+ * caller reports that with usl_report_loop once it holds no slot, so a report
+ * handler may allocate from the cache. */
 USL_HIDDEN unsigned long usl_unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *fl, bool *remote_frees,
                                            bool *has_free);
+USL_HIDDEN void usl_report_loop(struct kmem_cache *s, const struct slab *slab);
 /* A chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
 USL_HIDDEN void usl_put_partials(struct kmem_cache *s, struct slab *chain);
 USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);

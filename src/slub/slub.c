@@ -184,6 +184,13 @@ static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 	return head;
 }
 
+__attribute__((noinline, cold)) void usl_report_loop(struct kmem_cache *s, const struct slab *slab)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s: the free list of slab %p loops (an object freed twice?); "
+	           "the slab is abandoned: its %u objects are not reused", s->name, slab->addr,
+	           usl_counters_objects(usl_load(&slab->counters)));
+}
+
 /* Unfreeze a cpu slab, merging the private freelist fl back into it (one CAS
  * loop). Returns the slab's counters after it; *remote_frees says whether frees
  * from other CPUs were waiting on it, *has_free whether it has free objects. */
@@ -203,9 +210,8 @@ unsigned long usl_unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *f
 			 * double free the fast path could not see (the object was not
 			 * at the head) makes it. Walking on would never end and
 			 * linking it would hand objects out twice: the slab stays
-			 * frozen and nobody's, its free objects lost. */
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s: the free list of slab %p loops (an object freed twice?); "
-			           "the slab is abandoned: its %u objects are not reused", s->name, slab->addr, objects);
+			 * frozen and nobody's, its free objects lost. The caller
+			 * reports it (usl_report_loop) once it holds no slot. */
 			*remote_frees = *has_free = false;
 			return c;
 		}
@@ -235,8 +241,10 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 	bool remote_frees, has_free;
 	unsigned long nc = usl_unfreeze_slab(s, slab, fl, &remote_frees, &has_free);
 
-	if (usl_counters_frozen(nc))         /* abandoned: its free list loops */
+	if (usl_counters_frozen(nc)) {       /* abandoned: its free list loops */
+		usl_report_loop(s, slab);
 		return;
+	}
 	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		usl_discard_slab(s, slab);
 	} else if (has_free) {

@@ -424,14 +424,30 @@ static void test_double_free_not_head(void)
 /* A double free on the cpu freelist that is not at its head makes the chain
  * loop (x -> y -> x); flushing the cpu slab must report it and go on, not walk
  * the loop for ever. */
+static struct kmem_cache *loop_cache;
+static unsigned long handler_allocs;
+/* A report handler that calls uslab, as header promises it may: the report of
+ * the loop comes while the flusher has finished with every slot. */
+static void allocating_handler(enum uslab_error kind, const char *line, void *arg)
+{
+	capture_fn(kind, line, arg);
+	void *o = kmem_cache_alloc(loop_cache, GFP_KERNEL), *k = kmalloc(100, GFP_KERNEL);
+	if (o && k)
+		handler_allocs++;
+	kmem_cache_free(loop_cache, o);
+	kfree(k);
+}
+
 static void test_double_free_loop(void)
 {
 	capture_reports();
+	uslab_set_report_handler(allocating_handler, NULL);
 	int saved = usl_opt.sheaves;
 	usl_opt.sheaves = 0;                         /* the cpu freelist is the fast path */
 	struct kmem_cache *s = kmem_cache_create("dfloop", 64, 0, SLAB_NO_MERGE, NULL);
 	usl_opt.sheaves = saved;
 	CHECK(s && s->sheaf_capacity == 0);
+	loop_cache = s;
 	alarm(20);                                   /* a hang fails the test */
 	void *x = kmem_cache_alloc(s, GFP_KERNEL), *y = kmem_cache_alloc(s, GFP_KERNEL);
 	void *keep = kmem_cache_alloc(s, GFP_KERNEL);
@@ -442,6 +458,7 @@ static void test_double_free_loop(void)
 	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
 	kmem_cache_shrink(s);                        /* unfreezes the cpu slab */
 	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	CHECK(handler_allocs >= 1);
 	/* The cache still works, and a kept object frees cleanly. */
 	void *z = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK(z && z != keep);
