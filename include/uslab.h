@@ -1,6 +1,29 @@
 /* uslab.h - the public API of uslab: the Linux kernel's slab allocator (SLUB)
  * as a user-space library. Names are the kernel's (kmem_cache_*, SLAB_*, GFP_*);
- * everything else exported starts with uslab_. This is the only installed header. */
+ * everything else exported starts with uslab_. This is the only installed header.
+ *
+ * Linking. -luslab (pkg-config uslab) also replaces the program's malloc, free,
+ * calloc, realloc, the aligned allocators and C++ operator new/delete, as
+ * jemalloc's and mimalloc's libraries do. -luslab-core (pkg-config uslab-core)
+ * gives the same API below and leaves malloc to the C library.
+ *
+ * Rules for every function below, unless its comment says otherwise:
+ * - Thread-safe: any thread may allocate from and free to any cache, including
+ *   objects another thread allocated. Destroying a cache while another thread
+ *   still uses it is the caller's bug, as in the kernel.
+ * - Bad input (NULL or destroyed cache, a pointer uslab did not hand out, a
+ *   double free, a wrong cache, an impossible size) is reported (see
+ *   uslab_set_report_handler) and refused: nothing is freed or corrupted, and
+ *   the call returns NULL / 0 / -1 as documented.
+ * - Not async-signal-safe, as malloc is not: do not call from a signal handler
+ *   that may interrupt uslab (slow paths take locks).
+ * - fork(): a multithreaded program's child may use every function; the
+ *   caches, with the objects the parent held, are the child's copies. Objects
+ *   another thread of the parent was moving at the moment of the fork count as
+ *   in use in the child (kmem_cache_destroy there may report them).
+ * - gfp flags: only __GFP_ZERO and __GFP_NOWARN have an effect; a call never
+ *   sleeps or waits for memory, it fails with NULL (and a report unless
+ *   __GFP_NOWARN). */
 #ifndef USLAB_H
 #define USLAB_H
 
@@ -50,6 +73,21 @@ typedef unsigned int gfp_t;
 #define NUMA_NO_NODE (-1)
 
 /* ---- object caches ---- */
+
+/* Creates a cache of objects of size bytes (1 to 2 MiB with 4 KiB pages: half
+ * the largest slab), aligned to align (0, or a power of two up to the page
+ * size; at least 8; SLAB_HWCACHE_ALIGN raises it to the cache line for objects
+ * above half a line). name (required) is copied, truncated to 47 bytes.
+ * Returns the cache, or NULL with a report for bad arguments or no memory
+ * (abort() instead with SLAB_PANIC). flags: the SLAB_* above; other bits are
+ * refused. A cache without constructor or debug flags may be merged with an
+ * existing compatible one (its name then is that cache's; USLAB_NOMERGE=1 or
+ * SLAB_NO_MERGE prevent it); destroy it as many times as it was created.
+ * ctor, if given, runs once on every object when its slab is made (not at each
+ * kmem_cache_alloc), with no uslab lock held, so it may allocate; objects must
+ * be freed back in their constructed state, and uslab keeps its free-list
+ * pointer outside them. Without a ctor the contents of a new object are
+ * undefined (a word in its middle held the free-list pointer). */
 USLAB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
                                                unsigned int align, slab_flags_t flags,
                                                void (*ctor)(void *));
@@ -77,18 +115,39 @@ USLAB_API struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsi
 	         void *: uslab_kmem_cache_create_args,                              \
 	         default: kmem_cache_create)(name, size, args, __VA_ARGS__)
 #endif
+/* Destroys s once every object is freed: its memory goes back to the page
+ * provider. NULL: nothing. Objects still in use: reported ("Objects
+ * remaining: N") and the cache is kept, usable. A merged cache (or one created
+ * again under an alias) is destroyed by its last kmem_cache_destroy. A
+ * destroyed cache, or a kmalloc cache, is reported and left alone. */
 USLAB_API void kmem_cache_destroy(struct kmem_cache *s);
+/* An object of s, or NULL when out of memory (reported unless __GFP_NOWARN) or
+ * s is NULL or destroyed (reported). __GFP_ZERO clears object_size bytes.
+ * Lock-free in the common case (a per-CPU sheaf or cpu slab). */
 USLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
+/* node is a hint: uslab has one memory node (NUMA_NO_NODE is fine). */
 USLAB_API void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int node) USLAB_MALLOC_ATTR;
+/* kmem_cache_alloc with __GFP_ZERO. */
 USLAB_API void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
+/* Frees obj to s; NULL obj: nothing. Reported and not freed: a NULL or
+ * destroyed s, obj of another cache, not the start of an object, not from
+ * uslab, or already free (every double free where the object heads a free
+ * list or its slab has fewer objects in use; USLAB_DEBUG catches the rest). */
 USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
-/* Bulk: all or nothing. Returns nr, or 0 with nothing allocated. */
+/* Bulk: all or nothing. Fills p[0..nr) and returns nr, or returns 0 with
+ * nothing allocated (out of memory, NULL or destroyed s, NULL p, nr above
+ * INT_MAX: reported). nr == 0 returns 0. */
 USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr, void **p);
 /* Frees p[0..nr) (NULL entries are skipped); s == NULL: objects of any caches.
  * The order of p is changed. Bad pointers are reported and not freed; so are
  * duplicates gathered into one slab's list (objects of one slab within the
  * look-ahead of each other) and objects that are visibly free already. */
 USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+/* Gives back what s holds unused: its per-CPU sheaves and cpu slabs are
+ * flushed, empty slabs freed, free pages returned to the OS (madvise).
+ * Returns 0 when no slab of s is left, 1 when slabs with objects in use
+ * remain, -1 (reported) for a NULL or destroyed cache. Takes every CPU's slot
+ * of s for a moment: slower than an allocation by far, call it rarely. */
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);
 
 /* Prefilled sheaves (the kernel's API for callers that must not fail later):
@@ -105,7 +164,11 @@ USLAB_API void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct s
 USLAB_API void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sheaf)
 	USLAB_MALLOC_ATTR;
 USLAB_API unsigned int kmem_cache_sheaf_size(struct slab_sheaf *sheaf);
+/* The object size of s (for a merged cache, the larger size of the caches
+ * sharing it); 0 for NULL, 0 and a report for a destroyed cache. */
 USLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
+/* The name of s (a merged cache has the first creator's name); NULL for NULL,
+ * NULL and a report for a destroyed cache. Valid until s is destroyed. */
 USLAB_API const char *kmem_cache_name(struct kmem_cache *s);
 
 /* ---- kmalloc ----
@@ -114,9 +177,13 @@ USLAB_API const char *kmem_cache_name(struct kmem_cache *s);
  * requests are blocks of the page provider (naturally aligned to their
  * power-of-two page count), and beyond its largest block (4 MiB with 4 KiB
  * pages) direct mappings. kmalloc(0) returns ZERO_SIZE_PTR, which kfree, ksize
- * and krealloc accept as "no object". kmalloc_array and kcalloc return NULL on
- * overflow. kfree of a pointer that is not an allocated kmalloc block is reported
- * and ignored. */
+ * and krealloc accept as "no object". Out of memory, or more than PTRDIFF_MAX
+ * bytes: NULL, reported unless __GFP_NOWARN. kmalloc_array and kcalloc return
+ * NULL on overflow. kfree(NULL) does nothing; kfree also takes objects of
+ * kmem_cache caches. kfree of a pointer that is not an allocated uslab block
+ * (foreign, freed already, or inside a block) is reported and ignored. With
+ * -luslab, malloc'd blocks are kmalloc blocks: kfree and ksize take them, and
+ * free takes kmalloc blocks. */
 #define ZERO_SIZE_PTR ((void *)16)
 #define ZERO_OR_NULL_PTR(x) ((unsigned long)(x) <= (unsigned long)ZERO_SIZE_PTR)
 USLAB_API void *kmalloc(size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
@@ -154,13 +221,20 @@ enum uslab_error {
 };
 
 /* Every report is one line on stderr ("uslab: ..."). A handler, if set, receives
- * each report instead (kind and the text without the newline); NULL restores
- * printing. uslab_error_count() counts reports since start-up. */
+ * each report instead (kind and the text without the newline; the line is
+ * valid during the call only); NULL restores printing. The handler runs on the
+ * thread that found the problem, with no uslab lock held: it may call any
+ * uslab function (and malloc), and may be called from several threads at
+ * once. Reports made during start-up reach it after start-up. Setting a
+ * handler is thread-safe; a report already under way may still go to the
+ * previous one. uslab_error_count() counts reports since start-up (kind
+ * USLAB_ERR_NONE lines, notices such as SLAB_PANIC's, are not counted). */
 typedef void (*uslab_report_fn)(enum uslab_error kind, const char *line, void *arg);
 USLAB_API void uslab_set_report_handler(uslab_report_fn fn, void *arg);
 USLAB_API unsigned long uslab_error_count(void);
 
-/* Per-CPU mode chosen at start-up: "rseq" or "locked". */
+/* Per-CPU mode chosen at start-up: "rseq" (restartable sequences) or "locked"
+ * (a lock per CPU slot: valgrind, USLAB_RSEQ=0, no rseq). Never changes. */
 USLAB_API const char *uslab_percpu_mode(void);
 
 /* Sheaf capacity of a cache (the kernel's sysfs sheaf_capacity); 0: no sheaves. */
@@ -168,7 +242,7 @@ USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);
 
 /* Return memory to the OS now (malloc_trim's job): every cache's sheaves, barns
  * and cpu slabs are flushed, empty slabs freed, free pages madvised. Returns the
- * bytes released. */
+ * bytes released. Costs a kmem_cache_shrink per cache: call it when idle. */
 USLAB_API size_t uslab_release_free_memory(void);
 
 #ifdef __cplusplus
