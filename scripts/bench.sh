@@ -6,7 +6,7 @@
 # uslab-mbench with the rest (e.g. "malloc larson --runs 3").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh bench
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release
 if [ "${1:-}" = "malloc" ]; then

@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
-# deps.sh - install what uslab needs on Debian, only if missing: the build tools,
-# clang with its sanitizer runtimes, valgrind, pkg-config, g++ and the programs
-# run under LD_PRELOAD (tests), and the peer
-# allocators the benchmarks run against. Nothing else is downloaded.
+# deps.sh - install what uslab needs on Debian, only if missing. "deps.sh bench":
+# the build tools, the peer allocators the benchmarks run against and the real
+# programs they run (python3, sqlite3, perl): what scripts/bench.sh needs.
+# "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
+# valgrind, g++, pkg-config and git. Nothing else is downloaded.
 set -euo pipefail
+want=${1:-test}
 pkgs=()
 command -v cmake >/dev/null || pkgs+=(cmake)
 command -v ninja >/dev/null || pkgs+=(ninja-build)
 command -v cc >/dev/null || pkgs+=(gcc)
-command -v clang >/dev/null || pkgs+=(clang)
-command -v valgrind >/dev/null || pkgs+=(valgrind)
-command -v pkg-config >/dev/null || pkgs+=(pkg-config)
-# The C++ test, and the real programs run under LD_PRELOAD.
-command -v g++ >/dev/null || pkgs+=(g++)
+# The real programs the benchmark (and the tests) run under LD_PRELOAD.
 command -v python3 >/dev/null || pkgs+=(python3)
 command -v sqlite3 >/dev/null || pkgs+=(sqlite3)
-command -v git >/dev/null || pkgs+=(git)
 command -v perl >/dev/null || pkgs+=(perl)
-[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.tsan-x86_64.a ] || \
-  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a >/dev/null 2>&1 || pkgs+=(libclang-rt-14-dev)
 lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libjemalloc.so.2 ] || pkgs+=(libjemalloc2)
 [ -e $lib/libtcmalloc_minimal.so.4 ] || pkgs+=(libtcmalloc-minimal4)
 [ -e $lib/libmimalloc.so.2 ] || pkgs+=(libmimalloc2.0)
+if [ "$want" = test ]; then
+  command -v clang >/dev/null || pkgs+=(clang)
+  command -v valgrind >/dev/null || pkgs+=(valgrind)
+  command -v pkg-config >/dev/null || pkgs+=(pkg-config)
+  # The C++ test, and git among the programs the tests run under LD_PRELOAD.
+  command -v g++ >/dev/null || pkgs+=(g++)
+  command -v git >/dev/null || pkgs+=(git)
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a >/dev/null 2>&1 || pkgs+=(libclang-rt-14-dev)
+elif [ "$want" != bench ]; then
+  echo "deps: usage: deps.sh [bench|test]" >&2
+  exit 2
+fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
