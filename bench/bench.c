@@ -4,8 +4,11 @@
  * (USLAB_SHEAVES=1/0), each in rseq and locked mode (USLAB_RSEQ=0), and
  * malloc/free from glibc, jemalloc, tcmalloc and mimalloc (loaded with
  * LD_PRELOAD). Runs are interleaved; the table shows medians and ratios against
- * the peers of the same run. A child that crashes or prints the wrong number of
- * values is reported on stderr and in the table, never read as a zero.
+ * the peers of the same run, its header the unit and which way is better, and a
+ * summary at the end puts uslab against the best peer of each row (from the same
+ * medians). Progress goes to stderr, the tables to stdout. A child that crashes
+ * or prints the wrong number of values is reported on stderr and in the table,
+ * never read as a zero.
  * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
@@ -377,6 +380,7 @@ static double step_t0;
 
 static void progress_begin(const char *what, int runs)
 {
+	fflush(stdout);   /* the tables so far, before this line, where both go to one file */
 	step_no++;
 	step_what = what;
 	step_t0 = now_ns();
