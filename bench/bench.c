@@ -786,9 +786,12 @@ static void summary_add(const char *what, int uv, const char *pre, const char *p
 	}
 	if (n == 1 && !rows[0].at[0]) {
 		int side = sum_side(rows[0].ratio);
-		append(line, "uslab/best %.2f, best peer %s: uslab %s (%s)", rows[0].ratio, rows[0].peer,
-		       side < 0 ? "leads" : side > 0 ? "trails" : "is even",
-		       in_words(words, sizeof(words), rows[0].ratio, "slower", "faster"));
+		append(line, "uslab/best %.2f, best peer %s: ", rows[0].ratio, rows[0].peer);
+		if (side)
+			append(line, "uslab %s (%s)", side < 0 ? "leads" : "trails",
+			       in_words(words, sizeof(words), rows[0].ratio, "slower", "faster"));
+		else
+			append(line, "even");
 	} else {
 		sum_group(line, "leads", -1, 1, pre, post, rows, n);
 		sum_group(line, "even", 0, 0, pre, post, rows, n);
