@@ -352,13 +352,15 @@ static const char *in_words(char *buf, size_t n, double r, const char *more, con
 
 /* The summary after the last table, one row per workload, filled by measure()
  * from the medians its table prints: uslab's time and peak RSS over the best
- * peer's (the peer with the least of each). A peer index of -1: no comparison. */
+ * peer's (the peer with the least of each). A peer index of -1: no peer ran,
+ * -2: uslab did not. */
 struct sum_row {
 	const char *name;
 	double time, rss;    /* uslab / best peer */
 	int tpeer, rpeer;
 };
-static struct sum_row sums[16];
+#define MAXSUM 16   /* more than the workloads */
+static struct sum_row sums[MAXSUM];
 static int nsums;
 
 static void sum_cell(double r, int peer, const char *more, const char *less)
@@ -460,6 +462,8 @@ static double median(double *v, int n)
  * least time and the least peak RSS, from the medians mt and mr. */
 static void summary_add(const char *name, const int *ok, const double *mt, const double *mr)
 {
+	if (nsums == MAXSUM)
+		return;
 	struct sum_row *s = &sums[nsums++];
 	s->name = name;
 	s->tpeer = s->rpeer = ok[0] ? -1 : -2;
