@@ -4,14 +4,18 @@
  * (USLAB_SHEAVES=1/0), each in rseq and locked mode (USLAB_RSEQ=0), and
  * malloc/free from glibc, jemalloc, tcmalloc and mimalloc (loaded with
  * LD_PRELOAD). Runs are interleaved; the table shows medians and ratios against
- * the peers of the same run. A child that crashes or prints the wrong number of
- * values is reported on stderr and in the table, never read as a zero.
+ * the peers of the same run, its header the unit and which way is better, and a
+ * summary at the end puts uslab against the best peer of each row (from the same
+ * medians). Progress goes to stderr, the tables to stdout. A child that crashes
+ * or prints the wrong number of values is reported on stderr and in the table,
+ * never read as a zero.
  * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +123,7 @@ static void child_single(long iters)
  * timed; average ticks per alloc and per free. */
 static const unsigned int nalloc_sizes[] = { 32, 64, 128, 256, 512, 1024, 2048, 4096 };
 #define NSIZES (sizeof(nalloc_sizes) / sizeof(nalloc_sizes[0]))
+#define NALLOC_REPS 5   /* each size's N allocs + N frees, repeated */
 
 static void child_nalloc(long n, int reps)
 {
@@ -367,6 +372,48 @@ static struct variant variants[] = {
 
 static const char *self_path;
 
+/* Progress on stderr, so that stdout holds only the tables: one line per
+ * measured step, "[2/6] nalloc: 7 runs of <allocators>; run 1 2 ... done in 9.1 s". */
+static int step_no, step_total, progress_open;
+static const char *step_what;
+static double step_t0;
+
+static void progress_begin(const char *what, int runs)
+{
+	fflush(stdout);   /* the tables so far, before this line, where both go to one file */
+	step_no++;
+	step_what = what;
+	step_t0 = now_ns();
+	fprintf(stderr, "[%d/%d] %s: %d run%s of", step_no, step_total, what, runs, runs == 1 ? "" : "s");
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].present)
+			fprintf(stderr, " %s", variants[v].tag);
+	fprintf(stderr, "; run");
+	progress_open = 1;
+}
+
+/* A message in the middle of a step (a failed child) gets a line of its own. */
+static void progress_break(void)
+{
+	if (progress_open)
+		fputc('\n', stderr);
+	progress_open = 0;
+}
+
+static void progress_run(int r)
+{
+	if (!progress_open)
+		fprintf(stderr, "[%d/%d] %s, continued: run", step_no, step_total, step_what);
+	progress_open = 1;
+	fprintf(stderr, " %d", r + 1);
+}
+
+static void progress_end(void)
+{
+	fprintf(stderr, " - done in %.1f s\n", (now_ns() - step_t0) / 1e9);
+	progress_open = 0;
+}
+
 /* Per variant, for the scenario being printed: runs tried and failed (over all
  * its measure() calls), why the last failure happened, and the sheaf capacity
  * the uslab children reported. */
@@ -480,6 +527,7 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 	}
 	return n;
 fail:
+	progress_break();
 	fprintf(stderr, "uslab-bench: %s, %s %s: %s\n", v->name, scenario, arg, why);
 	return -1;
 }
@@ -502,12 +550,16 @@ static void begin_scenario(void)
 	memset(cap_seen, 0, sizeof(cap_seen));
 }
 
-/* want_uslab / want_malloc: how many values a uslab / malloc child prints. */
-static void measure(const char *scenario, const char *arg, int runs, int want_uslab, int want_malloc)
+/* want_uslab / want_malloc: how many values a uslab / malloc child prints;
+ * what: the step's name in the progress line. */
+static void measure(const char *what, const char *scenario, const char *arg, int runs, int want_uslab,
+                    int want_malloc)
 {
 	static double all[NVAR][MAXRUNS][MAXVALS];
 	memset(nran, 0, sizeof(nran));
-	for (int r = 0; r < runs; r++)
+	progress_begin(what, runs);
+	for (int r = 0; r < runs; r++) {
+		progress_run(r);
 		for (int v = 0; v < NVAR; v++) {
 			if (!variants[v].present)
 				continue;
@@ -518,6 +570,8 @@ static void measure(const char *scenario, const char *arg, int runs, int want_us
 			else
 				nfail[v]++;
 		}
+	}
+	progress_end();
 	for (int v = 0; v < NVAR; v++) {
 		int want = variants[v].uslab ? want_uslab : want_malloc;
 		for (int k = 0; k < want && nran[v]; k++) {
@@ -534,7 +588,7 @@ static void measure_n(const char *scenario, long n, int runs, int want_uslab, in
 {
 	char arg[32];
 	snprintf(arg, sizeof(arg), "%ld", n);
-	measure(scenario, arg, runs, want_uslab, want_malloc);
+	measure(scenario, scenario, arg, runs, want_uslab, want_malloc);
 }
 
 /* Numbers of the last measure() for variant v. */
@@ -586,14 +640,185 @@ static int find_variant(const char *name)
 	return -1;
 }
 
+/* The peer with the smallest median value k among those that ran; -1 if none did. */
+static int best_peer_v(int k)
+{
+	int best = -1;
+	for (int v = 0; v < NVAR; v++)
+		if (!variants[v].uslab && ran(v) && medians[v][k] > 0 && (best < 0 || medians[v][k] < medians[best][k]))
+			best = v;
+	return best;
+}
+
 /* The smallest median value k among the peers that ran; 0 if none did. */
 static double best_peer(int k)
 {
-	double best = 0;
+	int b = best_peer_v(k);
+	return b < 0 ? 0 : medians[b][k];
+}
+
+/* A ratio r = a / b of two medians in words: "1.15x slower" above 1.00, "1.61x
+ * faster" (1 / r) below, "even" where it rounds to 1.00; more / less are the
+ * words for the two sides. Every comparison of two things in one sentence
+ * is put this way (table cells keep the bare ratio, with a legend). */
+static const char *in_words(char *buf, size_t n, double r, const char *more, const char *less)
+{
+	if (r >= 0.995 && r < 1.005)
+		snprintf(buf, n, "even");
+	else if (r > 1)
+		snprintf(buf, n, "%.2fx %s", r, more);
+	else
+		snprintf(buf, n, "%.2fx %s", 1 / r, less);
+	return buf;
+}
+
+/* The legend under a table header whose columns cols are ratios of unit. */
+static void ratio_legend(const char *cols, const char *unit)
+{
+	printf("%s: this row's %s / the column's (below 1.00: this row is faster; above 1.00: slower)\n", cols,
+	       unit);
+}
+
+/* ---------------------------------------------------------------- summary */
+/* The summary after the last table: one line per workload, made while its
+ * table is printed, from the same medians. It reports the first uslab variant
+ * that ran (sheaves, rseq: what a program gets by default) against the best
+ * peer of each row of the workload (a size, a bulk count N). */
+struct sum_row {
+	char at[16];        /* the row within the workload ("16" for N=16); "" for one row */
+	double ratio;       /* uslab / best peer, median over median */
+	const char *peer;   /* the best peer */
+};
+#define MAXSUM 16
+#define SUMLEN 512
+static char sum_lines[MAXSUM][SUMLEN];
+static int nsum;
+
+/* The first uslab variant that ran in the last measure(), -1 if none did. */
+static int sum_variant(void)
+{
 	for (int v = 0; v < NVAR; v++)
-		if (!variants[v].uslab && ran(v) && medians[v][k] > 0 && (best == 0 || medians[v][k] < best))
-			best = medians[v][k];
-	return best;
+		if (variants[v].uslab && ran(v))
+			return v;
+	return -1;
+}
+
+/* Row at of a summary line from the last measure(): variant uv's value ku over
+ * the smallest value kp among the peers. 0 if either is missing. */
+static int sum_row_from(struct sum_row *row, const char *at, int uv, int ku, int kp)
+{
+	int p = best_peer_v(kp);
+	if (uv < 0 || p < 0 || medians[uv][ku] <= 0)
+		return 0;
+	snprintf(row->at, sizeof(row->at), "%s", at);
+	row->ratio = medians[uv][ku] / medians[p][kp];
+	row->peer = variants[p].name;
+	return 1;
+}
+
+/* -1: uslab leads (below 1.00 as printed), 1: trails, 0: even. */
+static int sum_side(double r)
+{
+	return r < 0.995 ? -1 : r >= 1.005 ? 1 : 0;
+}
+
+static void append(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(char *buf, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, SUMLEN - used, fmt, ap);
+	va_end(ap);
+}
+
+/* The rows of one side, as "leads at N=8,16 (uslab/best 0.56..0.92; best peer
+ * mimalloc)"; nothing if none, or "<word> nowhere" if must. */
+static void sum_group(char *line, const char *word, int side, int must, const char *pre, const char *post,
+                      const struct sum_row *rows, int n)
+{
+	const char *peers[NVAR];
+	double lo = 0, hi = 0;
+	int np = 0, cnt = 0;
+	for (int i = 0; i < n; i++) {
+		if (sum_side(rows[i].ratio) != side)
+			continue;
+		if (cnt)
+			append(line, ",%s", rows[i].at);
+		else
+			append(line, "%s at %s%s", word, pre, rows[i].at);
+		lo = cnt && lo < rows[i].ratio ? lo : rows[i].ratio;
+		hi = cnt && hi > rows[i].ratio ? hi : rows[i].ratio;
+		int seen = 0;
+		for (int j = 0; j < np; j++)
+			seen |= peers[j] == rows[i].peer;
+		if (!seen)
+			peers[np++] = rows[i].peer;
+		cnt++;
+	}
+	if (!cnt) {
+		if (must)
+			append(line, "%s nowhere; ", word);
+		return;
+	}
+	append(line, "%s (uslab/best %.2f", post, lo);
+	if (hi > lo)
+		append(line, "..%.2f", hi);
+	append(line, "; best peer%s", np > 1 ? "s" : "");
+	for (int j = 0; j < np; j++)
+		append(line, "%s%s", j ? ", " : " ", peers[j]);
+	append(line, "); ");
+}
+
+/* Adds the summary line of workload what (its unit in brackets) from n rows
+ * of variant uv; pre and post frame the rows' names ("N=", " B"). */
+static void summary_add(const char *what, int uv, const char *pre, const char *post, const struct sum_row *rows,
+                        int n)
+{
+	char *line, words[32];
+	if (nsum == MAXSUM)
+		return;
+	line = sum_lines[nsum++];
+	snprintf(line, SUMLEN, "%-30s ", what);
+	if (!n) {
+		append(line, "no comparison: uslab or every peer FAILED");
+		return;
+	}
+	if (n == 1 && !rows[0].at[0]) {
+		int side = sum_side(rows[0].ratio);
+		append(line, "uslab/best %.2f, best peer %s: ", rows[0].ratio, rows[0].peer);
+		if (side)
+			append(line, "uslab %s (%s)", side < 0 ? "leads" : "trails",
+			       in_words(words, sizeof(words), rows[0].ratio, "slower", "faster"));
+		else
+			append(line, "even");
+	} else {
+		sum_group(line, "leads", -1, 1, pre, post, rows, n);
+		sum_group(line, "even", 0, 0, pre, post, rows, n);
+		sum_group(line, "trails", 1, 1, pre, post, rows, n);
+		line[strlen(line) - 2] = 0;   /* the last "; " */
+	}
+	if (uv > 0)
+		append(line, " [uslab = %s]", variants[uv].name);
+}
+
+/* A workload of one row: value ku of the summarised variant, kp of the peers. */
+static void summary_one(const char *what, int ku, int kp)
+{
+	struct sum_row row;
+	int uv = sum_variant();
+	summary_add(what, uv, "", "", &row, sum_row_from(&row, "", uv, ku, kp));
+}
+
+static void print_summary(void)
+{
+	if (!nsum)
+		return;
+	printf("\n== summary: %s (the default) against the best peer of each row; uslab/best = uslab's median / "
+	       "the best peer's median, lower is better: below 1.00 uslab leads (is faster), above 1.00 it trails ==\n",
+	       variants[0].name);
+	for (int i = 0; i < nsum; i++)
+		printf("%s\n", sum_lines[i]);
 }
 
 static void ratio_header(void)
@@ -635,14 +860,21 @@ static void call_floor(long iters, double *ns_out, double *tk_out)
 	single_batches(floor_alloc_p, floor_free_p, iters / BATCHES, ns_out, tk_out);
 }
 
+static const char *plural(int n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void bench_single(int runs, long iters)
 {
 	double fns[64], ftk[64], fn, ft;
 	int nf = runs < 64 ? runs : 64;
 	begin_scenario();
 	measure_n("single", iters, runs, 2, 2);
-	printf("\n== single: 256-byte alloc+free pair, %ld pairs in %d batches; median batch, median of %d runs ==\n", iters, BATCHES, runs);
+	printf("\n== single: 256-byte alloc+free pair; ns and ticks (TSC) per pair, lower is better; "
+	       "%ld pairs in %d batches, median batch, median of %d run%s ==\n", iters, BATCHES, runs, plural(runs));
 	printf("uslab: kmem_cache_alloc/kmem_cache_free; peers: malloc(256)/free\n");
+	ratio_legend("/glibc .. /mimalloc", "ns");
 	printf("%-*s %9s %11s", NAMEW, "allocator", "ns/pair", "ticks/pair");
 	ratio_header();
 	printf("\n");
@@ -657,62 +889,105 @@ static void bench_single(int runs, long iters)
 	ratios(fn, 0);
 	printf("\n");
 	print_footer();
+	summary_one("single (ns/pair)", 0, 0);
+}
+
+/* nalloc's cells: per size, value a / value b, as "24/29" or "0.77/1.25". */
+static void nalloc_cell(double a, double b, int ratio)
+{
+	if (ratio)
+		printf(" %5.2f/%-5.2f", a, b);
+	else
+		printf(" %5.0f/%-5.0f", a, b);
+}
+
+/* nalloc's summary: one line for the allocations, one for the frees (op 0, 1). */
+static void nalloc_summary(void)
+{
+	struct sum_row rows[NSIZES];
+	int uv = sum_variant();
+	for (int op = 0; op < 2; op++) {
+		int n = 0;
+		for (unsigned s = 0; s < NSIZES; s++) {
+			char at[16];
+			snprintf(at, sizeof(at), "%u", nalloc_sizes[s]);
+			n += sum_row_from(&rows[n], at, uv, 2 * (int)s + op, 2 * (int)s + op);
+		}
+		summary_add(op ? "nalloc free (ticks/call)" : "nalloc alloc (ticks/call)", uv, "", " B", rows, n);
+	}
+}
+
+#define RATIOW 28   /* width of the name column of nalloc's rows */
+
+/* The sizes over nalloc's cells, each over its cell's first number. */
+static void nalloc_sizes_header(void)
+{
+	printf("%-*s", RATIOW, "size (bytes)");
+	for (unsigned s = 0; s < NSIZES; s++)
+		printf(" %5u%6s", nalloc_sizes[s], "");
+	printf("\n");
 }
 
 static void bench_nalloc(int runs, long n)
 {
 	begin_scenario();
 	measure_n("nalloc", n, runs, 2 * (int)NSIZES, 2 * (int)NSIZES);
-	printf("\n== nalloc (seed 003): %ld allocations each timed, then %ld frees each timed; "
-	       "ticks per op, median of %d runs ==\n", n, n, runs);
+	printf("\n== nalloc (seed 003's \"Kmalloc N*alloc N*free(size)\"): %ld allocations each timed, then %ld frees "
+	       "each timed, %d times; ticks (TSC) per call, lower is better; median of %d run%s ==\n", n, n, NALLOC_REPS,
+	       runs, plural(runs));
 	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
+	printf("each cell: A/F = average ticks per allocation / average ticks per free (the seed's \"Average=A/F\")\n");
+	nalloc_sizes_header();
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
-		printf("-- %s\n", variants[v].name);
-		if (!ran(v)) {
-			printf("FAILED\n");
-			continue;
-		}
-		for (unsigned s = 0; s < NSIZES; s++)
-			printf("Kmalloc N*alloc N*free(%u): Average=%.0f/%.0f\n", nalloc_sizes[s],
-			       medians[v][2 * s], medians[v][2 * s + 1]);
+		printf("%-*s", RATIOW, variants[v].name);
+		if (!ran(v))
+			printf(" FAILED");
+		for (unsigned s = 0; s < NSIZES && ran(v); s++)
+			nalloc_cell(medians[v][2 * s], medians[v][2 * s + 1], 0);
+		printf("\n");
 	}
 	int tc = find_variant("tcmalloc");
-	printf("\nratios against the best peer at each size (alloc / free):\n");
-	printf("%-*s", NAMEW, "size");
-	for (unsigned s = 0; s < NSIZES; s++)
-		printf(" %11u", nalloc_sizes[s]);
-	printf("\n");
+	printf("\nratios uslab / peer at each size, alloc/free (below 1.00: uslab is faster; above 1.00: slower); "
+	       "\"/ best peer\": the fastest peer at that size and operation, \"/ tcmalloc\": tcmalloc's numbers\n");
+	nalloc_sizes_header();
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].uslab || !ran(v))
 			continue;
-		printf("%-*s", NAMEW, variants[v].name);
+		char name[64];
+		snprintf(name, sizeof(name), "%s / best peer", variants[v].tag);
+		printf("%-*s", RATIOW, name);
 		for (unsigned s = 0; s < NSIZES; s++) {
 			double ba = best_peer(2 * (int)s), bf = best_peer(2 * (int)s + 1);
 			if (ba > 0 && bf > 0)
-				printf(" %5.2f/%-5.2f", medians[v][2 * s] / ba, medians[v][2 * s + 1] / bf);
+				nalloc_cell(medians[v][2 * s] / ba, medians[v][2 * s + 1] / bf, 1);
 			else
 				printf(" %11s", "-");
 		}
 		printf("\n");
 		if (tc >= 0) {
-			printf("%-*s", NAMEW, "  vs tcmalloc");
+			snprintf(name, sizeof(name), "%s / tcmalloc", variants[v].tag);
+			printf("%-*s", RATIOW, name);
 			for (unsigned s = 0; s < NSIZES; s++)
-				printf(" %5.2f/%-5.2f", medians[v][2 * s] / medians[tc][2 * s],
-				       medians[v][2 * s + 1] / medians[tc][2 * s + 1]);
+				nalloc_cell(medians[v][2 * s] / medians[tc][2 * s],
+				            medians[v][2 * s + 1] / medians[tc][2 * s + 1], 1);
 			printf("\n");
 		}
 	}
 	print_footer();
+	nalloc_summary();
 }
 
 /* One bulk comparison table: the peers' ns per object, and per uslab variant its
  * value off (1: fallback ns, 3: bulk ns, of the 4 per size) and that over the
- * best peer. */
-static void bulk_table(const char *title, int off)
+ * best peer. Adds the summary line what. */
+static void bulk_table(const char *title, int off, const char *what)
 {
-	printf("-- %s; ns per object, /best = uslab / best peer\n", title);
+	struct sum_row rows[NBULK];
+	int uv = sum_variant(), nrows = 0;
+	printf("-- %s; ns per object, lower is better; /best = uslab's ns / the best peer's ns at that N "
+	       "(below 1.00: uslab is faster; above 1.00: slower)\n", title);
 	printf("%5s", "N");
 	for (int v = 0; v < NVAR; v++)
 		if (!variants[v].uslab && variants[v].present)
@@ -730,6 +1005,9 @@ static void bulk_table(const char *title, int off)
 	printf("\n");
 	for (unsigned k = 0; k < NBULK; k++) {
 		double best = best_peer(2 * (int)k + 1);
+		char at[16];
+		snprintf(at, sizeof(at), "%u", bulk_sizes[k]);
+		nrows += sum_row_from(&rows[nrows], at, uv, 4 * (int)k + off, 2 * (int)k + 1);
 		printf("%5u", bulk_sizes[k]);
 		for (int v = 0; v < NVAR; v++) {
 			if (variants[v].uslab || !variants[v].present)
@@ -752,43 +1030,76 @@ static void bulk_table(const char *title, int off)
 		}
 		printf("\n");
 	}
+	summary_add(what, uv, "N=", "", rows, nrows);
+}
+
+/* Bulk against fallback, variant v, bulk size k: in words, from the cycles
+ * (as the seed's "improved" column was). */
+static const char *bulk_vs_fallback(char *buf, size_t n, int v, unsigned k)
+{
+	return in_words(buf, n, medians[v][4 * k + 2] / medians[v][4 * k], "slower", "faster");
+}
+
+/* The seed's table for variant v: both ways, cycles and ns, and bulk against fallback. */
+static void bulk_seed_table(int v)
+{
+	char w[32];
+	printf("-- %s: fallback = N x kmem_cache_alloc, N x kmem_cache_free; bulk = kmem_cache_alloc_bulk + "
+	       "kmem_cache_free_bulk; last column: bulk against fallback (cycles)\n", variants[v].name);
+	printf("  N -   fallback per object    -     bulk per object       - bulk against fallback\n");
+	for (unsigned k = 0; k < NBULK; k++) {
+		double ft = medians[v][4 * k], fn = medians[v][4 * k + 1];
+		double bt = medians[v][4 * k + 2], bn = medians[v][4 * k + 3];
+		printf("%3u - %4.0f cycles(tsc) %6.3f ns - %4.0f cycles(tsc) %6.3f ns - bulk %s\n", bulk_sizes[k], ft, fn,
+		       bt, bn, bulk_vs_fallback(w, sizeof(w), v, k));
+	}
+}
+
+/* For the locked variants, only the seed's last column, side by side (the ns
+ * behind it are in the tables that follow). */
+static void bulk_locked_table(void)
+{
+	char w[32];
+	int any = 0;
+	for (int v = 0; v < NVAR; v++)
+		any |= variants[v].uslab && variants[v].present && variants[v].rseq && !strcmp(variants[v].rseq, "0");
+	if (!any)
+		return;
+	printf("-- locked variants: bulk against fallback (cycles), per N\n%5s", "N");
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].uslab && variants[v].present && variants[v].rseq && !strcmp(variants[v].rseq, "0"))
+			printf("  %-16s", variants[v].tag);
+	printf("\n");
+	for (unsigned k = 0; k < NBULK; k++) {
+		printf("%5u", bulk_sizes[k]);
+		for (int v = 0; v < NVAR; v++)
+			if (variants[v].uslab && variants[v].present && variants[v].rseq && !strcmp(variants[v].rseq, "0"))
+				printf("  %-16s", ran(v) ? bulk_vs_fallback(w, sizeof(w), v, k) : "FAILED");
+		printf("\n");
+	}
 }
 
 static void bench_bulk(int runs, long n)
 {
 	begin_scenario();
 	measure_n("bulk", n, runs, 4 * (int)NBULK, 2 * (int)NBULK);
-	printf("\n== bulk (seed 000): 256-byte objects, N allocated then N freed, per object (alloc+free), "
-	       "%ld objects per size, median of %d runs ==\n", n, runs);
+	printf("\n== bulk (seed 000): 256-byte objects, N allocated then N freed; cycles (TSC) and ns per object "
+	       "(one alloc + one free), lower is better; %ld objects per size, median of %d run%s ==\n", n, runs,
+	       plural(runs));
 	/* The seed's own table for the rseq variants; for the locked ones only its
-	 * last column (the numbers behind it are in the tables that follow). */
+	 * last column. */
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].uslab || !variants[v].present)
 			continue;
-		if (!ran(v)) {
+		if (!ran(v))
 			printf("-- %s: FAILED\n", variants[v].name);
-			continue;
-		}
-		if (variants[v].rseq && !strcmp(variants[v].rseq, "0")) {
-			printf("-- %s: bulk improved on fallback by, per N:", variants[v].name);
-			for (unsigned k = 0; k < NBULK; k++)
-				printf(" %u:%.0f%%", bulk_sizes[k],
-				       100.0 * (1.0 - medians[v][4 * k + 2] / medians[v][4 * k]));
-			printf("\n");
-			continue;
-		}
-		printf("-- %s: fallback = N x kmem_cache_alloc, N x kmem_cache_free; bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk\n",
-		       variants[v].name);
-		for (unsigned k = 0; k < NBULK; k++) {
-			double ft = medians[v][4 * k], fn = medians[v][4 * k + 1];
-			double bt = medians[v][4 * k + 2], bn = medians[v][4 * k + 3];
-			printf("%3u - %4.0f cycles(tsc) %6.3f ns - %4.0f cycles(tsc) %6.3f ns - improved %5.1f%%\n",
-			       bulk_sizes[k], ft, fn, bt, bn, 100.0 * (1.0 - bt / ft));
-		}
+		else if (!variants[v].rseq || strcmp(variants[v].rseq, "0"))
+			bulk_seed_table(v);
 	}
+	bulk_locked_table();
 	printf("peers: N x malloc(256), N x free\n");
-	bulk_table("uslab bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk", 3);
-	bulk_table("uslab fallback = N x kmem_cache_alloc, N x kmem_cache_free", 1);
+	bulk_table("uslab bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk", 3, "bulk, bulk API (ns/object)");
+	bulk_table("uslab fallback = N x kmem_cache_alloc, N x kmem_cache_free", 1, "bulk, fallback (ns/object)");
 	print_footer();
 }
 
@@ -796,13 +1107,15 @@ static void bench_remote(int runs, long n)
 {
 	begin_scenario();
 	measure_n("remote", n, runs, 1, 1);
-	printf("\n== remote: one thread allocates 256 bytes, another frees (ring), %ld objects, "
-	       "median of %d runs ==\n", n, runs);
+	printf("\n== remote: one thread allocates 256 bytes, another frees them (through a ring); ns per object, "
+	       "lower is better; %ld objects, median of %d run%s ==\n", n, runs, plural(runs));
+	ratio_legend("/glibc .. /mimalloc", "ns");
 	printf("%-*s %9s", NAMEW, "allocator", "ns/object");
 	ratio_header();
 	printf("\n");
 	print_rows(0, "%9.2f");
 	print_footer();
+	summary_one("remote (ns/object)", 0, 0);
 }
 
 /* random-free at two working-set sizes: 2.5 MB (about the last-level cache)
@@ -810,6 +1123,7 @@ static void bench_remote(int runs, long n)
 static void bench_random_free(int runs, int quick)
 {
 	static const long rf_n[2] = { 10000, 1000000 };
+	static const char *const rf_what[2] = { "random-free N=10k", "random-free N=1M" };
 	/* Rounds: a 10k round costs 0.1-0.7 ms (10-70 ns per object), so 500
 	 * rounds are at most ~0.35 s per child; a 1M round costs 0.05-0.6 s of
 	 * cache and TLB misses, so 5 rounds plus the set-up are ~0.5-3.5 s. The
@@ -821,19 +1135,23 @@ static void bench_random_free(int runs, int quick)
 
 	begin_scenario();
 	for (int i = 0; i < 2; i++) {
-		char arg[48];
+		char arg[48], what[48];
 		snprintf(arg, sizeof(arg), "%ld:%ld", rf_n[i], rf_rounds[i]);
-		measure("random-free", arg, runs, 1, 1);
+		measure(rf_what[i], "random-free", arg, runs, 1, 1);
 		for (int v = 0; v < NVAR; v++) {
 			ok[i][v] = ran(v);
 			val[i][v] = medians[v][0];
 		}
+		snprintf(what, sizeof(what), "%s (ns/object)", rf_what[i]);
+		summary_one(what, 0, 0);
 	}
 	printf("\n== random-free: N live 256-byte objects; per round all N freed in a random order "
 	       "(shuffle untimed), then N allocated and each written once; ns per object (free + alloc), "
-	       "median round, median of %d runs ==\n", runs);
+	       "lower is better; median round, median of %d run%s ==\n", runs, plural(runs));
 	printf("uslab: kmem_cache \"rf-256\" (kmem_cache_free/kmem_cache_alloc); peers: free/malloc(256); "
 	       "rounds: %ld at N=%ld, %ld at N=%ld\n", rf_rounds[0], rf_n[0], rf_rounds[1], rf_n[1]);
+	printf("10k/best, 1M/best: this row's ns / the best peer's at that N; 10k/mimalloc, 1M/mimalloc: this row's ns / "
+	       "mimalloc's (below 1.00: this row is faster; above 1.00: slower)\n");
 	double best[2] = { 0, 0 };
 	for (int i = 0; i < 2; i++)
 		for (int v = 0; v < NVAR; v++)
@@ -870,6 +1188,22 @@ static void bench_random_free(int runs, int quick)
 
 static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "random-free", "all" };
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]\n"
+	           "  --runs N  child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
+	           "  --quick   smaller counts (single, bulk, remote, random-free)\n", MAXRUNS);
+}
+
+/* What every table has in common, printed once at the top. */
+static void how_to_read(FILE *f)
+{
+	fprintf(f, "How to read: each number is a median over runs (a process per allocator per run); times "
+	           "(ns, TSC ticks or cycles) are per operation, lower is better. A ratio a/b below 1.00 means a is faster "
+	           "than b, above 1.00 slower. The summary at the end compares uslab with the best peer of each row. "
+	           "Progress goes to stderr.\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "--child")) {
@@ -879,7 +1213,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "single"))
 			child_single(n);
 		else if (!strcmp(argv[2], "nalloc"))
-			child_nalloc(n, 5);
+			child_nalloc(n, NALLOC_REPS);
 		else if (!strcmp(argv[2], "remote"))
 			child_remote(n);
 		else if (!strcmp(argv[2], "bulk"))
@@ -899,7 +1233,11 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
 			quick = 1;
-		else if (argv[i][0] != '-')
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			how_to_read(stdout);
+			return 0;
+		} else if (argv[i][0] != '-')
 			what = argv[i];
 		else
 			goto usage;
@@ -927,10 +1265,13 @@ int main(int argc, char **argv)
 		}
 	printf("uslab-bench: %ld CPUs online; per-CPU mode by default: %s\n", sysconf(_SC_NPROCESSORS_ONLN),
 	       uslab_percpu_mode());
+	how_to_read(stdout);
 	/* Default counts: `all` with --runs 7 took 280 s on the 2-CPU machine with
 	 * 8 variants (bulk is the largest part), well under 10 minutes, so no count
 	 * was lowered when the variants went from 6 to 8. */
 	int all = !strcmp(what, "all");
+	/* Progress steps: one a measure(), two for random-free (two sizes). */
+	step_total = all ? 6 : !strcmp(what, "random-free") ? 2 : 1;
 	if (all || !strcmp(what, "single"))
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))
@@ -941,8 +1282,9 @@ int main(int argc, char **argv)
 		bench_remote(runs, quick ? 500000 : 4000000);
 	if (all || !strcmp(what, "random-free"))
 		bench_random_free(runs, quick);
+	print_summary();
 	return 0;
 usage:
-	fprintf(stderr, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]\n");
+	usage(stderr);
 	return 2;
 }

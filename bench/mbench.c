@@ -2,7 +2,10 @@
  * (written here), and real programs, each run under uslab (LD_PRELOAD of
  * libuslab.so), glibc, jemalloc, tcmalloc and mimalloc in one invocation:
  * wall time and peak RSS, medians of interleaved runs, ratios against the
- * best peer (time) and glibc (RSS).
+ * best peer (time) and glibc (RSS). Each table's header gives the units and
+ * which way is better; a summary at the end puts uslab against the best peer
+ * of each workload (from the same medians). Progress goes to stderr, the
+ * tables to stdout.
  * Usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
@@ -291,6 +294,111 @@ static struct alloc allocs[] = {
 
 static const char *self;
 
+/* Progress on stderr, so that stdout holds only the tables: one line per
+ * workload, "[2/8] xmalloc: 5 runs of <allocators>; run 1 2 ... done in 3.1 s". */
+static int step_no, step_total, progress_open;
+static const char *step_what;
+static double step_t0;
+
+static void progress_begin(const char *what, int runs)
+{
+	fflush(stdout);   /* the tables so far, before this line, where both go to one file */
+	step_no++;
+	step_what = what;
+	step_t0 = now_s();
+	fprintf(stderr, "[%d/%d] %s: %d run%s of", step_no, step_total, what, runs, runs == 1 ? "" : "s");
+	for (int a = 0; a < NALLOC; a++)
+		if (allocs[a].present)
+			fprintf(stderr, " %s", allocs[a].name);
+	fprintf(stderr, "; run");
+	progress_open = 1;
+}
+
+/* A message in the middle of a step (a failed run) gets a line of its own. */
+static void progress_break(void)
+{
+	if (progress_open)
+		fputc('\n', stderr);
+	progress_open = 0;
+}
+
+static void progress_run(int r)
+{
+	if (!progress_open)
+		fprintf(stderr, "[%d/%d] %s, continued: run", step_no, step_total, step_what);
+	progress_open = 1;
+	fprintf(stderr, " %d", r + 1);
+}
+
+static void progress_end(void)
+{
+	fprintf(stderr, " - done in %.1f s\n", now_s() - step_t0);
+	progress_open = 0;
+}
+
+/* A ratio r = a / b of two medians in words: "1.13x slower" above 1.00, "1.61x
+ * faster" (1 / r) below, "even" where it rounds to 1.00; more / less are the
+ * words for the two sides. */
+static const char *in_words(char *buf, size_t n, double r, const char *more, const char *less)
+{
+	if (r >= 0.995 && r < 1.005)
+		snprintf(buf, n, "even");
+	else if (r > 1)
+		snprintf(buf, n, "%.2fx %s", r, more);
+	else
+		snprintf(buf, n, "%.2fx %s", 1 / r, less);
+	return buf;
+}
+
+/* The summary after the last table, one row per workload, filled by measure()
+ * from the medians its table prints: uslab's time and peak RSS over the best
+ * peer's (the peer with the least of each). A peer index of -1: no peer ran,
+ * -2: uslab did not. */
+struct sum_row {
+	const char *name;
+	double time, rss;    /* uslab / best peer */
+	int tpeer, rpeer;
+};
+#define MAXSUM 16   /* more than the workloads */
+static struct sum_row sums[MAXSUM];
+static int nsums;
+
+static void sum_cell(double r, int peer, const char *more, const char *less)
+{
+	char w[32], v[48];
+	if (peer < 0) {
+		printf("  %-10s %-10s %-22s", "-", "-", "no comparison");
+		return;
+	}
+	if (r < 0.995 || r >= 1.005)
+		snprintf(v, sizeof(v), "%s, %s", r < 1 ? "leads" : "trails", in_words(w, sizeof(w), r, more, less));
+	else
+		snprintf(v, sizeof(v), "even");
+	printf("  %10.2f %-10s %-22s", r, allocs[peer].name, v);
+}
+
+static void print_summary(void)
+{
+	if (!nsums)
+		return;
+	printf("\n== summary: uslab against the best peer of each workload (the fastest, and the one with the least "
+	       "peak RSS); uslab/best = uslab's median / the best peer's median, lower is better: below 1.00 uslab "
+	       "leads, above 1.00 it trails ==\n");
+	printf("%-10s  %10s %-10s %-22s  %10s %-10s %-22s\n", "", "time", "", "", "peak RSS", "", "");
+	printf("%-10s  %10s %-10s %-22s  %10s %-10s %-22s\n", "workload", "uslab/best", "best peer", "uslab",
+	       "uslab/best", "best peer", "uslab");
+	for (int i = 0; i < nsums; i++) {
+		printf("%-10s", sums[i].name);
+		if (sums[i].tpeer == -2) {
+			printf("  uslab FAILED\n");
+			continue;
+		}
+		sum_cell(sums[i].time, sums[i].tpeer, "slower", "faster");
+		sum_cell(sums[i].rss, sums[i].rpeer, "more", "less");
+		printf("\n");
+	}
+}
+
 /* Run argv under allocator a: wall seconds, peak RSS (KiB), and up to 3 numbers
  * the child printed. Returns the count of numbers read, -1 on failure. */
 static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[3], const char *outfile)
@@ -331,6 +439,7 @@ static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[
 	*secs = now_s() - t0;
 	*maxrss = ru.ru_maxrss;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		progress_break();
 		fprintf(stderr, "uslab-mbench: %s under %s failed (status %d)\n", argv[0], allocs[a].name, st);
 		return -1;
 	}
@@ -349,13 +458,36 @@ static double median(double *v, int n)
 	return n ? v[n / 2] : 0;
 }
 
+/* The summary row of a workload: uslab (allocs[0]) against the peers with the
+ * least time and the least peak RSS, from the medians mt and mr. */
+static void summary_add(const char *name, const int *ok, const double *mt, const double *mr)
+{
+	if (nsums == MAXSUM)
+		return;
+	struct sum_row *s = &sums[nsums++];
+	s->name = name;
+	s->tpeer = s->rpeer = ok[0] ? -1 : -2;
+	for (int a = 1; a < NALLOC && ok[0]; a++) {
+		if (ok[a] && mt[a] > 0 && (s->tpeer < 0 || mt[a] < mt[s->tpeer]))
+			s->tpeer = a;
+		if (ok[a] && mr[a] > 0 && (s->rpeer < 0 || mr[a] < mr[s->rpeer]))
+			s->rpeer = a;
+	}
+	s->time = s->tpeer >= 0 ? mt[0] / mt[s->tpeer] : 0;
+	s->rss = s->rpeer >= 0 ? mr[0] / mr[s->rpeer] : 0;
+}
+
 /* One workload (a child mode of this program, or an external command): runs
- * interleaved over the allocators, then its table. */
-static void measure(const char *title, char *const argv[], int runs, int with_rss_vals, const char *outfile)
+ * interleaved over the allocators, then its table; name: its short name
+ * (progress, summary). */
+static void measure(const char *name, const char *title, char *const argv[], int runs, int with_rss_vals,
+                    const char *outfile)
 {
 	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS], q[NALLOC][2][MAXRUNS];
 	int ok[NALLOC] = { 0 };
-	for (int k = 0; k < runs; k++)
+	progress_begin(name, runs);
+	for (int k = 0; k < runs; k++) {
+		progress_run(k);
 		for (int a = 0; a < NALLOC; a++) {
 			if (!allocs[a].present)
 				continue;
@@ -373,6 +505,8 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 				q[a][j][ok[a]] = vals[0] > 0 ? (double)vals[j + 1] / (double)vals[0] : 0;
 			ok[a]++;
 		}
+	}
+	progress_end();
 	double mt[NALLOC], mr[NALLOC], mv[NALLOC][3], mq[NALLOC][2], best = 0;
 	for (int a = 0; a < NALLOC; a++) {
 		mt[a] = ok[a] ? median(t[a], ok[a]) : 0;
@@ -384,11 +518,17 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 		if (a > 0 && ok[a] && (best == 0 || mt[a] < best))
 			best = mt[a];
 	}
-	printf("\n== %s (median of %d runs) ==\n", title, runs);
+	printf("\n== %s; wall time (s) and peak RSS (MB), lower is better; median of %d run%s ==\n", title, runs,
+	       runs == 1 ? "" : "s");
+	printf("/best: time / the best peer's time; /glibc: peak RSS / glibc's (below 1.00: faster, or less memory; "
+	       "above 1.00: slower, or more)\n");
+	if (with_rss_vals)
+		printf("RSS before (the workload), after free+1.5s (all freed, then 1.5 s of light traffic), after trim "
+		       "(malloc_trim(0)): MB, lower is better; /before: that RSS / RSS before, the median of each run's "
+		       "own ratio (1.00: all given back)\n");
 	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
-		printf(" %12s %14s %7s %11s %7s\n(/before: the median of each run's own ratio)", "RSS before",
-		       "after free+1.5s", "/before", "after trim", "/before");
+		printf(" %12s %15s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
 	printf("\n");
 	for (int a = 0; a < NALLOC; a++) {
 		if (!allocs[a].present)
@@ -400,10 +540,11 @@ static void measure(const char *title, char *const argv[], int runs, int with_rs
 		printf("%-10s %9.3f %8.2f %11.1f %9.2f", allocs[a].name, mt[a], best > 0 ? mt[a] / best : 0, mr[a],
 		       mr[1] > 0 ? mr[a] / mr[1] : 0);
 		if (with_rss_vals)
-			printf(" %12.2f %14.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mq[a][0], mv[a][2], mq[a][1]);
+			printf(" %12.2f %15.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mq[a][0], mv[a][2], mq[a][1]);
 		printf("\n");
 	}
 	fflush(stdout);
+	summary_add(name, ok, mt, mr);
 }
 
 static int child(const char *w)
@@ -423,6 +564,22 @@ static int child(const char *w)
 	return 0;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]\n"
+	           "  --runs N  runs per allocator and workload, 1..%d (default 5); medians are printed\n"
+	           "  --quick   smaller workloads\n", MAXRUNS);
+}
+
+/* What every table has in common, printed once at the top. */
+static void how_to_read(FILE *f)
+{
+	fprintf(f, "How to read: each number is a median over runs (a process per allocator per run); wall time (s) "
+	           "and memory (MB): lower is better. A ratio a/b below 1.00 means a is faster (or uses less memory) "
+	           "than b, above 1.00 slower (or more). The summary at the end compares uslab with the best peer of "
+	           "each workload. Progress goes to stderr.\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = "all";
@@ -436,12 +593,24 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			how_to_read(stdout);
+			return 0;
 		} else if (argv[i][0] != '-') {
 			what = argv[i];
 		} else {
-			fprintf(stderr, "usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]\n");
+			usage(stderr);
 			return 2;
 		}
+	}
+	static const char *const names[] = { "larson", "xmalloc", "scratch", "churn", "programs", "all" };
+	int known = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		known |= !strcmp(what, names[i]);
+	if (!known) {
+		usage(stderr);
+		return 2;
 	}
 	if (runs < 1 || runs > MAXRUNS)
 		runs = 5;
@@ -462,20 +631,23 @@ int main(int argc, char **argv)
 		return 1;
 	printf("uslab-mbench: %d threads where threaded, %s sizes; uslab = LD_PRELOAD=%s\n", NTHREADS,
 	       quick ? "quick" : "full", USLAB_SO_PATH);
+	how_to_read(stdout);
 	int all = !strcmp(what, "all");
+	/* Progress steps: the four workloads and the four programs. */
+	step_total = all ? 8 : !strcmp(what, "programs") ? 4 : 1;
 	struct {
 		const char *name, *title;
 	} w[] = {
 		{ "larson", "larson-like: 4 threads replace random slots (16..512 B), arrays handed between threads" },
 		{ "xmalloc", "xmalloc-like: 2 producer threads, 2 consumer threads (16..256 B, batches of 64)" },
 		{ "scratch", "cache-scratch: 4 threads free a neighbour block, then allocate and write 8-byte blocks" },
-		{ "churn", "churn: 1 thread, 8000 slots, 8 B..64 KiB, malloc/free/realloc grow and shrink; RSS in MB" },
+		{ "churn", "churn: 1 thread, 8000 slots, 8 B..64 KiB, malloc/free/realloc grow and shrink" },
 	};
 	for (unsigned i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (!all && strcmp(what, w[i].name))
 			continue;
 		char *cargv[] = { exe, (char *)"--child", (char *)w[i].name, NULL };
-		measure(w[i].title, cargv, runs, !strcmp(w[i].name, "churn"), NULL);
+		measure(w[i].name, w[i].title, cargv, runs, !strcmp(w[i].name, "churn"), NULL);
 	}
 	if (all || !strcmp(what, "programs")) {
 		/* Real programs; their output goes to a scratch file. */
@@ -508,13 +680,14 @@ int main(int argc, char **argv)
 		               (char *)"my %h; $h{\"k$_\"} = \"v\" x ($_ % 50) for 1..600000;"
 		                       " my @s = sort keys %h; print scalar(@s), \"\\n\"",
 		               NULL };
-		measure("python3: dicts, sorting, sets, json", py, runs, 0, out);
-		measure("sort -n of a large file", srt, runs, 0, out);
-		measure("sqlite3: 400k inserts, two indexes, a query", sq, runs, 0, out);
-		measure("perl: a hash of 600k keys, sorted", pl, runs, 0, out);
+		measure("python3", "python3: dicts, sorting, sets, json", py, runs, 0, out);
+		measure("sort", "sort -n of a large file", srt, runs, 0, out);
+		measure("sqlite3", "sqlite3: 400k inserts, two indexes, a query", sq, runs, 0, out);
+		measure("perl", "perl: a hash of 600k keys, sorted", pl, runs, 0, out);
 		snprintf(script, sizeof(script), "rm -rf %s", dir);
 		if (system(script) != 0)
 			return 1;
 	}
+	print_summary();
 	return 0;
 }
