@@ -29,6 +29,11 @@ struct usl_sheaf_counts {
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 
+/* common: the decay thread: running now, sweeps it ran, times it parked. */
+USL_HIDDEN bool usl_background_running(void);
+extern unsigned long usl_background_sweeps USL_HIDDEN;
+extern unsigned long usl_background_parks USL_HIDDEN;
+
 /* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and
  * malloc's finer classes (made on demand). */
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);

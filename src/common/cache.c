@@ -60,13 +60,23 @@ static void fork_release(void)
 	pthread_mutex_unlock(&classes_lock);
 }
 
+/* The child has no decay thread (fork copies only the calling thread): its
+ * first slow-path tick sweeps and starts one, whatever the parent's clock said. */
+static uint64_t next_sweep_ms;
+static void fork_release_child(void)
+{
+	fork_release();
+	usl_background_after_fork();
+	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
+}
+
 /* Once, before the first cache exists: the fork handlers, and the hooks by
  * which the layers below reach this one (docs/ARCHITECTURE.md section 2). */
 static void reclaim_before_grow(void);
 static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
-	pthread_atfork(fork_prepare, fork_release, fork_release);
+	pthread_atfork(fork_prepare, fork_release, fork_release_child);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 }
@@ -529,7 +539,6 @@ static void reclaim_before_grow(void)
 	cache_unlock();
 }
 
-static uint64_t next_sweep_ms;
 static __thread unsigned int tick_calls;
 
 /* fn(s, arg) on every cache, uslab's own caches last: the others' flushes free
@@ -544,9 +553,15 @@ static void each_cache_own_last(void (*fn)(struct kmem_cache *, void *), void *a
 		}
 }
 
-static void decay_one(struct kmem_cache *s, void *now)
+struct sweep {
+	uint64_t now;
+	unsigned int flushed;                /* sheaves sent back to slabs */
+};
+
+static void decay_one(struct kmem_cache *s, void *arg)
 {
-	usl_sheaf_decay(s, *(uint64_t *)now);
+	struct sweep *sw = arg;
+	sw->flushed += usl_sheaf_decay(s, sw->now);
 }
 
 /* A cache's part of malloc_trim: sheaves, barn and cpu slabs flushed, empty
@@ -558,23 +573,36 @@ static void release_one(struct kmem_cache *s, void *unused)
 	usl_slub_release(s);
 }
 
+int usl_decay_sweep(uint64_t now)
+{
+	struct sweep sw = { now, 0 };
+
+	if (!cache_trylock())
+		return -1;
+	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
+	usl_pages_aging = true;
+	each_cache_own_last(decay_one, &sw);
+	usl_pages_aging = false;
+	cache_unlock();
+	size_t purged = usl_pages_purge(false);
+	errno = saved_errno;
+	return sw.flushed || purged;
+}
+
 void usl_decay_tick(void)
 {
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
 		return;                          /* the clock is read every 16 slow paths */
+	usl_background_start();              /* once the heap is large enough for it */
 	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
 	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
 	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
-	if (!cache_trylock())
+	/* The decay thread sweeps on its own clock: wake it if it sleeps for
+	 * want of work. Without it, this caller sweeps, and may start it. */
+	if (usl_background_kick())
 		return;
-	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
-	usl_pages_aging = true;
-	each_cache_own_last(decay_one, &now);
-	usl_pages_aging = false;
-	cache_unlock();
-	usl_pages_purge(false);
-	errno = saved_errno;
+	usl_decay_sweep(now);
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its

@@ -83,6 +83,20 @@ USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
  * layer's slow paths (its hook): at most every half decay interval one caller
  * sweeps every cache and the page provider. */
 USL_HIDDEN void usl_decay_tick(void);
+/* One sweep of every cache (barn and CPU decay) and of the page provider's
+ * old free blocks. 1: it gave something back; 0: nothing to give; -1: the
+ * registry was busy (try later). */
+USL_HIDDEN int usl_decay_sweep(uint64_t now);
+
+/* ---- the decay thread (background.c) ---- */
+/* Start it, unless USLAB_BACKGROUND=0, it runs, it could not be made, or the
+ * heap is still small; from a caller holding no uslab lock (the tick). */
+USL_HIDDEN void usl_background_start(void);
+/* True when the thread runs (woken if it was parked): the caller leaves the
+ * sweep to it. */
+USL_HIDDEN bool usl_background_kick(void);
+/* fork()'s child: no thread; the next sweep may start one. */
+USL_HIDDEN void usl_background_after_fork(void);
 
 /* ---- the object paths (objects.c) ---- */
 /* x is the start of an object of s (the free check; ksize, krealloc). */

@@ -317,7 +317,7 @@ static void flush_cpus(struct kmem_cache *s)
  * few objects at a time, keeps a few objects of it). uslab's own caches (no
  * sheaves) give back the slabs on their CPUs' partial lists: the sheaf
  * structures of a burst, freed since, would keep them there for ever. */
-void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
+unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;
@@ -329,7 +329,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 				flush_cpus(s);
 			usl_slub_release(s);     /* and the empty ones frees put on the node list */
 		}
-		return;
+		return 0;
 	}
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
@@ -381,6 +381,7 @@ void usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	}
 	if (idle || (unvisited && (own || flushed)))
 		usl_slub_release(s);                 /* the slabs the flushes emptied */
+	return own + (flushed ? 1 : 0);
 }
 
 /* Memory is short (the page provider would grow): every full sheaf above the

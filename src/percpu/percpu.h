@@ -52,8 +52,9 @@ USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);
 /* Before growth: full sheaves above the barn's level back to slabs. */
 USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);
-/* The decay sweep's part for one cache (docs/ARCHITECTURE.md section 2). */
-USL_HIDDEN void usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
+/* The decay sweep's part for one cache (docs/ARCHITECTURE.md section 2).
+ * Returns how many sheaves it sent back to slabs (0: nothing to give back now). */
+USL_HIDDEN unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);

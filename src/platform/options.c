@@ -9,7 +9,7 @@
 #include "platform.h"
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
-                               .decay_ms = 1000 };
+                               .decay_ms = 1000, .background = 1 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -48,6 +48,7 @@ static const struct option options[] = {
 	{ "USLAB_SHEAVES", &usl_opt.sheaves, 0, 1, "1" },
 	{ "USLAB_NOMERGE", &usl_opt.nomerge, 0, 1, NULL },
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
+	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -91,10 +92,20 @@ static void unknown_options(void)
 				k++;
 			known = k == len && !n[k];
 		}
-		if (!known)
-			usl_report(USLAB_ERR_OPTION, "unknown option %.*s (this version reads USLAB_MIN_OBJECTS, "
-			           "USLAB_MIN_ORDER, USLAB_MAX_ORDER, USLAB_RSEQ, USLAB_SHEAVES, USLAB_NOMERGE and "
-			           "USLAB_DECAY_MS); ignored", (int)(len > 64 ? 64 : len), v);
+		if (!known) {
+			char names[NR_OPTIONS * 24];     /* "A, B, ... and Z", from the table */
+			size_t n = 0;
+			for (size_t i = 0; i < NR_OPTIONS; i++) {
+				const char *sep = i == 0 ? "" : i + 1 == NR_OPTIONS ? " and " : ", ";
+				for (const char *c = sep; *c && n + 1 < sizeof(names); c++)
+					names[n++] = *c;
+				for (const char *c = options[i].name; *c && n + 1 < sizeof(names); c++)
+					names[n++] = *c;
+			}
+			names[n] = 0;
+			usl_report(USLAB_ERR_OPTION, "unknown option %.*s (this version reads %s); ignored",
+			           (int)(len > 64 ? 64 : len), v, names);
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ struct usl_options {
 	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
 	unsigned int decay_ms;       /* free block age before madvise */
 	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
+	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */

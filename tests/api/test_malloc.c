@@ -311,7 +311,8 @@ static void test_rss(bool decay)
 		malloc_trim(0);
 		after = rss_kib();
 	} else {
-		/* No background thread: the program keeps calling. Up to 5 s. */
+		/* No decay thread (USLAB_BACKGROUND=0): the program keeps calling,
+		 * and its slow paths sweep. Up to 5 s. */
 		for (int k = 0; k < 100; k++) {
 			for (int j = 0; j < 20000; j++)
 				vfree(vmalloc(64 + (size_t)j % 512));

@@ -1,0 +1,215 @@
+/* test_background.c - the decay thread gives memory back while the program
+ * makes no allocator call at all: after a burst of kmalloc'd objects of several
+ * sizes is freed in random order, the resident set falls by itself; the thread
+ * then parks (no more sweeps); a fork while it runs leaves a child that
+ * allocates, starts its own thread and gets its memory back the same way;
+ * USLAB_BACKGROUND=0 means no thread. Modes: "on" (default), "off", "fork". */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "../harness.h"
+#include "testing.h"
+
+/* Resident KiB from /proc/self/statm, read with system calls only (no
+ * allocation while the test says the program is idle). */
+static long rss_kib(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = buf;
+	while (*p && *p != ' ')
+		p++;
+	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* Threads of this process, and whether one is named uslab-decay. */
+static int threads(bool *decay_thread)
+{
+	int n = 0;
+	*decay_thread = false;
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		int fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			ssize_t k = read(fd, comm, sizeof(comm) - 1);
+			close(fd);
+			if (k > 0 && !strncmp(comm, "uslab-decay", 11))
+				*decay_thread = true;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+enum { N = 400000 };
+static void *v[N];
+
+/* About 100 MiB in sizes 32..1024, written, then freed in a random order
+ * (which leaves them in sheaves and barns). Returns the resident KiB at the
+ * peak. */
+static long burst(void)
+{
+	static const size_t sizes[] = { 32, 64, 96, 128, 192, 256, 512, 1024 };
+	for (int i = 0; i < N; i++) {
+		size_t n = sizes[(unsigned)i % 8];
+		v[i] = kmalloc(n, GFP_KERNEL);
+		if (v[i])
+			memset(v[i], 1, n);
+	}
+	long full = rss_kib();
+	unsigned x = 12345;
+	for (int i = N - 1; i > 0; i--) {          /* shuffle, then free */
+		x = x * 1103515245u + 12345u;
+		int j = (int)((x >> 8) % (unsigned)(i + 1));
+		void *t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+	for (int i = 0; i < N; i++)
+		kfree(v[i]);
+	return full;
+}
+
+/* With no allocator call, the resident set must fall to within a tenth of
+ * the burst of where it started; up to 15 s (normally 2 to 3 decay intervals). */
+static bool falls_back(long before, long full, long *after)
+{
+	for (int k = 0; k < 150; k++) {
+		sleep_ms(100);
+		*after = rss_kib();
+		if (*after - before < (full - before) / 10)
+			return true;
+	}
+	fprintf(stderr, "  rss %ld KiB before, %ld full, %ld after 15 s idle\n", before, full, *after);
+	return false;
+}
+
+static void idle_give_back(void)
+{
+	long before = rss_kib(), after = 0;
+	long full = burst();
+	CHECK(full - before > 40 * 1024);
+	/* The first slow-path sweep starts the thread. */
+	CHECK(usl_background_running());
+	bool named;
+	CHECK_EQ(threads(&named), 2);
+	CHECK(named);
+	CHECK(falls_back(before, full, &after));
+	/* Then it parks: no sweep while nothing changes. */
+	for (int k = 0; k < 100 && !__atomic_load_n(&usl_background_parks, __ATOMIC_RELAXED); k++)
+		sleep_ms(100);
+	CHECK(__atomic_load_n(&usl_background_parks, __ATOMIC_RELAXED) >= 1);
+	unsigned long sweeps = __atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED);
+	sleep_ms(1500);
+	CHECK_EQ(__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED), sweeps);
+	/* Allocation traffic wakes it again (a slow-path tick). */
+	long again = rss_kib(), full2 = burst();
+	CHECK(falls_back(again, full2, &after));
+	CHECK(__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED) > sweeps);
+}
+
+/* A thread keeps allocating while the main thread forks, so forks land while
+ * the decay thread sweeps: each child allocates, frees, gets its own thread
+ * and its memory back. */
+static volatile int stop;
+static void *churn(void *arg)
+{
+	(void)arg;
+	void *keep[256] = { 0 };
+	unsigned x = 1;
+	while (!stop) {
+		x = x * 1103515245u + 12345u;
+		unsigned i = (x >> 8) % 256;
+		kfree(keep[i]);
+		keep[i] = kmalloc(16 + (x >> 16) % 3000, GFP_KERNEL);
+	}
+	for (int i = 0; i < 256; i++)
+		kfree(keep[i]);
+	return NULL;
+}
+
+static void fork_while_running(void)
+{
+	long before = rss_kib(), after = 0;
+	long full = burst();
+	CHECK(usl_background_running());
+	(void)before;
+	(void)full;
+	pthread_t t;
+	pthread_create(&t, NULL, churn, NULL);
+	for (int round = 0; round < 6; round++) {
+		sleep_ms(round * 150);                 /* at different points of the sweeps */
+		pid_t pid = fork();
+		if (pid == 0) {
+			int ok = !usl_background_running();   /* the thread was not copied */
+			long b = rss_kib(), f = burst(), a = 0;
+			ok |= usl_background_running() << 1;  /* its own, started by its sweep */
+			ok |= falls_back(b, f, &a) << 2;
+			if (ok != 7)
+				fprintf(stderr, "  child: %d\n", ok);
+			_exit(ok == 7 ? 0 : 1);
+		}
+		int status = -1;
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	stop = 1;
+	pthread_join(t, NULL);
+	long b = rss_kib(), f = burst();
+	CHECK(falls_back(b, f, &after));             /* the parent's thread still works */
+}
+
+static void off(void)
+{
+	long before = rss_kib();
+	long full = burst();
+	CHECK(full - before > 40 * 1024);
+	CHECK(!usl_background_running());
+	bool named;
+	CHECK_EQ(threads(&named), 1);
+	CHECK(!named);
+	/* Nobody sweeps while the program is idle: the memory stays (a
+	 * malloc_trim or the next calls give it back). */
+	sleep_ms(2500);
+	CHECK(rss_kib() - before > (full - before) / 2);
+	uslab_release_free_memory();
+	CHECK(rss_kib() - before < (full - before) / 10);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "on";
+	if (!strcmp(mode, "off"))
+		off();
+	else if (!strcmp(mode, "fork"))
+		fork_while_running();
+	else
+		idle_give_back();
+	return test_summary();
+}
