@@ -10,7 +10,10 @@
 #   more     DEBUG POPULATE <keys> k2 <size>         <keys> new keys k2:0 ..
 #   idle     FLUSHALL SYNC, then <idle> seconds with no command
 # RSS is VmRSS of /proc/PID/status, read after the phase's command returned and a
-# PING + DBSIZE round trip confirmed the key count; MB are MiB (kB / 1024).
+# PING + DBSIZE round trip confirmed the key count. MB here = VmRSS kB / 1000, the
+# unit of the issue's numbers (its jemalloc row, 12/305/305/379/22, is what this
+# script prints for jemalloc; in MiB the same run reads 12/298/298/370/21).
+# redis's INFO used_memory (--verbose) is given in the same unit (bytes / 1024000).
 #
 # Allocators (--alloc, comma-separated; default all):
 #   jemalloc         as shipped: redis-server links libjemalloc.so.2, no LD_PRELOAD
@@ -266,9 +269,9 @@ run_one() {
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$a" "$r" "$s" "$l" "$d" "$m" "$f" \
 		"${us:--}" "${ul:--}" "${ud:--}" "${um:--}" "${uf:--}" "$secs" >> "$RES"
 	local mb
-	mb=$(awk -v s="$s" -v l="$l" -v d="$d" -v m="$m" -v f="$f" 'BEGIN { printf "%.0f/%.0f/%.0f/%.0f/%.0f", s/1024, l/1024, d/1024, m/1024, f/1024 }')
+	mb=$(awk -v s="$s" -v l="$l" -v d="$d" -v m="$m" -v f="$f" 'BEGIN { printf "%.0f/%.0f/%.0f/%.0f/%.0f", s/1000, l/1000, d/1000, m/1000, f/1000 }')
 	if [ $VERBOSE = 1 ]; then
-		mb+=$(awk -v s="$us" -v l="$ul" -v d="$ud" -v m="$um" -v f="$uf" 'BEGIN { printf "   used_memory %.0f/%.0f/%.0f/%.0f/%.0f", s/1048576, l/1048576, d/1048576, m/1048576, f/1048576 }')
+		mb+=$(awk -v s="$us" -v l="$ul" -v d="$ud" -v m="$um" -v f="$uf" 'BEGIN { printf "   used_memory %.0f/%.0f/%.0f/%.0f/%.0f", s/1024000, l/1024000, d/1024000, m/1024000, f/1024000 }')
 	fi
 	log "$(printf 'round %d %-16s RSS MB %s   (%ds)' "$r" "$a" "$mb" "$secs")"
 }
@@ -308,17 +311,29 @@ summary() {
 		for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) continue
 			for (c = 3; c <= 12; c++) { if (v[x, c, 1] == "-") { med[x, c] = "-"; continue }
 				for (k = 1; k <= n[x]; k++) tmp[k] = v[x, c, k]; med[x, c] = median(tmp, n[x]) } }
-		printf "\nRSS in MB (VmRSS, MiB), median of rounds; %d keys of %d B, DEL 80%%, %d more keys (prefix k2), FLUSHALL SYNC + %ss idle\n\n", keys, size, keys, idle
+		printf "\nRSS in MB (VmRSS kB / 1000), median of rounds; %d keys of %d B, DEL 80%%, %d more keys (prefix k2), FLUSHALL SYNC + %ss idle\n\n", keys, size, keys, idle
 		print "| allocator | runs | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
 		print "|---|---:|---:|---:|---:|---:|---:|"
 		for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) { printf "| %s | 0 | FAILED | | | | |\n", x; continue }
-			printf "| %s | %d", x, n[x]; for (c = 3; c <= 7; c++) printf " | %.0f", med[x, c] / 1024; print " |" }
-		if (verbose) {
-			print "\nredis INFO used_memory in MB (median)\n"
+			printf "| %s | %d", x, n[x]; for (c = 3; c <= 7; c++) printf " | %.0f", med[x, c] / 1000; print " |" }
+		multi = 0; for (x in n) if (n[x] > 1) multi = 1
+		if (multi) {
+			print "\nSpread of the RSS over the rounds, max - min, MB\n"
 			print "| allocator | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
 			print "|---|---:|---:|---:|---:|---:|"
 			for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) continue
-				printf "| %s", x; for (c = 8; c <= 12; c++) printf " | %.0f", med[x, c] / 1048576; print " |" }
+				printf "| %s", x
+				for (c = 3; c <= 7; c++) { lo = hi = v[x, c, 1]
+					for (k = 2; k <= n[x]; k++) { if (v[x, c, k] < lo) lo = v[x, c, k]; if (v[x, c, k] > hi) hi = v[x, c, k] }
+					printf " | %.0f", (hi - lo) / 1000 }
+				print " |" }
+		}
+		if (verbose) {
+			print "\nredis INFO used_memory in MB (bytes / 1024000, the unit above), median\n"
+			print "| allocator | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
+			print "|---|---:|---:|---:|---:|---:|"
+			for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) continue
+				printf "| %s", x; for (c = 8; c <= 12; c++) printf " | %.0f", med[x, c] / 1024000; print " |" }
 		}
 		je = ("jemalloc" in n) ? med["jemalloc", 6] : 0
 		print "\nRatios of the medians (targets: deleted/loaded <= 1, more/jemalloc near 1, idle/start near jemalloc'\''s)\n"
