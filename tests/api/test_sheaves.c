@@ -552,6 +552,9 @@ static void test_bad_free(void)
 
 int main(void)
 {
+	/* The barn and decay counts here follow this thread's own slow-path
+	 * sweeps; the decay thread (test_background) would sweep in between. */
+	usl_opt.background = 0;
 	const char *e = getenv("USLAB_SHEAVES");
 	sheaves_default = !(e && strcmp(e, "0") == 0);
 	printf("mode %s, sheaves %s by default\n", uslab_percpu_mode(), sheaves_default ? "on" : "off");
