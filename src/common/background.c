@@ -1,5 +1,6 @@
-/* background.c - the decay thread: it runs the decay sweep (usl_decay_sweep)
- * every half decay interval, so a program that stops calling the allocator
+/* background.c - the decay schedule: the tick of the slow paths
+ * (usl_decay_tick), and the decay thread, which runs the decay sweep
+ * (usl_decay_sweep, given by common_init) every half decay interval, so a program that stops calling the allocator
  * still gets its free memory back: barn sheaves, the CPUs' sheaves and cpu
  * slabs of idle kmalloc classes, empty slabs, old free page blocks.
  *
@@ -32,6 +33,9 @@ static pthread_cond_t bg_cond;
 static enum bg_state bg_state;       /* atomic reads outside bg_lock */
 static bool bg_parked;               /* under bg_lock */
 static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep */
+static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
+static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
+static __thread unsigned int tick_calls;
 unsigned long usl_background_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
 unsigned long usl_background_parks;  /* atomic: times it parked */
 
@@ -77,7 +81,7 @@ static void *bg_main(void *unused)
 		bg_wait(usl_opt.decay_ms / 2 + 1, park);
 		if (park)
 			quiet = 0;
-		int r = usl_decay_sweep(usl_now_ms());
+		int r = sweep_fn(usl_now_ms());
 		__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
 		quiet = r > 0 ? 0 : quiet + 1;
 		usl_pages_stats(NULL, &dirty, NULL);
@@ -90,7 +94,12 @@ static void *bg_main(void *unused)
  * fail) keeps a single thread. */
 #define MIN_HEAP ((size_t)8 << 20)
 
-void usl_background_start(void)
+void usl_background_init(int (*sweep)(uint64_t now))
+{
+	sweep_fn = sweep;
+}
+
+static void background_start(void)
 {
 	enum bg_state none = BG_NONE;
 
@@ -124,7 +133,9 @@ void usl_background_start(void)
 	__atomic_store_n(&bg_state, err ? BG_FAILED : BG_RUNNING, __ATOMIC_RELEASE);
 }
 
-bool usl_background_kick(void)
+/* True when the thread runs (woken if it was parked): the tick leaves the
+ * sweep to it. */
+static bool background_kick(void)
 {
 	if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) != BG_RUNNING)
 		return false;
@@ -137,8 +148,24 @@ bool usl_background_kick(void)
 	return true;
 }
 
+void usl_decay_tick(void)
+{
+	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
+		return;                          /* the clock is read every 16 slow paths */
+	background_start();                  /* once the heap is large enough for it */
+	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
+	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
+	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	/* The decay thread sweeps on its own clock: wake it if it sleeps for
+	 * want of work. Without it, this caller sweeps. */
+	if (!background_kick())
+		sweep_fn(now);
+}
+
 void usl_background_after_fork(void)
 {
+	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
 	pthread_mutex_init(&bg_lock, NULL);
 	bg_parked = bg_kicked = false;
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_FAILED)

@@ -60,14 +60,11 @@ static void fork_release(void)
 	pthread_mutex_unlock(&classes_lock);
 }
 
-/* The child has no decay thread (fork copies only the calling thread): its
- * first slow-path tick sweeps and starts one, whatever the parent's clock said. */
-static uint64_t next_sweep_ms;
+/* The child has no decay thread (fork copies only the calling thread). */
 static void fork_release_child(void)
 {
 	fork_release();
 	usl_background_after_fork();
-	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
 }
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
@@ -77,6 +74,7 @@ static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
 	pthread_atfork(fork_prepare, fork_release, fork_release_child);
+	usl_background_init(usl_decay_sweep);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 }
@@ -539,7 +537,6 @@ static void reclaim_before_grow(void)
 	cache_unlock();
 }
 
-static __thread unsigned int tick_calls;
 
 /* fn(s, arg) on every cache, uslab's own caches last: the others' flushes free
  * their sheaves into them. Under slab_mutex. */
@@ -587,22 +584,6 @@ int usl_decay_sweep(uint64_t now)
 	size_t purged = usl_pages_purge(false);
 	errno = saved_errno;
 	return sw.flushed || purged;
-}
-
-void usl_decay_tick(void)
-{
-	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
-		return;                          /* the clock is read every 16 slow paths */
-	usl_background_start();              /* once the heap is large enough for it */
-	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
-	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
-	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		return;
-	/* The decay thread sweeps on its own clock: wake it if it sleeps for
-	 * want of work. Without it, this caller sweeps, and may start it. */
-	if (usl_background_kick())
-		return;
-	usl_decay_sweep(now);
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its

@@ -79,23 +79,22 @@ extern __thread int usl_registry_held USL_HIDDEN;
 /* Every CPU's sheaves and cpu slab, and the barn's sheaves, back to the slabs
  * (shrink, destroy, malloc_trim). */
 USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
-/* Called by every 256th free by pointer on a thread, and by the per-CPU
- * layer's slow paths (its hook): at most every half decay interval one caller
- * sweeps every cache and the page provider. */
-USL_HIDDEN void usl_decay_tick(void);
 /* One sweep of every cache (barn and CPU decay) and of the page provider's
  * old free blocks. 1: it gave something back; 0: nothing to give; -1: the
  * registry was busy (try later). */
 USL_HIDDEN int usl_decay_sweep(uint64_t now);
 
-/* ---- the decay thread (background.c) ---- */
-/* Start it, unless USLAB_BACKGROUND=0, it runs, it could not be made, or the
- * heap is still small; from a caller holding no uslab lock (the tick). */
-USL_HIDDEN void usl_background_start(void);
-/* True when the thread runs (woken if it was parked): the caller leaves the
- * sweep to it. */
-USL_HIDDEN bool usl_background_kick(void);
-/* fork()'s child: no thread; the next sweep may start one. */
+/* ---- the decay schedule and thread (background.c) ---- */
+/* The sweep it runs (the registry's usl_decay_sweep), given once by
+ * common_init: the schedule sits above the registry it sweeps. */
+USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now));
+/* Called by every 256th free by pointer on a thread, and by the per-CPU
+ * layer's slow paths (its hook): every 16th call may start the decay thread;
+ * at most every half decay interval one caller wakes the thread, or, without
+ * one, sweeps every cache and the page provider itself. */
+USL_HIDDEN void usl_decay_tick(void);
+/* fork()'s child: no thread, and its first tick sweeps whatever the parent's
+ * clock said. */
 USL_HIDDEN void usl_background_after_fork(void);
 
 /* ---- the object paths (objects.c) ---- */
