@@ -184,6 +184,9 @@ struct usl_barn {
 	unsigned int low_full;       /* fewest full sheaves since last_decay */
 	unsigned int high_full;      /* most full sheaves since last_decay: as many empties
 	                                may stay, for the frees that will refill them */
+	unsigned int low_empty;      /* fewest empty sheaves since last_empty_check */
+	unsigned int dry_refills;    /* refills from slabs since a full sheaf was put */
+	uint64_t last_empty_check;   /* ms */
 	unsigned int puts;           /* full puts above the level: the clock is read every 16 */
 	unsigned int visits;         /* barn visits, and their count at the last sweep: */
 	unsigned int visits_swept;   /* equal at a sweep means the cache sat idle */

@@ -55,6 +55,8 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 			barn->low_full = barn->nr_full;
 	} else {
 		barn_set(&barn->nr_empty, barn->nr_empty - 1);
+		if (barn->nr_empty < barn->low_empty)
+			barn->low_empty = barn->nr_empty;
 	}
 	return sh;
 }
@@ -123,6 +125,7 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 	if (want >= 0)
 		got = barn_take_locked(barn, want == 1);
 	if (give && give->size) {
+		barn->dry_refills = 0;
 		give->next = barn->full;
 		barn->full = give;
 		barn_set(&barn->nr_full, barn->nr_full + 1);
@@ -153,6 +156,38 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full)
 {
 	return usl_barn_visit(s, NULL, full ? 1 : 0);
+}
+
+/* Refills from slabs this many times with no full sheaf put in between mean
+ * the burst of frees that left the barn's empty sheaves is over: the program
+ * allocates past what it freed (random-order rounds that free and take back
+ * the same objects run dry only at their very end). */
+#define DRY_REFILLS 32
+
+/* A refill from slabs (the barn had no full sheaf): after DRY_REFILLS of them
+ * with no full sheaf put in between, a few empties above the kernel's ten are
+ * freed at each, so the arrays of a past burst do not stay while the program
+ * grows. Peeked unlocked first: a refill with no surplus takes no lock. */
+void usl_barn_dry_refill(struct kmem_cache *s)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	struct slab_sheaf *drop = NULL;
+
+	if (__atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) <= s->barn_max_empty)
+		return;
+	usl_spin_lock(&barn->lock);
+	if (++barn->dry_refills >= DRY_REFILLS)
+		for (int n = 0; n < 8 && barn->nr_empty > s->barn_max_empty; n++) {
+			struct slab_sheaf *e = barn_take_locked(barn, false);
+			e->next = drop;
+			drop = e;
+		}
+	usl_spin_unlock(&barn->lock);
+	while (drop) {
+		struct slab_sheaf *e = drop;
+		drop = e->next;
+		usl_sheaf_dispose(s, e);
+	}
 }
 
 /* Flush every sheaf of a private list to slabs and keep or free the empties. */
@@ -333,6 +368,20 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	}
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
+	/* Empty sheaves above the kernel's ten that nobody took for a whole
+	 * interval (a burst of frees left them, its objects since allocated)
+	 * are freed: arrays waiting for a burst that does not come. */
+	struct slab_sheaf *unused_empties = NULL;
+	if (now >= barn->last_empty_check + usl_opt.decay_ms) {
+		unsigned int low = barn->low_empty < barn->nr_empty ? barn->low_empty : barn->nr_empty;
+		for (unsigned int n = low > s->barn_max_empty ? low - s->barn_max_empty : 0; n; n--) {
+			struct slab_sheaf *e = barn_take_locked(barn, false);
+			e->next = unused_empties;
+			unused_empties = e;
+		}
+		barn->low_empty = barn->nr_empty;
+		barn->last_empty_check = now;
+	}
 	/* Idle: no barn visit since the last sweep, and no free of it sampled by
 	 * the tick (a cache used only through its main sheaves visits no barn). */
 	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
@@ -350,6 +399,13 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
 	}
 	usl_spin_unlock(&barn->lock);
+	unsigned int disposed = 0;
+	while (unused_empties) {
+		struct slab_sheaf *e = unused_empties;
+		unused_empties = e->next;
+		usl_sheaf_dispose(s, e);
+		disposed++;
+	}
 	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
 	for (struct usl_list *it = out.next; it != &out; it = it->next)
 		own++;
@@ -381,7 +437,7 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	}
 	if (idle || (unvisited && (own || flushed)))
 		usl_slub_release(s);                 /* the slabs the flushes emptied */
-	return own + (flushed ? 1 : 0);
+	return own + disposed + (flushed ? 1 : 0);
 }
 
 /* Memory is short (the page provider would grow): every full sheaf above the

@@ -137,6 +137,7 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 	 * adaptive tcache fill): a class in light use holds a few objects per CPU,
 	 * not a sheaf of them, and a busy one is back to full sheaves after
 	 * three refills. */
+	usl_barn_dry_refill(s);
 	unsigned int want = b->main->capacity;
 	struct usl_barn *barn = usl_get_barn(s);
 	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);

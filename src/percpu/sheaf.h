@@ -41,6 +41,9 @@ static inline struct usl_barn *usl_get_barn(struct kmem_cache *s)
  * the kind `want` says (1 full, 0 empty, -1 none); what was taken, or NULL. */
 USL_HIDDEN struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want);
 USL_HIDDEN struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full);
+/* A refill from slabs (the barn had no full sheaf): frees a few of the barn's
+ * surplus empties once such refills keep coming. */
+USL_HIDDEN void usl_barn_dry_refill(struct kmem_cache *s);
 /* A sheaf we cannot keep: a full one to the barn, the rest flushed to slabs. */
 USL_HIDDEN void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh);
 

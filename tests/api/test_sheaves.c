@@ -199,6 +199,46 @@ static unsigned long empty_slabs(struct kmem_cache *s)
 	return n + st.empty_node_partial;
 }
 
+static unsigned long barn_empty(struct kmem_cache *s)
+{
+	struct usl_sheaf_counts sc;
+	usl_sheaf_counts(s, &sc);
+	return sc.barn_empty;
+}
+
+/* The empty sheaves a burst of frees leaves in the barn once its objects are
+ * allocated again stay while the program takes back what it freed (the next
+ * burst reuses them), and are freed down to the kernel's ten once it goes on
+ * allocating from slabs: arrays must not stay while a program grows. */
+static void test_empties_after_burst(void)
+{
+	struct kmem_cache_args args = { .sheaf_capacity = 20 };
+	struct kmem_cache *s = kmem_cache_create("empties-128", 128, &args, 0);
+	enum { N = 6000, MORE = 6000 };
+	static void *p[N + MORE];
+	CHECK(s != NULL);
+	unsigned int cap = uslab_sheaf_capacity(s);
+	for (unsigned i = 0; i < N; i++)
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	for (unsigned i = 0; i < N; i++)
+		kmem_cache_free(s, p[i]);
+	if (usl_opt.decay_ms)
+		CHECK(barn_full(s) > 2 * s->barn_max_full);   /* the burst's sheaves */
+	for (unsigned i = 0; i < N; i++)                 /* taken back: empties stay */
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	unsigned long kept = barn_empty(s);
+	if (usl_opt.decay_ms)
+		CHECK(kept > 2 * s->barn_max_empty);
+	/* Growing past it: refills from slabs, and the surplus empties go. */
+	for (unsigned i = N; i < N + MORE; i++)
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(MORE / cap > 32 + kept / 8);                /* enough refills to free them all */
+	CHECK(barn_empty(s) <= s->barn_max_empty);
+	for (unsigned i = 0; i < N + MORE; i++)
+		kmem_cache_free(s, p[i]);
+	kmem_cache_destroy(s);
+}
+
 static void test_barn_and_shrink(void)
 {
 	unsigned long errors_before = uslab_error_count();
@@ -562,6 +602,7 @@ int main(void)
 	test_args();
 	test_bad_free();
 	test_barn_and_shrink();
+	test_empties_after_burst();
 	test_reclaim_before_growth();
 	test_million_cross_thread();
 	return test_summary();
