@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "progress.h"
 #include "uslab.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -374,45 +375,6 @@ static const char *self_path;
 
 /* Progress on stderr, so that stdout holds only the tables: one line per
  * measured step, "[2/6] nalloc: 7 runs of <allocators>; run 1 2 ... done in 9.1 s". */
-static int step_no, step_total, progress_open;
-static const char *step_what;
-static double step_t0;
-
-static void progress_begin(const char *what, int runs)
-{
-	fflush(stdout);   /* the tables so far, before this line, where both go to one file */
-	step_no++;
-	step_what = what;
-	step_t0 = now_ns();
-	fprintf(stderr, "[%d/%d] %s: %d run%s of", step_no, step_total, what, runs, runs == 1 ? "" : "s");
-	for (int v = 0; v < NVAR; v++)
-		if (variants[v].present)
-			fprintf(stderr, " %s", variants[v].tag);
-	fprintf(stderr, "; run");
-	progress_open = 1;
-}
-
-/* A message in the middle of a step (a failed child) gets a line of its own. */
-static void progress_break(void)
-{
-	if (progress_open)
-		fputc('\n', stderr);
-	progress_open = 0;
-}
-
-static void progress_run(int r)
-{
-	if (!progress_open)
-		fprintf(stderr, "[%d/%d] %s, continued: run", step_no, step_total, step_what);
-	progress_open = 1;
-	fprintf(stderr, " %d", r + 1);
-}
-
-static void progress_end(void)
-{
-	fprintf(stderr, " - done in %.1f s\n", (now_ns() - step_t0) / 1e9);
-	progress_open = 0;
-}
 
 /* Per variant, for the scenario being printed: runs tried and failed (over all
  * its measure() calls), why the last failure happened, and the sheaf capacity
@@ -557,7 +519,10 @@ static void measure(const char *what, const char *scenario, const char *arg, int
 {
 	static double all[NVAR][MAXRUNS][MAXVALS];
 	memset(nran, 0, sizeof(nran));
-	progress_begin(what, runs);
+	const char *names[NVAR];
+	for (int v = 0; v < NVAR; v++)
+		names[v] = variants[v].present ? variants[v].tag : NULL;
+	progress_begin(what, runs, names, NVAR);
 	for (int r = 0; r < runs; r++) {
 		progress_run(r);
 		for (int v = 0; v < NVAR; v++) {
@@ -657,20 +622,6 @@ static double best_peer(int k)
 	return b < 0 ? 0 : medians[b][k];
 }
 
-/* A ratio r = a / b of two medians in words: "1.15x slower" above 1.00, "1.61x
- * faster" (1 / r) below, "even" where it rounds to 1.00; more / less are the
- * words for the two sides. Every comparison of two things in one sentence
- * is put this way (table cells keep the bare ratio, with a legend). */
-static const char *in_words(char *buf, size_t n, double r, const char *more, const char *less)
-{
-	if (r >= 0.995 && r < 1.005)
-		snprintf(buf, n, "even");
-	else if (r > 1)
-		snprintf(buf, n, "%.2fx %s", r, more);
-	else
-		snprintf(buf, n, "%.2fx %s", 1 / r, less);
-	return buf;
-}
 
 /* The legend under a table header whose columns cols are ratios of unit. */
 static void ratio_legend(const char *cols, const char *unit)
@@ -1271,7 +1222,7 @@ int main(int argc, char **argv)
 	 * was lowered when the variants went from 6 to 8. */
 	int all = !strcmp(what, "all");
 	/* Progress steps: one a measure(), two for random-free (two sizes). */
-	step_total = all ? 6 : !strcmp(what, "random-free") ? 2 : 1;
+	progress_total(all ? 6 : !strcmp(what, "random-free") ? 2 : 1);
 	if (all || !strcmp(what, "single"))
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))

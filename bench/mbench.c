@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "progress.h"
+
 #ifndef USLAB_SO_PATH
 #define USLAB_SO_PATH "libuslab.so"
 #endif
@@ -296,59 +298,7 @@ static const char *self;
 
 /* Progress on stderr, so that stdout holds only the tables: one line per
  * workload, "[2/8] xmalloc: 5 runs of <allocators>; run 1 2 ... done in 3.1 s". */
-static int step_no, step_total, progress_open;
-static const char *step_what;
-static double step_t0;
 
-static void progress_begin(const char *what, int runs)
-{
-	fflush(stdout);   /* the tables so far, before this line, where both go to one file */
-	step_no++;
-	step_what = what;
-	step_t0 = now_s();
-	fprintf(stderr, "[%d/%d] %s: %d run%s of", step_no, step_total, what, runs, runs == 1 ? "" : "s");
-	for (int a = 0; a < NALLOC; a++)
-		if (allocs[a].present)
-			fprintf(stderr, " %s", allocs[a].name);
-	fprintf(stderr, "; run");
-	progress_open = 1;
-}
-
-/* A message in the middle of a step (a failed run) gets a line of its own. */
-static void progress_break(void)
-{
-	if (progress_open)
-		fputc('\n', stderr);
-	progress_open = 0;
-}
-
-static void progress_run(int r)
-{
-	if (!progress_open)
-		fprintf(stderr, "[%d/%d] %s, continued: run", step_no, step_total, step_what);
-	progress_open = 1;
-	fprintf(stderr, " %d", r + 1);
-}
-
-static void progress_end(void)
-{
-	fprintf(stderr, " - done in %.1f s\n", now_s() - step_t0);
-	progress_open = 0;
-}
-
-/* A ratio r = a / b of two medians in words: "1.13x slower" above 1.00, "1.61x
- * faster" (1 / r) below, "even" where it rounds to 1.00; more / less are the
- * words for the two sides. */
-static const char *in_words(char *buf, size_t n, double r, const char *more, const char *less)
-{
-	if (r >= 0.995 && r < 1.005)
-		snprintf(buf, n, "even");
-	else if (r > 1)
-		snprintf(buf, n, "%.2fx %s", r, more);
-	else
-		snprintf(buf, n, "%.2fx %s", 1 / r, less);
-	return buf;
-}
 
 /* The summary after the last table, one row per workload, filled by measure()
  * from the medians its table prints: uslab's time and peak RSS over the best
@@ -485,7 +435,10 @@ static void measure(const char *name, const char *title, char *const argv[], int
 {
 	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS], q[NALLOC][2][MAXRUNS];
 	int ok[NALLOC] = { 0 };
-	progress_begin(name, runs);
+	const char *names[NALLOC];
+	for (int a = 0; a < NALLOC; a++)
+		names[a] = allocs[a].present ? allocs[a].name : NULL;
+	progress_begin(name, runs, names, NALLOC);
 	for (int k = 0; k < runs; k++) {
 		progress_run(k);
 		for (int a = 0; a < NALLOC; a++) {
@@ -634,7 +587,7 @@ int main(int argc, char **argv)
 	how_to_read(stdout);
 	int all = !strcmp(what, "all");
 	/* Progress steps: the four workloads and the four programs. */
-	step_total = all ? 8 : !strcmp(what, "programs") ? 4 : 1;
+	progress_total(all ? 8 : !strcmp(what, "programs") ? 4 : 1);
 	struct {
 		const char *name, *title;
 	} w[] = {
