@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # redis_rss.sh: RSS of Debian's redis-server 7.0 under several mallocs, through a
-# load / delete 80% / reload / FLUSHALL scenario (the "redis RSS" report).
+# load / delete 80% / reload / FLUSHALL scenario (README, "Memory on a real server").
 #
 # Scenario, per allocator and round, on a fresh redis-server of our own:
 #   start    server up, answered PING
@@ -11,7 +11,7 @@
 #   idle     FLUSHALL SYNC, then <idle> seconds with no command
 # RSS is VmRSS of /proc/PID/status, read after the phase's command returned and a
 # PING + DBSIZE round trip confirmed the key count. MB here = VmRSS kB / 1000, the
-# unit of the numbers (its jemalloc row, 12/305/305/379/22, is what this
+# unit of README's table (its jemalloc row, 12/305/305/379/22, is what this
 # script prints for jemalloc; in MiB the same run reads 12/298/298/370/21).
 # redis's INFO used_memory (--verbose) is given in the same unit (bytes / 1024000).
 #
