@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench.sh - the main job: build uslab (Release) and run the seed benchmarks
 # against glibc, jemalloc, tcmalloc and mimalloc (uslab-bench), then the malloc
-# workloads and real programs under LD_PRELOAD (uslab-mbench). Extra arguments
-# go to uslab-bench alone (e.g. "single --runs 5"); "malloc ..." runs only
-# uslab-mbench with the rest (e.g. "malloc larson --runs 3").
+# workloads and real programs under LD_PRELOAD (uslab-mbench), then the redis
+# memory scenario (bench/redis/redis_rss.sh). Extra arguments go to uslab-bench
+# alone (e.g. "single --runs 5"); "malloc ..." runs only uslab-mbench with the
+# rest (e.g. "malloc larson --runs 3"), "redis ..." only the redis scenario
+# (e.g. "redis --rounds 1 --alloc jemalloc,uslab").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh bench
@@ -13,7 +15,12 @@ if [ "${1:-}" = "malloc" ]; then
   shift
   exec build/release/bench/uslab-mbench "$@"
 fi
+if [ "${1:-}" = "redis" ]; then
+  shift
+  exec bash bench/redis/redis_rss.sh --uslab build/release/libuslab.so "$@"
+fi
 build/release/bench/uslab-bench "$@"
 if [ $# -eq 0 ] || [ "$1" = "all" ]; then
   build/release/bench/uslab-mbench
+  bash bench/redis/redis_rss.sh --uslab build/release/libuslab.so
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - install what uslab needs on Debian, only if missing. "deps.sh bench":
 # the build tools, the peer allocators the benchmarks run against and the real
-# programs they run (python3, sqlite3, perl): what scripts/bench.sh needs.
+# programs they run (python3, sqlite3, perl, redis-server): what scripts/bench.sh
+# needs.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
 # valgrind, g++, pkg-config and git. Nothing else is downloaded.
 set -euo pipefail
@@ -14,6 +15,11 @@ command -v cc >/dev/null || pkgs+=(gcc)
 command -v python3 >/dev/null || pkgs+=(python3)
 command -v sqlite3 >/dev/null || pkgs+=(sqlite3)
 command -v perl >/dev/null || pkgs+=(perl)
+if [ "$want" = bench ]; then
+  # The redis memory scenario (bench/redis/redis_rss.sh).
+  command -v redis-server >/dev/null || pkgs+=(redis-server)
+  command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+fi
 lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libjemalloc.so.2 ] || pkgs+=(libjemalloc2)
 [ -e $lib/libtcmalloc_minimal.so.4 ] || pkgs+=(libtcmalloc-minimal4)
