@@ -8,8 +8,9 @@
  * path, every 4096th free by pointer) once the page provider has committed
  * MIN_HEAP: a small program never has it. Off with USLAB_BACKGROUND=0 or USLAB_DECAY_MS=0, and
  * when pthread_create fails (a sandbox that forbids threads): then the slow
- * paths sweep, as without it. It parks (no wake-up at all) once a sweep finds
- * nothing to give back and no free page block waits to age; the next
+ * paths sweep, as without it. It parks (no wake-up at all) once sweeps find
+ * nothing to give back, no barn holds sheaves and no free page block waits to
+ * age; the next
  * slow-path tick wakes it. Awake, it sweeps twice per decay interval. fork():
  * the child has no thread and starts its own the same way. All signals are
  * blocked in it.
@@ -39,9 +40,9 @@ static __thread unsigned int tick_calls;
 unsigned long usl_background_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
 unsigned long usl_background_parks;  /* atomic: times it parked */
 
-/* Sweeps in a row that gave nothing back before the thread parks: a free
- * block ages over two epochs of the page provider, so a few quiet sweeps
- * mean nothing is on its way out. */
+/* Sweeps in a row that gave nothing back, with no barn holding sheaves, before
+ * the thread parks: a free block ages over two epochs of the page provider, so
+ * a few quiet sweeps mean nothing is on its way out. */
 #define QUIET_SWEEPS 4
 
 static void bg_wait(uint64_t ms, bool park)
@@ -83,7 +84,7 @@ static void *bg_main(void *unused)
 			quiet = 0;
 		int r = sweep_fn(usl_now_ms());
 		__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
-		quiet = r > 0 ? 0 : quiet + 1;
+		quiet = r != 0 ? 0 : quiet + 1;   /* (busy: not quiet) */
 		usl_pages_stats(NULL, &dirty, NULL);
 	}
 	return NULL;

@@ -553,12 +553,14 @@ static void each_cache_own_last(void (*fn)(struct kmem_cache *, void *), void *a
 struct sweep {
 	uint64_t now;
 	unsigned int flushed;                /* sheaves sent back to slabs */
+	bool pending;                        /* a barn still holds what a later sweep gives back */
 };
 
 static void decay_one(struct kmem_cache *s, void *arg)
 {
 	struct sweep *sw = arg;
 	sw->flushed += usl_sheaf_decay(s, sw->now);
+	sw->pending |= usl_sheaf_decay_pending(s);
 }
 
 /* A cache's part of malloc_trim: sheaves, barn and cpu slabs flushed, empty
@@ -572,7 +574,7 @@ static void release_one(struct kmem_cache *s, void *unused)
 
 int usl_decay_sweep(uint64_t now)
 {
-	struct sweep sw = { now, 0 };
+	struct sweep sw = { now, 0, false };
 
 	if (!cache_trylock())
 		return -1;
@@ -583,7 +585,7 @@ int usl_decay_sweep(uint64_t now)
 	cache_unlock();
 	size_t purged = usl_pages_purge(false);
 	errno = saved_errno;
-	return sw.flushed || purged;
+	return sw.flushed || purged || sw.pending;
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its

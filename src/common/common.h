@@ -80,8 +80,9 @@ extern __thread int usl_registry_held USL_HIDDEN;
  * (shrink, destroy, malloc_trim). */
 USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
 /* One sweep of every cache (barn and CPU decay) and of the page provider's
- * old free blocks. 1: it gave something back; 0: nothing to give; -1: the
- * registry was busy (try later). */
+ * old free blocks. 1: it gave something back, or a barn still holds sheaves a
+ * later sweep gives back; 0: nothing to give now or later; -1: the registry
+ * was busy (try later). */
 USL_HIDDEN int usl_decay_sweep(uint64_t now);
 
 /* ---- the decay schedule and thread (background.c) ---- */

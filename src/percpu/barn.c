@@ -440,6 +440,13 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	return own + disposed + (flushed ? 1 : 0);
 }
 
+bool usl_sheaf_decay_pending(struct kmem_cache *s)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	return s->sheaf_capacity && (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) ||
+	                             __atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) > s->barn_max_empty);
+}
+
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level goes back to slabs now, used recently or not. */
 void usl_sheaf_trim_barn(struct kmem_cache *s)

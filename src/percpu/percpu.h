@@ -55,6 +55,9 @@ USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);
 /* The decay sweep's part for one cache (docs/ARCHITECTURE.md section 2).
  * Returns how many sheaves it sent back to slabs (0: nothing to give back now). */
 USL_HIDDEN unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
+/* Does the barn hold what a later sweep would give back (full sheaves, empties
+ * above the kernel's ten)? An unlocked peek. */
+USL_HIDDEN bool usl_sheaf_decay_pending(struct kmem_cache *s);
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
