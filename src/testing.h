@@ -26,6 +26,7 @@ USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_cou
 /* percpu: sheaves on the CPUs and in the barn. */
 struct usl_sheaf_counts {
 	unsigned long cpu_sheaves, cpu_objects, barn_full, barn_empty, barn_objects;
+	unsigned long barn_packed, packed_objects;   /* packed sheaves (both stacks) and their objects */
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 

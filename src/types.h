@@ -193,6 +193,15 @@ struct usl_barn {
 	unsigned int refill_shift;   /* set by a sweep that flushed the CPUs: the next
 	                                refills take capacity >> shift, shift - 1, ... */
 	uint64_t last_decay;         /* ms */
+	/* Packed sheaves (barn.c): a full sheaf the barn has no room for is
+	 * written into its own free objects, and only its head object is kept,
+	 * in one of two stacks linked through the head's first word: young
+	 * (packed since the last aging) and old (packed before it; what is
+	 * still there at the next aging goes back to slabs). */
+	void *packed, *packed_old;
+	unsigned int nr_packed, nr_packed_old;
+	unsigned long packed_objects;   /* atomic: objects in both stacks */
+	uint64_t last_packed_age;       /* ms */
 };
 
 /* Per NUMA node (one node until NUMA placement lands). */

@@ -104,12 +104,188 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 	barn_decay_due_locked(s, barn, usl_now_ms(), 64, out);   /* bounded: a put pays for it */
 }
 
+/* ===========================================================================
+ * Packed sheaves: the surplus of a burst of frees, held in the freed objects
+ * themselves (docs/ARCHITECTURE.md section 7).
+ *
+ * A full sheaf the barn has no room for (it holds barn_max_full) is written
+ * into its own objects: the objects become a chain of blocks, each block one
+ * of the objects, of w = inuse / 8 words. The head block: word 0 links the
+ * next packed sheaf on the barn's stack, word 1 the next block, words 2.. the
+ * pointers of other objects of the sheaf; every other block: word 0 the next
+ * block, words 1.. pointers. Only the last block may be partly filled, and
+ * then a NULL ends it. The sheaf's array is kept as the empty sheaf the
+ * freeing CPU wanted, so a burst of frees of any length costs no memory for
+ * arrays; a refill from the barn unpacks one (the head's 2 to w lines, then
+ * one line a block). Caches with a constructor keep their objects as
+ * constructed and are not packed; nor are objects under 16 bytes, nor any
+ * cache with USLAB_DECAY_MS=0 (no surplus: the barn's level is a wall).
+ */
+
+static bool barn_packs(struct kmem_cache *s)
+{
+	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms;
+}
+
+/* Write sh's objects into themselves; sh is left empty. Returns the head. */
+static void **pack_sheaf(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	unsigned int words = s->inuse / 8, j = sh->size, k = 2;
+	void **objs = sh->objects;
+	void **head = objs[--j], **blk = head, **link = &head[1];
+
+	/* The head takes w - 2 pointers and each block w - 1, so the blocks are
+	 * the objects at j - (w - 1), then every w below it: start their misses
+	 * together (the stores then need not wait for each in turn). */
+	for (long i = (long)j - (long)words + 1; i >= 0; i -= words)
+		__builtin_prefetch(objs[i], 1);
+	head[0] = NULL;
+	while (j) {
+		if (k == words) {            /* block full: the next object is a block */
+			void **nb = objs[--j];
+			*link = nb;
+			link = &nb[0];
+			blk = nb;
+			k = 1;
+			continue;
+		}
+		blk[k++] = objs[--j];
+	}
+	*link = NULL;
+	if (k < words)
+		blk[k] = NULL;
+	sh->size = 0;
+	return head;
+}
+
+/* The objects of the packed sheaf head into out[] (room for a sheaf of s).
+ * Returns how many. */
+static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, void **out)
+{
+	unsigned int words = s->inuse / 8, n = 0, k = 2;
+	void **blk = head, **next = head[1];
+
+	out[n++] = head;
+	for (;;) {
+		if (next)
+			__builtin_prefetch(next, 0);
+		for (; k < words && blk[k]; k++)
+			out[n++] = blk[k];
+		if (!next)
+			return n;
+		blk = next;
+		next = blk[0];
+		out[n++] = blk;
+		k = 1;
+	}
+}
+
+/* Every object of a stack of packed sheaves (linked through word 0 of their
+ * heads) back to slabs, in bulk frees of up to 64. A block goes into the
+ * batch only after all its words are read: a free writes into the object. */
+static void flush_packed(struct kmem_cache *s, void **head)
+{
+	void *buf[64];
+	unsigned int n = 0, words = s->inuse / 8;
+	unsigned long total = 0;
+
+	if (!head)
+		return;
+	while (head) {
+		void **blk = head, **next_sheaf = head[0], **next = head[1];
+		unsigned int k = 2;
+		for (;;) {
+			if (next)
+				__builtin_prefetch(next, 0);
+			for (; k < words && blk[k]; k++) {
+				buf[n++] = blk[k];
+				if (n == 64) {
+					usl_slub_free_bulk(s, n, buf);
+					total += n;
+					n = 0;
+				}
+			}
+			buf[n++] = blk;
+			if (n == 64) {
+				usl_slub_free_bulk(s, n, buf);
+				total += n;
+				n = 0;
+			}
+			if (!next)
+				break;
+			blk = next;
+			next = blk[0];
+			k = 1;
+		}
+		head = next_sheaf;
+	}
+	if (n)
+		usl_slub_free_bulk(s, n, buf);
+	total += n;
+	__atomic_fetch_sub(&usl_get_barn(s)->packed_objects, total, __ATOMIC_RELAXED);
+}
+
+/* Under barn->lock: both stacks of packed sheaves, detached: the young one
+ * returned, the old one in *old. */
+static void **barn_take_packed_locked(struct usl_barn *barn, void ***old)
+{
+	void **young = barn->packed;
+
+	*old = barn->packed_old;
+	barn->packed = barn->packed_old = NULL;
+	barn_set(&barn->nr_packed, 0);
+	barn_set(&barn->nr_packed_old, 0);
+	return young;
+}
+
+bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	void **head;
+
+	if (!__atomic_load_n(&barn->nr_packed, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&barn->nr_packed_old, __ATOMIC_RELAXED))
+		return false;        /* peeked unlocked: a miss costs only a refill */
+	usl_spin_lock(&barn->lock);
+	barn->visits++;
+	if ((head = barn->packed)) {
+		barn->packed = head[0];
+		barn_set(&barn->nr_packed, barn->nr_packed - 1);
+	} else if ((head = barn->packed_old)) {
+		barn->packed_old = head[0];
+		barn_set(&barn->nr_packed_old, barn->nr_packed_old - 1);
+	}
+	void *top = barn->packed ? barn->packed : barn->packed_old;
+	usl_spin_unlock(&barn->lock);
+	if (!head)
+		return false;
+	if (top)
+		__builtin_prefetch(top, 0);      /* the next refill's head */
+	unsigned int n = unpack_sheaf(s, head, sh->objects);
+	sh->size = n;
+	__atomic_fetch_sub(&barn->packed_objects, n, __ATOMIC_RELAXED);
+	return true;
+}
+
 static void flush_list(struct kmem_cache *s, struct usl_list *list);
 
 /* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
  * the kind `want` says (1 full, 0 empty, -1 none). Returns what was taken, or
  * NULL. An empty sheaf the barn has no room for is freed here; decayed full
  * sheaves are flushed here, after the lock is dropped. */
+/* Caches that cannot pack (a constructor, objects under 16 bytes) keep their
+ * surplus as arrays, up to a budget: the kernel's level, or pointer arrays of
+ * 1/32 of the cache's slab memory, whichever is more. A full sheaf beyond it
+ * goes back to slabs. */
+static bool barn_over_budget(struct kmem_cache *s, struct usl_barn *barn)
+{
+	unsigned int nr = __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED);
+	if (nr < s->barn_max_full)
+		return false;
+	unsigned long objects = __atomic_load_n(&s->node[0]->total_objects, __ATOMIC_RELAXED);
+	return (unsigned long)nr * usl_sheaf_bytes(s->sheaf_capacity) >= objects * s->size / 32;
+}
+
 struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want)
 {
 	struct usl_barn *barn = usl_get_barn(s);
@@ -120,8 +296,31 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 	if (!give && want >= 0 &&
 	    !__atomic_load_n(want ? &barn->nr_full : &barn->nr_empty, __ATOMIC_RELAXED))
 		return NULL;        /* peeked unlocked: a miss costs only a refill */
-	usl_spin_lock(&barn->lock);
-	barn->visits++;
+	if (give && give->size && !usl_sheaf_is_oversize(s, give) && barn_packs(s) &&
+	    __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) >= s->barn_max_full) {
+		/* No room for another array: pack it (peeked unlocked; the level
+		 * may be passed by a sheaf or two) and keep its array as the empty
+		 * sheaf the caller wants, or as one for the barn. */
+		unsigned int n = give->size;
+		void **head = pack_sheaf(s, give);
+		usl_spin_lock(&barn->lock);
+		barn->visits++;
+		barn->dry_refills = 0;
+		head[0] = barn->packed;
+		barn->packed = head;
+		barn_set(&barn->nr_packed, barn->nr_packed + 1);
+		__atomic_fetch_add(&barn->packed_objects, n, __ATOMIC_RELAXED);
+		if (want == 0) {
+			usl_spin_unlock(&barn->lock);
+			return give;
+		}
+	} else {
+		if (give && give->size && !usl_sheaf_is_oversize(s, give) && usl_opt.decay_ms &&
+		    barn_over_budget(s, barn))
+			usl_sheaf_flush(s, give);   /* and on as an empty one */
+		usl_spin_lock(&barn->lock);
+		barn->visits++;
+	}
 	if (want >= 0)
 		got = barn_take_locked(barn, want == 1);
 	if (give && give->size) {
@@ -250,7 +449,10 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 	struct slab_sheaf *e;
 	while ((e = barn_take_locked(barn, false)))
 		usl_list_add_tail(&e->barn_list, &taken);
+	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
 	usl_spin_unlock(&barn->lock);
+	flush_packed(s, packed);
+	flush_packed(s, packed_old);
 
 	while (!usl_list_empty(&taken)) {
 		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
@@ -388,6 +590,24 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
 	bool idle = !used && unvisited;
 	barn->visits_swept = barn->visits;
+	/* Packed sheaves age by stacks: what is still on the old stack at an
+	 * aging was not taken for a whole interval and goes back to slabs; the
+	 * young stack becomes the old one. An unvisited barn gives back both. */
+	void **packed = NULL, **packed_young = NULL;
+	unsigned int nr_packed = 0;
+	if (unvisited) {
+		nr_packed = barn->nr_packed + barn->nr_packed_old;
+		packed_young = barn_take_packed_locked(barn, &packed);
+		barn->last_packed_age = now;
+	} else if (now >= barn->last_packed_age + usl_opt.decay_ms) {
+		packed = barn->packed_old;
+		nr_packed = barn->nr_packed_old;
+		barn->packed_old = barn->packed;
+		barn_set(&barn->nr_packed_old, barn->nr_packed);
+		barn->packed = NULL;
+		barn_set(&barn->nr_packed, 0);
+		barn->last_packed_age = now;
+	}
 	if (unvisited) {
 		/* Idle, or used only through the CPUs' own sheaves: either way
 		 * nobody needed the barn's full sheaves for an interval. The next
@@ -406,6 +626,8 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		usl_sheaf_dispose(s, e);
 		disposed++;
 	}
+	flush_packed(s, packed);
+	flush_packed(s, packed_young);
 	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
 	for (struct usl_list *it = out.next; it != &out; it = it->next)
 		own++;
@@ -435,26 +657,29 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 			usl_spin_unlock(&barn->lock);
 		}
 	}
-	if (idle || (unvisited && (own || flushed)))
+	if (idle || (unvisited && (own || flushed || nr_packed)))
 		usl_slub_release(s);                 /* the slabs the flushes emptied */
-	return own + disposed + (flushed ? 1 : 0);
+	return own + nr_packed + disposed + (flushed ? 1 : 0);
 }
 
 bool usl_sheaf_decay_pending(struct kmem_cache *s)
 {
 	struct usl_barn *barn = usl_get_barn(s);
-	return s->sheaf_capacity && (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) ||
+	return s->sheaf_capacity && (usl_barn_has_full(s) ||
 	                             __atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) > s->barn_max_empty);
 }
 
 /* Memory is short (the page provider would grow): every full sheaf above the
- * barn's level goes back to slabs now, used recently or not. */
+ * barn's level, and every packed one, goes back to slabs now, used recently
+ * or not. */
 void usl_sheaf_trim_barn(struct kmem_cache *s)
 {
 	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;
 
-	if (!s->sheaf_capacity || __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full)
+	if (!s->sheaf_capacity || (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full &&
+	                           !__atomic_load_n(&barn->nr_packed, __ATOMIC_RELAXED) &&
+	                           !__atomic_load_n(&barn->nr_packed_old, __ATOMIC_RELAXED)))
 		return;
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
@@ -462,7 +687,10 @@ void usl_sheaf_trim_barn(struct kmem_cache *s)
 		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
 	barn->high_full = barn->nr_full;
 	barn->low_full = barn->nr_full;
+	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
 	usl_spin_unlock(&barn->lock);
+	flush_packed(s, packed);
+	flush_packed(s, packed_old);
 	flush_list(s, &out);
 }
 
@@ -510,5 +738,7 @@ void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 	out->barn_empty = barn->nr_empty;
 	for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
 		out->barn_objects += sh->size;
+	out->barn_packed = barn->nr_packed + barn->nr_packed_old;
+	out->packed_objects = __atomic_load_n(&barn->packed_objects, __ATOMIC_RELAXED);
 	usl_spin_unlock(&barn->lock);
 }

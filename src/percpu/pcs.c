@@ -97,8 +97,9 @@ static inline void swap_sheaves(struct usl_pcs *b)
 	b->spare = t;
 }
 
-/* Make b->main non-empty: the spare, a full sheaf from the barn, or a refill from
- * slabs (filling the empty main, the spare, a barn empty, or a new sheaf).
+/* Make b->main non-empty: the spare, a full sheaf from the barn, a packed one
+ * unpacked, or a refill from slabs (filling the empty main, the spare, a barn
+ * empty, or a new sheaf).
  * False when out of memory. */
 static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 {
@@ -132,6 +133,9 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 			return false;
 		}
 	}
+	/* The barn's packed sheaves, into the empty main. */
+	if (usl_barn_unpack(s, b->main))
+		return true;
 	/* After a sweep found the class running on its CPUs' own sheaves and
 	 * flushed them, refills start small and double each time (jemalloc's
 	 * adaptive tcache fill): a class in light use holds a few objects per CPU,
@@ -298,8 +302,7 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	if (usl_pcs_take(s, &b)) {
 		/* Whole sheaves first (main, spare, the barn's full ones) ... */
 		while (i < nr) {
-			if (!(b.main && b.main->size) && !(b.spare && b.spare->size) &&
-			    !__atomic_load_n(&usl_get_barn(s)->nr_full, __ATOMIC_RELAXED))
+			if (!(b.main && b.main->size) && !(b.spare && b.spare->size) && !usl_barn_has_full(s))
 				break;
 			if (!replace_empty_main(s, &b, gfp))
 				break;

@@ -216,4 +216,8 @@ void usl_sheaf_cache_init(struct kmem_cache *s)
 	barn->last_decay = usl_now_ms();
 	barn->lock = 0;
 	barn->full = barn->empty = NULL;
+	barn->packed = barn->packed_old = NULL;
+	barn->nr_packed = barn->nr_packed_old = 0;
+	barn->packed_objects = 0;
+	barn->last_packed_age = barn->last_decay;
 }

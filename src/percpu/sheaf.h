@@ -44,6 +44,17 @@ USL_HIDDEN struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full);
 /* A refill from slabs (the barn had no full sheaf): frees a few of the barn's
  * surplus empties once such refills keep coming. */
 USL_HIDDEN void usl_barn_dry_refill(struct kmem_cache *s);
+/* Fill the empty sheaf sh (of the cache's capacity) from a packed sheaf of
+ * the barn; false if the barn has none. */
+USL_HIDDEN bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh);
+/* Does the barn hold full sheaves, as arrays or packed? An unlocked peek. */
+static inline bool usl_barn_has_full(struct kmem_cache *s)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	return __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&barn->nr_packed, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&barn->nr_packed_old, __ATOMIC_RELAXED);
+}
 /* A sheaf we cannot keep: a full one to the barn, the rest flushed to slabs. */
 USL_HIDDEN void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh);
 

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../harness.h"
@@ -25,13 +27,13 @@ static unsigned long in_use(struct kmem_cache *s)
 	return usl_slub_objects_in_use(s);
 }
 
+/* ---- a million objects across threads ---- */
+
 static int cmp_ptr(const void *a, const void *b)
 {
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
 	return x < y ? -1 : x > y;
 }
-
-/* ---- a million objects across threads ---- */
 
 #define XN_PRODUCERS 6
 #define XN_CONSUMERS 6
@@ -177,6 +179,8 @@ static void check_barn(struct kmem_cache *s)
 		CHECK(sc.barn_empty <= s->barn_max_empty);
 	}
 	CHECK(sc.barn_objects == sc.barn_full * s->sheaf_capacity);
+	if (!s->ctor)     /* the surplus is packed: arrays stay at the level */
+		CHECK(sc.barn_full <= s->barn_max_full);
 }
 
 static unsigned long barn_full(struct kmem_cache *s)
@@ -184,6 +188,14 @@ static unsigned long barn_full(struct kmem_cache *s)
 	struct usl_sheaf_counts sc;
 	usl_sheaf_counts(s, &sc);
 	return sc.barn_full;
+}
+
+/* Full sheaves the barn holds, as arrays and packed. */
+static unsigned long barn_held(struct kmem_cache *s)
+{
+	struct usl_sheaf_counts sc;
+	usl_sheaf_counts(s, &sc);
+	return sc.barn_full + sc.barn_packed;
 }
 
 /* Empty slabs of s on its CPUs' partial lists and its node list (the test's
@@ -206,18 +218,29 @@ static unsigned long barn_empty(struct kmem_cache *s)
 	return sc.barn_empty;
 }
 
+static void ctor_mark(void *p)
+{
+	memset(p, 0x5a, 128);
+}
+
 /* The empty sheaves a burst of frees leaves in the barn once its objects are
  * allocated again stay while the program takes back what it freed (the next
  * burst reuses them), and are freed down to the kernel's ten once it goes on
  * allocating from slabs: arrays must not stay while a program grows. */
 static void test_empties_after_burst(void)
 {
-	struct kmem_cache_args args = { .sheaf_capacity = 20 };
+	/* A cache with a constructor: its surplus stays in arrays (its objects
+	 * must stay constructed, so none is packed into them). */
+	struct kmem_cache_args args = { .sheaf_capacity = 20, .ctor = ctor_mark };
 	struct kmem_cache *s = kmem_cache_create("empties-128", 128, &args, 0);
-	enum { N = 6000, MORE = 6000 };
-	static void *p[N + MORE];
+	/* The budget is a 32nd of the cache's slab memory: live objects make
+	 * room for a burst of N (25 sheaves of 60) in arrays. */
+	enum { LIVE = 8000, N = 1500, MORE = 6000 };
+	static void *live[LIVE], *p[N + MORE];
 	CHECK(s != NULL);
 	unsigned int cap = uslab_sheaf_capacity(s);
+	for (unsigned i = 0; i < LIVE; i++)
+		live[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	for (unsigned i = 0; i < N; i++)
 		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	for (unsigned i = 0; i < N; i++)
@@ -236,6 +259,8 @@ static void test_empties_after_burst(void)
 	CHECK(barn_empty(s) <= s->barn_max_empty);
 	for (unsigned i = 0; i < N + MORE; i++)
 		kmem_cache_free(s, p[i]);
+	for (unsigned i = 0; i < LIVE; i++)
+		kmem_cache_free(s, live[i]);
 	kmem_cache_destroy(s);
 }
 
@@ -263,7 +288,7 @@ static void test_barn_and_shrink(void)
 		if (usl_opt.decay_ms == 0)
 			CHECK_EQ(barn_full(s), s->barn_max_full);
 		else
-			CHECK(barn_full(s) > s->barn_max_full);
+			CHECK(barn_held(s) > s->barn_max_full);
 		CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, n, p), (int)n);
 		check_barn(s);
 		kmem_cache_free_bulk(s, n, p);
@@ -273,7 +298,7 @@ static void test_barn_and_shrink(void)
 		/* The surplus above the level that stays unused for a decay interval
 		 * goes back to slabs (two intervals: the sheaves parked after a check
 		 * become eligible at the next one). */
-		unsigned long burst = barn_full(s);
+		unsigned long burst = barn_held(s);
 		CHECK(burst > s->barn_max_full + 100);
 		for (int k = 0; k < 3; k++) {
 			struct timespec ts = { (time_t)(usl_opt.decay_ms / 1000), (long)(usl_opt.decay_ms % 1000) * 1000000L + 100000000L };
@@ -284,7 +309,7 @@ static void test_barn_and_shrink(void)
 			for (unsigned i = 0; i < 1500; i++)
 				kmem_cache_free(s, p[i]);
 		}
-		CHECK(barn_full(s) < burst / 2);
+		CHECK(barn_held(s) < burst / 2);
 
 		/* A barn nobody visits for an interval gives back all of its full
 		 * sheaves, even while the cache is in use through the CPU's own
@@ -298,19 +323,21 @@ static void test_barn_and_shrink(void)
 				p[i] = kmalloc(200, GFP_KERNEL);
 			for (unsigned i = 0; i < 3000; i++)
 				kfree(p[i]);
-			CHECK(barn_full(km) >= 1);
-			/* The cache of its sheaf structures holds fifty of them now. */
+			CHECK(barn_held(km) >= 1);
+			/* The barn holds its ten arrays (the rest of the burst is
+			 * packed into the objects themselves). */
+			CHECK_EQ(barn_full(km), km->barn_max_full);
 			struct kmem_cache *shc = usl_virt_to_slab(km->node[0]->barn.full)->slab_cache;
 			struct usl_state_counts st0, st1;
 			usl_slub_state_counts(shc, &st0);
-			CHECK(st0.total >= 4);
-			for (int k = 0; k < 40 && barn_full(km); k++) {
+			CHECK(st0.total >= 1);
+			for (int k = 0; k < 40 && barn_held(km); k++) {
 				struct timespec ts = { 0, (long)(usl_opt.decay_ms % 10000) * 100000L + 1000000L };
 				nanosleep(&ts, NULL);          /* a tenth of the interval */
 				for (int j = 0; j < 600; j++)
 					kfree(kmalloc(200, GFP_KERNEL));   /* the main sheaf only */
 			}
-			CHECK_EQ(barn_full(km), 0);
+			CHECK_EQ(barn_held(km), 0);
 			/* The same sweep flushed the CPUs' sheaves, which were both
 			 * full after the frees. */
 			struct usl_sheaf_counts kc;
@@ -334,7 +361,7 @@ static void test_barn_and_shrink(void)
 			}
 			CHECK_EQ(empty, 0);
 			usl_slub_state_counts(shc, &st1);
-			CHECK(st1.total < st0.total);
+			CHECK(st1.total <= st0.total);
 		}
 	}
 	/* Shrink: every sheaf flushed, every empty slab returned. */
@@ -362,6 +389,87 @@ static void test_barn_and_shrink(void)
 	CHECK_EQ(uslab_error_count(), errors_before);
 }
 
+/* A burst of frees in random order: the arrays stay at the barn's level and
+ * two sheaves a CPU, the rest is packed into the freed objects, every object
+ * is accounted for, and allocating them back returns each object exactly
+ * once. Sizes from the smallest packed (two words a block) to several lines;
+ * the 8-byte one is not packed and keeps its budget. */
+static void test_packed_burst(void)
+{
+	static const unsigned int sizes[] = { 8, 16, 24, 40, 64, 200, 256, 1000 };
+	enum { N = 6000 };
+	static void *p[N], *q[N];
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+
+	for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		char name[32];
+		snprintf(name, sizeof(name), "packed-%u", sizes[z]);
+		struct kmem_cache *s = kmem_cache_create(name, sizes[z], NULL, SLAB_NO_MERGE);
+		CHECK(s != NULL);
+		if (!s)
+			continue;
+		for (unsigned i = 0; i < N; i++) {
+			p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+			memset(p[i], 0xa5, sizes[z]);        /* the program's own data */
+		}
+		for (unsigned i = N - 1; i > 0; i--) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			unsigned j = (unsigned)(seed % (i + 1));
+			void *x = p[i];
+			p[i] = p[j];
+			p[j] = x;
+		}
+		for (unsigned i = 0; i < N; i++)
+			kmem_cache_free(s, p[i]);
+		struct usl_sheaf_counts sc;
+		usl_slub_flush_cpus(s);      /* cpu slabs to the node lists: the count below is exact */
+		usl_sheaf_counts(s, &sc);
+		unsigned long held = sc.cpu_objects + sc.barn_objects + sc.packed_objects;
+		CHECK_EQ(held, usl_slub_objects_in_use(s));        /* nothing lost or counted twice */
+		if (uslab_sheaf_capacity(s) && usl_opt.decay_ms && sizes[z] >= 16) {
+			CHECK(sc.barn_full <= s->barn_max_full);
+			CHECK(sc.barn_empty <= s->barn_max_empty);
+			CHECK(sc.cpu_sheaves <= 2 * usl_nr_cpus);
+			CHECK(sc.barn_packed >= (N - (2 * usl_nr_cpus + s->barn_max_full) * uslab_sheaf_capacity(s)) /
+			                        uslab_sheaf_capacity(s));
+			CHECK(held >= N);
+		} else if (uslab_sheaf_capacity(s) && usl_opt.decay_ms) {
+			/* Not packed: arrays up to a 32nd of the slab memory. */
+			CHECK_EQ(sc.barn_packed, 0);
+			CHECK(sc.barn_full * (8 * uslab_sheaf_capacity(s) + 32) <=
+			      usl_slub_objects_in_use(s) * s->size / 32 + (s->barn_max_full + 1) * (8 * uslab_sheaf_capacity(s) + 32) + 8192);
+		}
+		for (unsigned i = 0; i < N; i++) {
+			q[i] = kmem_cache_alloc(s, GFP_KERNEL);
+			CHECK(q[i] != NULL);
+			memset(q[i], 0x3c, sizes[z]);
+		}
+		/* Each object comes back once; all but what the sheaves held
+		 * before the burst are the burst's own. */
+		qsort(p, N, sizeof(void *), cmp_ptr);
+		qsort(q, N, sizeof(void *), cmp_ptr);
+		unsigned dup = 0, ours = 0;
+		for (unsigned i = 0; i < N; i++) {
+			dup += i && q[i] == q[i - 1];
+			ours += bsearch(&q[i], p, N, sizeof(void *), cmp_ptr) != NULL;
+		}
+		CHECK_EQ(dup, 0);
+		if (held >= N)
+			CHECK(ours >= N - (held - N));
+		usl_sheaf_counts(s, &sc);
+		CHECK_EQ(sc.packed_objects, 0);
+		CHECK_EQ(sc.barn_packed, 0);
+		for (unsigned i = 0; i < N; i++)
+			kmem_cache_free(s, q[i]);
+		/* shrink gives back the packed ones too */
+		CHECK_EQ(kmem_cache_shrink(s), 0);
+		usl_sheaf_counts(s, &sc);
+		CHECK_EQ(sc.packed_objects + sc.barn_packed + sc.barn_full + sc.cpu_objects, 0);
+		CHECK_EQ(usl_slub_objects_in_use(s), 0);
+		kmem_cache_destroy(s);
+	}
+}
+
 /* The barn's surplus is given back before the page provider grows. */
 static void test_reclaim_before_growth(void)
 {
@@ -375,14 +483,14 @@ static void test_reclaim_before_growth(void)
 	for (unsigned i = 0; i < 20000; i++)
 		kmem_cache_free(a, p[i]);
 	if (usl_opt.decay_ms)
-		CHECK(barn_full(a) > a->barn_max_full);    /* a burst, parked */
+		CHECK(barn_held(a) > a->barn_max_full);    /* a burst, parked */
 	/* b needs more pages than are free: a's surplus goes back first, and
 	 * its emptied slabs' pages serve b. */
 	size_t committed_before, d, c;
 	usl_pages_stats(&committed_before, &d, &c);
 	for (unsigned i = 0; i < 3000; i++)
 		p[i] = kmem_cache_alloc(b, GFP_KERNEL);
-	CHECK(barn_full(a) <= a->barn_max_full);
+	CHECK(barn_held(a) <= a->barn_max_full);
 	size_t committed_after;
 	usl_pages_stats(&committed_after, &d, &c);
 	/* 3000 x 4 KiB = 12 MiB for b; a's 5 MiB came back and were reused. */
@@ -603,6 +711,7 @@ int main(void)
 	test_bad_free();
 	test_barn_and_shrink();
 	test_empties_after_burst();
+	test_packed_burst();
 	test_reclaim_before_growth();
 	test_million_cross_thread();
 	return test_summary();
