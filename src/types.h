@@ -200,7 +200,7 @@ struct usl_barn {
 	 * still there at the next aging goes back to slabs). */
 	void *packed, *packed_old;
 	unsigned int nr_packed, nr_packed_old;
-	unsigned long packed_objects;   /* atomic: objects in both stacks */
+	unsigned long packed_objects;   /* objects in both stacks (written under the lock) */
 	uint64_t last_packed_age;       /* ms */
 };
 

@@ -31,6 +31,10 @@ static void barn_set(unsigned int *counter, unsigned int v)
 {
 	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* peeked unlocked */
 }
+static void barn_set_long(unsigned long *counter, unsigned long v)
+{
+	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* read unlocked */
+}
 
 /* Under barn->lock: pop a sheaf. */
 static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
@@ -108,121 +112,135 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
  * Packed sheaves: the surplus of a burst of frees, held in the freed objects
  * themselves (docs/ARCHITECTURE.md section 7).
  *
- * A full sheaf the barn has no room for (it holds barn_max_full) is written
- * into its own objects: the objects become a chain of blocks, each block one
- * of the objects, of w = inuse / 8 words. The head block: word 0 links the
- * next packed sheaf on the barn's stack, word 1 the next block, words 2.. the
- * pointers of other objects of the sheaf; every other block: word 0 the next
- * block, words 1.. pointers. Only the last block may be partly filled, and
- * then a NULL ends it. The sheaf's array is kept as the empty sheaf the
- * freeing CPU wanted, so a burst of frees of any length costs no memory for
- * arrays; a refill from the barn unpacks one (the head's 2 to w lines, then
- * one line a block). Caches with a constructor keep their objects as
- * constructed and are not packed; nor are objects under 16 bytes, nor any
- * cache with USLAB_DECAY_MS=0 (no surplus: the barn's level is a wall).
+ * A full sheaf the barn has no room for (it holds barn_max_full arrays) is
+ * written into its own objects as a tree: with w = inuse / 8 words an object,
+ * object i of the sheaf holds in its word k the address of object i * w + k
+ * (those below n, the sheaf's count). Object 0, the head, uses its word 0 for
+ * the link to the next packed sheaf on the barn's stack, with n in the top 16
+ * bits (uslab's ranges lie below 2^47: mmap without a hint never goes above);
+ * its children are objects 1 .. w - 1. Only the first n / w objects are
+ * written, and a refill reads the tree a level at a time, the objects of a
+ * level in parallel: one read for a sheaf of 256-byte objects, six levels for
+ * 16-byte ones. The sheaf's array is kept as the empty sheaf the freeing CPU
+ * wanted, so a burst of frees of any length costs no memory for arrays.
+ * Caches with a constructor keep their objects as constructed and are not
+ * packed; nor are objects under 16 bytes, nor any cache with USLAB_DECAY_MS=0
+ * (no surplus: the barn's level is a wall).
  */
+
+#define PACK_SHIFT 48
+#define PACK_LINK(w0) ((void **)((uintptr_t)(w0) & ((1ul << PACK_SHIFT) - 1)))
+#define PACK_COUNT(w0) ((unsigned int)((uintptr_t)(w0) >> PACK_SHIFT))
 
 static bool barn_packs(struct kmem_cache *s)
 {
-	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms;
+	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms && s->sheaf_capacity < (1u << 16);
 }
 
-/* Write sh's objects into themselves; sh is left empty. Returns the head. */
-static void **pack_sheaf(struct kmem_cache *s, struct slab_sheaf *sh)
+/* Write sh's objects into themselves, the head linked to next; sh is left
+ * empty. Returns the head. (Stores only: the lines are cold, and a load of
+ * one would wait for it.) */
+static void **pack_sheaf(struct kmem_cache *s, struct slab_sheaf *sh, void *next)
 {
-	unsigned int words = s->inuse / 8, j = sh->size, k = 2;
+	unsigned int n = sh->size, w = s->inuse / 8;
 	void **objs = sh->objects;
-	void **head = objs[--j], **blk = head, **link = &head[1];
 
-	/* The head takes w - 2 pointers and each block w - 1, so the blocks are
-	 * the objects at j - (w - 1), then every w below it: start their misses
-	 * together (the stores then need not wait for each in turn). */
-	for (long i = (long)j - (long)words + 1; i >= 0; i -= words)
+	/* The written objects: start their misses together (the stores then
+	 * need not wait for each in turn). */
+	for (unsigned int i = 0; i * w < n; i++)
 		__builtin_prefetch(objs[i], 1);
-	head[0] = NULL;
-	while (j) {
-		if (k == words) {            /* block full: the next object is a block */
-			void **nb = objs[--j];
-			*link = nb;
-			link = &nb[0];
-			blk = nb;
-			k = 1;
-			continue;
-		}
-		blk[k++] = objs[--j];
+	void **head = objs[0];
+	head[0] = (void *)(((uintptr_t)n << PACK_SHIFT) | (uintptr_t)next);
+	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {
+		void **node = objs[i];
+		unsigned int k = i == 0, end = n - i * w < w ? n - i * w : w;
+		for (; k < end; k++)
+			node[k] = objs[i * w + k];
 	}
-	*link = NULL;
-	if (k < words)
-		blk[k] = NULL;
 	sh->size = 0;
 	return head;
 }
 
-/* The objects of the packed sheaf head into out[] (room for a sheaf of s).
+void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	if (!barn_packs(s) || __atomic_load_n(&usl_get_barn(s)->nr_full, __ATOMIC_RELAXED) < s->barn_max_full)
+		return;
+	unsigned int w = s->inuse / 8;
+	for (unsigned int i = 0; i * w < sh->size; i++)
+		__builtin_prefetch(sh->objects[i], 1);
+}
+
+/* The objects of the packed sheaf head into out[] (room for its count).
  * Returns how many. */
 static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, void **out)
 {
-	unsigned int words = s->inuse / 8, n = 0, k = 2;
-	void **blk = head, **next = head[1];
+	unsigned int n = PACK_COUNT(head[0]), w = s->inuse / 8;
 
-	out[n++] = head;
-	for (;;) {
-		if (next)
-			__builtin_prefetch(next, 0);
-		for (; k < words && blk[k]; k++)
-			out[n++] = blk[k];
-		if (!next)
-			return n;
-		blk = next;
-		next = blk[0];
-		out[n++] = blk;
-		k = 1;
+	out[0] = head;
+	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {
+		void **node = out[i];
+		unsigned int k = i == 0, end = n - i * w < w ? n - i * w : w;
+		for (; k < end; k++) {
+			unsigned int c = i * w + k;
+			out[c] = node[k];
+			if (c * w < n)
+				__builtin_prefetch(out[c], 0);   /* a node of the next level */
+		}
 	}
+	return n;
 }
 
 /* Every object of a stack of packed sheaves (linked through word 0 of their
- * heads) back to slabs, in bulk frees of up to 64. A block goes into the
- * batch only after all its words are read: a free writes into the object. */
-static void flush_packed(struct kmem_cache *s, void **head)
+ * heads) back to slabs: each unpacked into buf (a sheaf's worth), then freed
+ * in bulk. A sheaf that finds no buffer (a capacity above the stack's and no
+ * memory) is kept: *rest returns what was not flushed. */
+static void **flush_packed(struct kmem_cache *s, void **head)
 {
-	void *buf[64];
-	unsigned int n = 0, words = s->inuse / 8;
+	void *stack_buf[128], **buf = stack_buf;
+	struct slab_sheaf *tmp = NULL;
 	unsigned long total = 0;
 
 	if (!head)
-		return;
-	while (head) {
-		void **blk = head, **next_sheaf = head[0], **next = head[1];
-		unsigned int k = 2;
-		for (;;) {
-			if (next)
-				__builtin_prefetch(next, 0);
-			for (; k < words && blk[k]; k++) {
-				buf[n++] = blk[k];
-				if (n == 64) {
-					usl_slub_free_bulk(s, n, buf);
-					total += n;
-					n = 0;
-				}
-			}
-			buf[n++] = blk;
-			if (n == 64) {
-				usl_slub_free_bulk(s, n, buf);
-				total += n;
-				n = 0;
-			}
-			if (!next)
-				break;
-			blk = next;
-			next = blk[0];
-			k = 1;
-		}
-		head = next_sheaf;
+		return NULL;
+	if (s->sheaf_capacity > 128) {
+		tmp = usl_sheaf_new(s, s->sheaf_capacity, GFP_NOWAIT | __GFP_NOWARN);
+		if (!tmp)
+			return head;
+		buf = tmp->objects;
 	}
-	if (n)
+	while (head) {
+		void **next = PACK_LINK(head[0]);
+		if (next)
+			__builtin_prefetch(next, 0);
+		unsigned int n = unpack_sheaf(s, head, buf);
 		usl_slub_free_bulk(s, n, buf);
-	total += n;
-	__atomic_fetch_sub(&usl_get_barn(s)->packed_objects, total, __ATOMIC_RELAXED);
+		total += n;
+		head = next;
+	}
+	if (tmp)
+		usl_sheaf_dispose(s, tmp);
+	struct usl_barn *barn = usl_get_barn(s);
+	usl_spin_lock(&barn->lock);
+	barn_set_long(&barn->packed_objects, barn->packed_objects - total);
+	usl_spin_unlock(&barn->lock);
+	return NULL;
+}
+
+/* flush_packed, and what it could not flush back on the young stack. */
+static void flush_packed_all(struct kmem_cache *s, void **head)
+{
+	struct usl_barn *barn = usl_get_barn(s);
+	void **rest = flush_packed(s, head);
+
+	while (rest) {
+		void **next = PACK_LINK(rest[0]);
+		usl_spin_lock(&barn->lock);
+		rest[0] = (void *)(((uintptr_t)PACK_COUNT(rest[0]) << PACK_SHIFT) | (uintptr_t)barn->packed);
+		barn->packed = rest;
+		barn_set(&barn->nr_packed, barn->nr_packed + 1);
+		usl_spin_unlock(&barn->lock);
+		rest = next;
+	}
 }
 
 /* Under barn->lock: both stacks of packed sheaves, detached: the young one
@@ -249,21 +267,24 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	usl_spin_lock(&barn->lock);
 	barn->visits++;
 	if ((head = barn->packed)) {
-		barn->packed = head[0];
+		barn->packed = PACK_LINK(head[0]);
 		barn_set(&barn->nr_packed, barn->nr_packed - 1);
 	} else if ((head = barn->packed_old)) {
-		barn->packed_old = head[0];
+		barn->packed_old = PACK_LINK(head[0]);
 		barn_set(&barn->nr_packed_old, barn->nr_packed_old - 1);
 	}
-	void *top = barn->packed ? barn->packed : barn->packed_old;
+	if (head)
+		barn_set_long(&barn->packed_objects, barn->packed_objects - PACK_COUNT(head[0]));
+	char *top = barn->packed ? barn->packed : barn->packed_old;
 	usl_spin_unlock(&barn->lock);
 	if (!head)
 		return false;
-	if (top)
-		__builtin_prefetch(top, 0);      /* the next refill's head */
-	unsigned int n = unpack_sheaf(s, head, sh->objects);
-	sh->size = n;
-	__atomic_fetch_sub(&barn->packed_objects, n, __ATOMIC_RELAXED);
+	if (top) {                       /* the next refill's head, its first lines */
+		unsigned int bytes = s->inuse < 8 * (s->sheaf_capacity + 1) ? s->inuse : 8 * (s->sheaf_capacity + 1);
+		for (unsigned int off = 0; off < bytes && off < 512; off += 64)
+			__builtin_prefetch(top + off, 0);
+	}
+	sh->size = unpack_sheaf(s, head, sh->objects);
 	return true;
 }
 
@@ -300,16 +321,17 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 	    __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) >= s->barn_max_full) {
 		/* No room for another array: pack it (peeked unlocked; the level
 		 * may be passed by a sheaf or two) and keep its array as the empty
-		 * sheaf the caller wants, or as one for the barn. */
+		 * sheaf the caller wants, or as one for the barn. Packed under the
+		 * lock: its stores go to cold lines, and the lock's exchange after
+		 * them would wait for every one; the unlock is a plain store, which
+		 * the others' view orders after them (x86 and the release order). */
 		unsigned int n = give->size;
-		void **head = pack_sheaf(s, give);
 		usl_spin_lock(&barn->lock);
+		barn->packed = pack_sheaf(s, give, barn->packed);
 		barn->visits++;
 		barn->dry_refills = 0;
-		head[0] = barn->packed;
-		barn->packed = head;
 		barn_set(&barn->nr_packed, barn->nr_packed + 1);
-		__atomic_fetch_add(&barn->packed_objects, n, __ATOMIC_RELAXED);
+		barn_set_long(&barn->packed_objects, barn->packed_objects + n);   /* no locked add: it would wait for the stores above */
 		if (want == 0) {
 			usl_spin_unlock(&barn->lock);
 			return give;
@@ -451,8 +473,8 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 		usl_list_add_tail(&e->barn_list, &taken);
 	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
 	usl_spin_unlock(&barn->lock);
-	flush_packed(s, packed);
-	flush_packed(s, packed_old);
+	flush_packed_all(s, packed);
+	flush_packed_all(s, packed_old);
 
 	while (!usl_list_empty(&taken)) {
 		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
@@ -626,8 +648,8 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		usl_sheaf_dispose(s, e);
 		disposed++;
 	}
-	flush_packed(s, packed);
-	flush_packed(s, packed_young);
+	flush_packed_all(s, packed);
+	flush_packed_all(s, packed_young);
 	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
 	for (struct usl_list *it = out.next; it != &out; it = it->next)
 		own++;
@@ -689,8 +711,8 @@ void usl_sheaf_trim_barn(struct kmem_cache *s)
 	barn->low_full = barn->nr_full;
 	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
 	usl_spin_unlock(&barn->lock);
-	flush_packed(s, packed);
-	flush_packed(s, packed_old);
+	flush_packed_all(s, packed);
+	flush_packed_all(s, packed_old);
 	flush_list(s, &out);
 }
 

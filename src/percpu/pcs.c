@@ -166,6 +166,16 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
 	if (b->main && !b->spare) {             /* full: keep it as the spare */
 		b->spare = b->main;
 		b->main = NULL;
+		usl_barn_pack_prefetch(s, b->spare);
+	} else if (b->main) {
+		/* Both full: the spare goes to the barn and the main becomes the
+		 * spare. If the barn packs the sheaf it gets, the lines it writes
+		 * were fetched when that sheaf became the spare, a sheaf of frees
+		 * ago; start the new spare's now. */
+		struct slab_sheaf *t = b->spare;
+		b->spare = b->main;
+		b->main = t;
+		usl_barn_pack_prefetch(s, b->spare);
 	}
 	/* One barn visit: the full main (if any) for an empty sheaf. */
 	b->main = usl_barn_visit(s, b->main, 0);

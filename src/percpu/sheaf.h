@@ -47,6 +47,9 @@ USL_HIDDEN void usl_barn_dry_refill(struct kmem_cache *s);
 /* Fill the empty sheaf sh (of the cache's capacity) from a packed sheaf of
  * the barn; false if the barn has none. */
 USL_HIDDEN bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh);
+/* sh, full, is likely to be packed at the next barn visit: start the misses
+ * on the objects packing writes (a sheaf's worth of frees ahead). */
+USL_HIDDEN void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh);
 /* Does the barn hold full sheaves, as arrays or packed? An unlocked peek. */
 static inline bool usl_barn_has_full(struct kmem_cache *s)
 {
