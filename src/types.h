@@ -177,7 +177,8 @@ struct slab_sheaf {
 /* Per node: full and empty sheaves, shared by the node's CPUs. */
 struct usl_barn {
 	int lock;                    /* spin lock (usl_spin_lock): held for a few list
-	                                operations, never across a call out */
+	                                operations or to pack a sheaf, never across a
+	                                call out */
 	struct slab_sheaf *full, *empty;   /* LIFO stacks through sheaf->next: a push or pop
 	                                      touches only that sheaf */
 	unsigned int nr_full, nr_empty;

@@ -1,8 +1,9 @@
 /* barn.c - the per-node barn of full and empty sheaves, and the per-CPU
  * layer's whole-cache work: flushing every CPU's sheaves (with the engine's
  * mark + membarrier protocol), the decay sweep's part, trimming the barn
- * before growth, fork locks and counts. Lock: the barn's spin lock, held for a
- * few list operations, never across a call out. */
+ * before growth, packed sheaves, fork locks and counts. Lock: the barn's spin
+ * lock, held for a few list operations or to pack one sheaf (plain stores into
+ * its objects), never across a call out. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <string.h>
@@ -14,17 +15,19 @@
 /* ===========================================================================
  * The barn: full and empty sheaves of one node, under barn->lock.
  *
- * Limits. Empty sheaves: barn_max_empty (the kernel's 10), or as many as the barn
- * held full sheaves since the last decay check; more are freed. Full sheaves: barn_max_full (the kernel's 10) is the level the barn returns to,
- * not a wall. A burst of frees may park more full sheaves; the surplus that stays
- * unused for a whole decay interval (USLAB_DECAY_MS, the page provider's) is
- * flushed to slabs: the barn tracks the fewest full sheaves it held since the
- * last check (a low-water mark), and sheaves above max_full that were never taken
- * in that interval go back. With USLAB_DECAY_MS=0 the limit is exact. Why: with
- * the kernel's wall every free beyond ten sheaves goes to a slab (a cmpxchg16b
- * and a cache miss per object), which made random frees of 10k objects 3x
- * mimalloc; with the decaying surplus they are near it (docs/ARCHITECTURE.md
- * section 7). kmem_cache_shrink and uslab_release_free_memory flush it at once.
+ * Limits. Empty sheaves: barn_max_empty (the kernel's 10), or as many as the
+ * barn held full sheaves since the last decay check; more are freed. Full
+ * sheaves: at most barn_max_full (the kernel's 10) as arrays; beyond that a
+ * full sheaf is packed into its own objects (below) and its array kept as an
+ * empty one, so a burst of frees costs no memory for arrays. Why not the
+ * kernel's wall: every free beyond ten sheaves would go to its slab, a
+ * cmpxchg16b on a cold slab per object (random frees of 10k objects 3x
+ * mimalloc); nor a surplus of arrays: 8 bytes an object while a program only
+ * frees (docs/ARCHITECTURE.md section 7). Caches that cannot pack keep arrays
+ * up to a 32nd of their slab memory. What stays unused for a whole decay
+ * interval (USLAB_DECAY_MS) goes back to slabs; with USLAB_DECAY_MS=0 the
+ * limit of ten is exact. kmem_cache_shrink and uslab_release_free_memory
+ * flush it all at once.
  */
 
 static void barn_set(unsigned int *counter, unsigned int v)

@@ -153,8 +153,9 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 }
 
 /* Make room in b->main: the spare if it has room, else an empty sheaf for main,
- * the full one kept as the spare or put in the barn (the kernel flushes the
- * spare when the barn holds ten; here the barn's surplus decays instead). */
+ * the full one kept as the spare, or the full spare put in the barn (the
+ * kernel flushes the spare when the barn holds ten; here the barn packs it,
+ * docs/ARCHITECTURE.md section 7). */
 static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 {
 	if (b->main && b->main->size < b->main->capacity)
