@@ -137,7 +137,10 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 
 static bool barn_packs(struct kmem_cache *s)
 {
-	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms && s->sheaf_capacity < (1u << 16);
+	/* (The range check holds for every range mmap places without a hint;
+	 * it is the assumption the link word makes, checked.) */
+	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms && s->sheaf_capacity < (1u << 16) &&
+	       usl_base + usl_range <= (1ul << PACK_SHIFT);
 }
 
 /* Write sh's objects into themselves, the head linked to next; sh is left
