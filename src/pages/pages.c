@@ -7,13 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "../testing.h"
 #include "pages.h"
 
-#define USL_RANGE_DEFAULT (64UL << 30)  /* 64 GiB of address space ... */
-#define USL_RANGE_MIN (256UL << 20)     /* ... or at least 256 MiB */
+/* The range: with no RLIMIT_AS, 16 TiB of address space reserved (PROT_NONE,
+ * nothing committed; smaller where the kernel refuses, dividing by four down
+ * to 256 MiB). Under RLIMIT_AS, as much as the limit, not reserved: regions
+ * are mapped at the range's end as it grows, from a start far below the
+ * kernel's top-down mmap area (docs/ARCHITECTURE.md section 3). ThreadSanitizer
+ * allows mappings only in its application ranges: 64 GiB there. */
+#ifdef USLAB_TSAN
+#define USL_RANGE_MAX (64UL << 30)
+#else
+#define USL_RANGE_MAX (16UL << 40)
+#endif
+#define USL_RANGE_MIN (256UL << 20)
+/* Where an unreserved range starts: tried in turn (16, 24, 32, 40 TiB). */
+#define USL_HINT_FIRST (16UL << 40)
+#define USL_HINT_STEP (8UL << 40)
+#define USL_HINT_TRIES 4
 
 uintptr_t usl_base;
 uintptr_t usl_range;
@@ -55,12 +70,21 @@ struct region_bits {
 	uint32_t tables_idle;             /* table pages that had heads and have none now */
 };
 enum { MAP_FREE, MAP_DIRTY, MAP_OLD };  /* MAP_OLD: dirty, in no young map */
-/* Regions of the largest range with the smallest page (usl_pages_init refuses
- * pages below 4 KiB), 64 a summary word. */
-#define SUM_WORDS ((USL_RANGE_DEFAULT >> (12 + USL_MAX_ORDER)) / 64)
+/* Per region, its bits (rbits: reserved for the whole range, committed as the
+ * range grows). Per 64 regions, a summary word per order and map (summary);
+ * per 64 summary words, a bit per order and map saying which are non-zero
+ * (summary2), so a search over a range of a TiB (4096 summary words) reads a
+ * few words. Per region, a bit if it has young blocks (young_regions: the
+ * epoch roll visits those) and one if it has idle table pages (idle_regions:
+ * the purge visits those). All but rbits in one zeroed block sized from the
+ * range (index_block). */
 static struct region_bits *rbits;
-static uint64_t summary[SUM_WORDS][USL_MAX_ORDER + 1][2];   /* [region / 64][order][MAP_FREE or MAP_DIRTY] */
+typedef uint64_t usl_sumword[USL_MAX_ORDER + 1][2];   /* [order][MAP_FREE or MAP_DIRTY] */
+static usl_sumword *summary;     /* [region / 64] */
+static usl_sumword *summary2;    /* [region / 4096] */
+static uint64_t *young_regions, *idle_regions;
 static uint64_t epoch_start;     /* when young[0] began collecting */
+static uintptr_t reserved_end;   /* the range's PROT_NONE reservation ends here (offset); beyond, regions are mapped */
 
 static inline size_t nr_regions(void) { return usl_top >> (usl_page_shift + USL_MAX_ORDER); }
 static inline size_t rb_bit(size_t pfn, unsigned int k) { return RB_OFF(k) + ((pfn & (RB_BLOCKS - 1)) >> k); }
@@ -85,6 +109,7 @@ static void count_head(size_t pfn, int d)
 		r->tables_idle &= ~(1U << tp);
 	} else if (--r->heads[tp] == 0) {
 		r->tables_idle |= 1U << tp;
+		bit_set(idle_regions, pfn >> USL_MAX_ORDER);
 	}
 }
 
@@ -112,13 +137,23 @@ static long slice_next(const struct region_bits *r, int map, unsigned int k, siz
 	return -1;
 }
 
+/* The region has (some) or has no blocks of order k in the map: its summary
+ * bit, and its summary word's bit in summary2. */
+static void summary_set(size_t region, unsigned int k, int map, bool some)
+{
+	size_t sw = region / 64;
+	uint64_t *w = &summary[sw][k][map], *w2 = &summary2[sw / 64][k][map];
+	if (some) {
+		*w |= 1ULL << (region % 64);
+		*w2 |= 1ULL << (sw % 64);
+	} else if (*w && !(*w &= ~(1ULL << (region % 64)))) {
+		*w2 &= ~(1ULL << (sw % 64));
+	}
+}
+
 static void summary_update(size_t region, unsigned int k, int map)
 {
-	uint64_t bit = 1ULL << (region % 64), *w = &summary[region / 64][k][map];
-	if (slice_next(&rbits[region], map, k, 0) >= 0)
-		*w |= bit;
-	else
-		*w &= ~bit;
+	summary_set(region, k, map, slice_next(&rbits[region], map, k, 0) >= 0);
 }
 
 /* Mark the block of order k at pfn free; young: 0 none, 1 the previous epoch,
@@ -128,13 +163,15 @@ static void mark_free(size_t pfn, unsigned int k, bool dirty, int young)
 	size_t region = pfn >> USL_MAX_ORDER, b = rb_bit(pfn, k);
 	struct region_bits *r = &rbits[region];
 	bit_set(r->free, b);
-	summary[region / 64][k][MAP_FREE] |= 1ULL << (region % 64);
+	summary_set(region, k, MAP_FREE, true);
 	count_add(&nr_free_blocks[k], 1);
 	if (dirty) {
 		bit_set(r->dirty, b);
-		if (young)
+		if (young) {
 			bit_set(r->young[2 - young], b);
-		summary[region / 64][k][MAP_DIRTY] |= 1ULL << (region % 64);
+			bit_set(young_regions, region);
+		}
+		summary_set(region, k, MAP_DIRTY, true);
 		nr_dirty_blocks[k]++;
 		count_add(&free_dirty_pages, (long)(1UL << k));
 	} else {
@@ -183,62 +220,130 @@ static inline bool is_free(size_t pfn, unsigned int k)
  * -1. */
 static long lowest_block(unsigned int k, int map)
 {
-	size_t nsum = (nr_regions() + 63) / 64;
-	for (size_t sw = 0; sw < nsum; sw++) {
-		uint64_t m = summary[sw][k][map];
-		if (m) {
-			size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
-			long i = slice_next(&rbits[region], map, k, 0);
-			if (i >= 0)
-				return (long)((region << USL_MAX_ORDER) + ((size_t)i << k));
+	size_t nsum2 = (nr_regions() + 4095) / 4096;
+	for (size_t s2 = 0; s2 < nsum2; s2++)
+		for (uint64_t m2 = summary2[s2][k][map]; m2; m2 &= m2 - 1) {
+			size_t sw = s2 * 64 + (size_t)__builtin_ctzll(m2);
+			uint64_t m = summary[sw][k][map];
+			if (m) {
+				size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
+				long i = slice_next(&rbits[region], map, k, 0);
+				if (i >= 0)
+					return (long)((region << USL_MAX_ORDER) + ((size_t)i << k));
+			}
+		}
+	return -1;
+}
+
+/* An anonymous mapping of bytes (PROT_NONE: a reservation), or NULL. */
+static void *map_anon(void *at, size_t bytes, int prot, int flags)
+{
+	void *p = mmap(at, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The structures sized from the range: the table and the page map (PROT_NONE,
+ * committed region by region in grow), the region bits (the same), and the
+ * index block (summaries and region bit sets, zeroed, touched as used).
+ * False, with nothing left mapped, if one cannot be reserved. */
+static void *side_maps[4];
+static size_t side_bytes[4];
+static bool side_reserve(size_t range)
+{
+	size_t pages = range >> usl_page_shift, regions = range >> (usl_page_shift + USL_MAX_ORDER);
+	size_t nsum = (regions + 63) / 64, nsum2 = (nsum + 63) / 64;
+	size_t index = (nsum + nsum2) * sizeof(usl_sumword) + 2 * nsum * sizeof(uint64_t);
+	size_t bytes[4] = { pages * sizeof(struct slab), pages * sizeof(struct usl_pagemap_entry),
+	                    regions * sizeof(struct region_bits), index };
+	for (int i = 0; i < 4; i++) {
+		side_bytes[i] = USL_ALIGN(bytes[i], usl_page_size);
+		side_maps[i] = map_anon(NULL, side_bytes[i], i == 3 ? PROT_READ | PROT_WRITE : PROT_NONE, 0);
+		if (!side_maps[i]) {
+			while (i--)
+				munmap(side_maps[i], side_bytes[i]);
+			return false;
 		}
 	}
-	return -1;
+	usl_table = side_maps[0];
+	usl_pagemap = side_maps[1];
+	rbits = side_maps[2];
+	summary = side_maps[3];
+	summary2 = summary + nsum;
+	young_regions = (uint64_t *)(summary2 + nsum2);
+	idle_regions = young_regions + nsum;
+	return true;
+}
+
+/* The soft RLIMIT_AS, rounded down to the largest block; 0 if there is none
+ * (or it is beyond the largest range). */
+static size_t as_limit(size_t max_block)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= USL_RANGE_MAX)
+		return 0;
+	return (size_t)rl.rlim_cur / max_block * max_block;
+}
+
+/* Under RLIMIT_AS: a range of up to the limit, of which only the first
+ * largest block is reserved; grow maps the rest at its end as needed. It
+ * starts at one of a few fixed addresses far below the kernel's top-down mmap
+ * area (which would otherwise take the addresses after it), checked free by
+ * MAP_FIXED_NOREPLACE (kernels before 4.17 take it as a hint: a different
+ * address is refused). */
+static bool range_unreserved(size_t limit, size_t max_block)
+{
+	if (!side_reserve(limit))
+		return false;
+	for (int i = 0; i < USL_HINT_TRIES; i++) {
+		uintptr_t at = USL_HINT_FIRST + (uintptr_t)i * USL_HINT_STEP;
+		void *r = map_anon((void *)at, max_block, PROT_NONE, MAP_FIXED_NOREPLACE);
+		if (r == (void *)at) {
+			usl_base = at;
+			usl_range = limit;
+			reserved_end = max_block;
+			return true;
+		}
+		if (r)
+			munmap(r, max_block);
+	}
+	for (int i = 0; i < 4; i++)
+		munmap(side_maps[i], side_bytes[i]);
+	return false;
+}
+
+/* With no limit: the whole range reserved, aligned to the largest block;
+ * where the kernel refuses (valgrind, or a limit), a quarter, down to the
+ * minimum. */
+static bool range_reserved(size_t max_block)
+{
+	for (usl_range = USL_RANGE_MAX; usl_range >= USL_RANGE_MIN; usl_range /= 4) {
+		void *r = map_anon(NULL, usl_range + max_block, PROT_NONE, 0);
+		if (!r)
+			continue;
+		if (side_reserve(usl_range)) {
+			usl_base = USL_ALIGN((uintptr_t)r, max_block);
+			if (usl_base > (uintptr_t)r)
+				munmap(r, usl_base - (uintptr_t)r);
+			munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
+			reserved_end = usl_range;
+			return true;
+		}
+		munmap(r, usl_range + max_block);
+	}
+	return false;
 }
 
 static int pages_init(void)
 {
 	long ps = (long)usl_os_page_size();
-	size_t max_block;
-	void *r, *t, *pm = NULL;
 
 	if (ps <= 0 || (ps & (ps - 1)) || ps < 4096)
 		return -1;
 	usl_page_size = (size_t)ps;
 	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
-	max_block = usl_page_size << USL_MAX_ORDER;
-
-	/* Reserve the range with room to align it to the largest block. Where
-	 * address space is limited (valgrind, ulimit -v) take a smaller one. */
-	for (usl_range = USL_RANGE_DEFAULT;; usl_range /= 4) {
-		if (usl_range < USL_RANGE_MIN)
-			return -1;
-		r = mmap(NULL, usl_range + max_block, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (r == MAP_FAILED)
-			continue;
-		t = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct slab), PROT_NONE,
-		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (t != MAP_FAILED) {
-			pm = mmap(NULL, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry), PROT_NONE,
-			          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			if (pm != MAP_FAILED) {
-				rbits = mmap(NULL, (usl_range / max_block) * sizeof(struct region_bits), PROT_READ | PROT_WRITE,
-				             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-				if (rbits != MAP_FAILED)
-					break;
-				munmap(pm, (usl_range >> usl_page_shift) * sizeof(struct usl_pagemap_entry));
-			}
-			munmap(t, (usl_range >> usl_page_shift) * sizeof(struct slab));
-		}
-		munmap(r, usl_range + max_block);
-	}
-	usl_base = USL_ALIGN((uintptr_t)r, max_block);
-	if (usl_base > (uintptr_t)r)
-		munmap(r, usl_base - (uintptr_t)r);
-	munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
-
-	usl_table = t;
-	usl_pagemap = pm;
+	size_t max_block = usl_page_size << USL_MAX_ORDER, limit = as_limit(max_block);
+	if (!(limit && range_unreserved(limit, max_block)) && !range_reserved(max_block))
+		return -1;
 	epoch_start = last_decay_check = usl_now_ms();
 	return 0;
 }
@@ -272,28 +377,43 @@ void usl_pages_fail_after(long n)
 }
 
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
+static bool commit(void *from, void *to)
+{
+	uintptr_t s = (uintptr_t)from & ~(usl_page_size - 1), e = USL_ALIGN((uintptr_t)to, usl_page_size);
+	return mprotect((void *)s, e - s, PROT_READ | PROT_WRITE) == 0;
+}
+
 static bool grow(void)
 {
 	size_t bytes = usl_page_size << USL_MAX_ORDER;
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
+	size_t region = usl_top >> (usl_page_shift + USL_MAX_ORDER);
 	struct slab *e;
 
 	if (usl_top + bytes > usl_range)
 		return false;
-	if (mprotect((void *)(usl_base + usl_top), bytes, PROT_READ | PROT_WRITE) != 0)
-		return false;
+	/* Its bits, table and page-map slices first, then the region itself: a
+	 * failure leaves nothing a retry would trip over (the slices may share OS
+	 * pages with their neighbours: committed outwards). */
 	size_t pfn = usl_top >> usl_page_shift;
 	e = &usl_table[pfn];               /* a region's entries are its table slice (reordered) */
-	/* The table slice may share OS pages with the previous one: round outwards. */
-	uintptr_t ts = (uintptr_t)e & ~(usl_page_size - 1);
-	uintptr_t te = USL_ALIGN((uintptr_t)(e + npages), usl_page_size);
-	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
+	if (!commit(&rbits[region], &rbits[region + 1]) || !commit(e, e + npages) ||
+	    !commit(&usl_pagemap[pfn], &usl_pagemap[pfn + npages]))
 		return false;
-	struct usl_pagemap_entry *m = &usl_pagemap[usl_top >> usl_page_shift];
-	ts = (uintptr_t)m & ~(usl_page_size - 1);
-	te = USL_ALIGN((uintptr_t)(m + npages), usl_page_size);
-	if (mprotect((void *)ts, te - ts, PROT_READ | PROT_WRITE) != 0)
-		return false;
+	void *at = (void *)(usl_base + usl_top);
+	if (usl_top < reserved_end) {
+		if (mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0)
+			return false;
+	} else {
+		/* Unreserved (under RLIMIT_AS): map it at the range's end, if the
+		 * address is still free and the limit allows. */
+		void *r = map_anon(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
+		if (r != at) {
+			if (r)
+				munmap(r, bytes);
+			return false;
+		}
+	}
 	/* Fresh pages read as zeros, the state of every entry of a free block: the
 	 * slices are touched only as blocks are handed out, not 72 KiB at once. */
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
@@ -399,6 +519,7 @@ static void release_tables(size_t region)
 	struct region_bits *r = &rbits[region];
 	uint32_t m = r->tables_idle;
 	r->tables_idle = 0;
+	bit_clear(idle_regions, region);
 	for (; m; m &= m - 1) {
 		char *t = (char *)&usl_table[region << USL_MAX_ORDER] + ((size_t)__builtin_ctz(m) << usl_page_shift);
 		madvise(t, usl_page_size, MADV_DONTNEED);
@@ -415,16 +536,23 @@ static void roll_epochs(uint64_t now)
 		return;
 	bool both = now - epoch_start >= 2 * (uint64_t)half;
 	epoch_start = now;
-	for (size_t region = 0; region < nr_regions(); region++) {
-		struct region_bits *r = &rbits[region];
-		for (size_t w = 0; w < RB_WORDS; w++) {
-			uint64_t y0 = r->young[0][w];
-			if (both ? y0 | r->young[1][w] : y0 != r->young[1][w])
-				r->young[1][w] = both ? 0 : y0;
-			if (y0)
-				r->young[0][w] = 0;
+	size_t nwords = (nr_regions() + 63) / 64;
+	for (size_t yw = 0; yw < nwords; yw++)
+		for (uint64_t m = young_regions[yw]; m; m &= m - 1) {
+			size_t region = yw * 64 + (size_t)__builtin_ctzll(m);
+			struct region_bits *r = &rbits[region];
+			uint64_t left = 0;
+			for (size_t w = 0; w < RB_WORDS; w++) {
+				uint64_t y0 = r->young[0][w];
+				if (both ? y0 | r->young[1][w] : y0 != r->young[1][w])
+					r->young[1][w] = both ? 0 : y0;
+				if (y0)
+					r->young[0][w] = 0;
+				left |= r->young[1][w];
+			}
+			if (!left)                   /* nothing young left: off the list */
+				bit_clear(young_regions, region);
 		}
-	}
 }
 
 /* madvise the old dirty free blocks (all of them with all), and their entries.
@@ -441,8 +569,10 @@ static size_t purge_locked(bool all, uint64_t now)
 	for (unsigned int k = 0; k <= USL_MAX_ORDER; k++) {
 		if (!nr_dirty_blocks[k])
 			continue;
-		size_t nsum = (nr_regions() + 63) / 64;
-		for (size_t sw = 0; sw < nsum; sw++) {
+		size_t nsum2 = (nr_regions() + 4095) / 4096;
+		for (size_t s2 = 0; s2 < nsum2; s2++)
+		for (uint64_t m2 = summary2[s2][k][MAP_DIRTY]; m2; m2 &= m2 - 1) {
+			size_t sw = s2 * 64 + (size_t)__builtin_ctzll(m2);
 			for (uint64_t m = summary[sw][k][MAP_DIRTY]; m; m &= m - 1) {
 				size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
 				struct region_bits *r = &rbits[region];
@@ -459,8 +589,10 @@ static size_t purge_locked(bool all, uint64_t now)
 			}
 		}
 	}
-	for (size_t region = 0; region < nr_regions(); region++)
-		release_tables(region);
+	size_t nwords = (nr_regions() + 63) / 64;
+	for (size_t iw = 0; iw < nwords; iw++)
+		for (uint64_t m = idle_regions[iw]; m; m &= m - 1)
+			release_tables(iw * 64 + (size_t)__builtin_ctzll(m));
 	errno = saved_errno;
 	return bytes;
 }

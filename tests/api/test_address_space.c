@@ -1,0 +1,156 @@
+/* test_address_space - how much uslab can hold.
+ *
+ *   test_address_space limits [MiB ...]   for each limit (default 1024 MiB) and
+ *       block size (64 B, 4 KiB, 64 KiB, 1 MiB): a child under
+ *       setrlimit(RLIMIT_AS) (exec'ed again, so that uslab starts under it)
+ *       allocates blocks until kmalloc fails, and must get at least 90% of the
+ *       limit; after freeing them all it must get as many again.
+ *   test_address_space ceiling GIB BLOCK_KIB   blocks of BLOCK_KIB, one byte
+ *       of each written, until GIB GiB are held (none may fail), then freed.
+ *   test_address_space foreign   pointers outside the range and past its
+ *       committed end (reserved or not mapped at all) are reported as
+ *       foreign and never dereferenced, in both per-CPU modes.
+ *
+ * The blocks are linked through their first word, so the test needs no array
+ * (under a limit, an array would take the address space it measures). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "pages/pages.h"
+
+static const size_t blocks[] = { 64, 4096, 65536, 1 << 20 };
+
+/* Allocate blocks of size until kmalloc fails (or until max bytes); returns
+ * the chain's head, *n the count. */
+static void **fill(size_t size, size_t max, size_t *n)
+{
+	void **head = NULL;
+	*n = 0;
+	while ((*n + 1) * size <= max) {
+		void **b = kmalloc(size, GFP_KERNEL | __GFP_NOWARN);
+		if (!b)
+			break;
+		b[0] = head;                 /* the one write (a page of each block) */
+		head = b;
+		(*n)++;
+	}
+	return head;
+}
+
+static void drain(void **head)
+{
+	while (head) {
+		void **next = head[0];
+		kfree(head);
+		head = next;
+	}
+}
+
+/* The child under the limit. */
+static int limit_child(size_t limit, size_t size)
+{
+	size_t n1, n2;
+	drain(fill(size, SIZE_MAX, &n1));
+	drain(fill(size, SIZE_MAX, &n2));
+	double got = (double)(n1 * size), share = got / (double)limit;
+	printf("limit %zu MiB, blocks of %zu B: %zu blocks, %.0f MB (%.1f%% of the limit); again after freeing all: %zu\n",
+	       limit >> 20, size, n1, got / 1e6, 100 * share, n2);
+	CHECK(share >= 0.90);
+	CHECK(n2 * 100 >= n1 * 99);          /* as many again (a sheaf's worth of slack) */
+	/* Past the committed end nothing is mapped here: reported, not read. */
+	capture_reports();
+	uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	kfree((void *)(usl_base + top + (4 << 20)));
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN), 1);
+	return test_summary();
+}
+
+static void limits(int argc, char **argv)
+{
+	size_t mib[8] = { 1024 };
+	int nl = 1;
+	if (argc > 2)
+		for (nl = 0; nl < argc - 2 && nl < 8; nl++)
+			mib[nl] = strtoul(argv[2 + nl], NULL, 10);
+	for (int l = 0; l < nl; l++)
+		for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++) {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				struct rlimit rl = { mib[l] << 20, mib[l] << 20 };
+				char lim[32], sz[32];
+				snprintf(lim, sizeof(lim), "%zu", mib[l] << 20);
+				snprintf(sz, sizeof(sz), "%zu", blocks[b]);
+				if (setrlimit(RLIMIT_AS, &rl) != 0)
+					_exit(3);
+				execl("/proc/self/exe", argv[0], "limit-child", lim, sz, (char *)NULL);
+				_exit(4);
+			}
+			int st = 0;
+			CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		}
+}
+
+static void ceiling(size_t gib, size_t kib)
+{
+	size_t n, want = gib << 30, size = kib << 10;
+	void **head = fill(size, want, &n);
+	printf("ceiling: %zu GiB in blocks of %zu KiB: %zu of %zu held\n", gib, kib, n, want / size);
+	CHECK_EQ(n, want / size);
+	drain(head);
+}
+
+/* Pointers no block was ever given at: before the range, past its committed
+ * end (the rest of a reservation, or nothing mapped under a limit), beyond
+ * the range, and far away. Each is one report, and none is read. */
+static void foreign(void)
+{
+	void *keep = kmalloc(4096, GFP_KERNEL);      /* the range is committed up to some top */
+	uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	uintptr_t bad[] = {
+		usl_base - 4096,
+		usl_base + top,
+		usl_base + top + (64 << 20),
+		usl_base + usl_range - 64,
+		usl_base + usl_range + 4096,
+		(uintptr_t)1 << 46,
+		4096,
+	};
+	capture_reports();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unsigned long before = reports(USLAB_ERR_FOREIGN);
+		kfree((void *)bad[i]);
+		CHECK_EQ(reports(USLAB_ERR_FOREIGN), before + 1);
+		CHECK_EQ(ksize((void *)bad[i]), 0);
+	}
+	printf("foreign: range %#lx + %#lx, committed %#lx: %zu pointers reported\n", (unsigned long)usl_base,
+	       (unsigned long)usl_range, (unsigned long)top, sizeof(bad) / sizeof(bad[0]));
+	kfree(keep);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "limit-child"))
+		return limit_child(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+	printf("mode %s\n", uslab_percpu_mode());
+	if (argc >= 2 && !strcmp(argv[1], "limits"))
+		limits(argc, argv);
+	else if (argc == 4 && !strcmp(argv[1], "ceiling"))
+		ceiling(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+	else if (argc == 2 && !strcmp(argv[1], "foreign"))
+		foreign();
+	else {
+		fprintf(stderr, "usage: test_address_space limits [MiB ...] | ceiling GIB BLOCK_KIB | foreign\n");
+		return 2;
+	}
+	return test_summary();
+}
