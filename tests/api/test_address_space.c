@@ -7,6 +7,8 @@
  *       limit; after freeing them all it must get as many again. Above 4 GiB
  *       only the blocks of 64 KiB and 1 MiB (smaller ones make the whole
  *       limit resident).
+ *       Then one child whose range's end is taken by another mapping: growth
+ *       stops there with NULL, and what it holds is intact.
  *   test_address_space ceiling GIB BLOCK_KIB   blocks of BLOCK_KIB, one byte
  *       of each written, until GIB GiB are held (none may fail), then freed.
  *   test_address_space foreign   pointers outside the range and past its
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +57,32 @@ static void drain(void **head)
 		kfree(head);
 		head = next;
 	}
+}
+
+/* Under a limit, with the address after the range's committed end taken by
+ * another mapping: growth stops there with a clean NULL, the blocks held are
+ * intact, and after freeing them the same number fits again. */
+static int blocked_child(void)
+{
+	void *keep = kmalloc(64, GFP_KERNEL);
+	uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE), wall = usl_base + top + (8 << 20);
+	void *w = mmap((void *)wall, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(w == (void *)wall);
+	size_t n1, n2;
+	void **head = fill(1 << 20, SIZE_MAX, &n1);
+	CHECK(n1 >= 2 && n1 <= 16);                  /* up to the wall, not past it */
+	size_t ok = 0;
+	for (void **b = head; b; b = b[0])
+		ok += ksize(b) >= (1 << 20);
+	CHECK_EQ(ok, n1);
+	drain(head);
+	drain(fill(1 << 20, SIZE_MAX, &n2));
+	CHECK_EQ(n2, n1);
+	printf("blocked: growth stopped at the mapping %zu MiB past the committed end: %zu blocks of 1 MiB, again %zu\n",
+	       (size_t)8, n1, n2);
+	kfree(keep);
+	munmap(w, 4096);
+	return test_summary();
 }
 
 /* The child under the limit. */
@@ -105,6 +134,19 @@ static void limits(int argc, char **argv)
 			CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
 			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		}
+	/* The range's end taken by another mapping (1 GiB limit). */
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 1ul << 30, 1ul << 30 };
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(3);
+		execl("/proc/self/exe", argv[0], "blocked-child", (char *)NULL);
+		_exit(4);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void ceiling(size_t gib, size_t kib)
@@ -148,6 +190,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "limit-child"))
 		return limit_child(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+	if (argc == 2 && !strcmp(argv[1], "blocked-child"))
+		return blocked_child();
 	printf("mode %s\n", uslab_percpu_mode());
 	if (argc >= 2 && !strcmp(argv[1], "limits"))
 		limits(argc, argv);
