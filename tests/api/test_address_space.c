@@ -9,8 +9,9 @@
  *       limit resident).
  *       Then one child whose range's end is taken by another mapping: growth
  *       stops there with NULL, and what it holds is intact.
- *   test_address_space ceiling GIB BLOCK_KIB   blocks of BLOCK_KIB, one byte
- *       of each written, until GIB GiB are held (none may fail), then freed.
+ *   test_address_space ceiling GIB BLOCK_KIB [untouched]   blocks of
+ *       BLOCK_KIB, one byte of each written (or none), until GIB GiB are held
+ *       (none may fail), then freed.
  *   test_address_space foreign   pointers outside the range and past its
  *       committed end (reserved or not mapped at all) are reported as
  *       foreign and never dereferenced, in both per-CPU modes.
@@ -149,13 +150,31 @@ static void limits(int argc, char **argv)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-static void ceiling(size_t gib, size_t kib)
+static void ceiling(size_t gib, size_t kib, bool untouched)
 {
-	size_t n, want = gib << 30, size = kib << 10;
-	void **head = fill(size, want, &n);
-	printf("ceiling: %zu GiB in blocks of %zu KiB: %zu of %zu held\n", gib, kib, n, want / size);
-	CHECK_EQ(n, want / size);
-	drain(head);
+	size_t n = 0, want = gib << 30, size = kib << 10;
+	if (!untouched) {
+		void **head = fill(size, want, &n);
+		printf("ceiling: %zu GiB in blocks of %zu KiB, a byte of each written: %zu of %zu held\n", gib, kib, n,
+		       want / size);
+		CHECK_EQ(n, want / size);
+		drain(head);
+		return;
+	}
+	/* Blocks never written (their addresses in an array of our own): what
+	 * the range holds when RAM is short of a page a block. */
+	size_t count = want / size;
+	void **v = mmap(NULL, count * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(v != MAP_FAILED);
+	if (v == MAP_FAILED)
+		return;
+	while (n < count && (v[n] = kmalloc(size, GFP_KERNEL | __GFP_NOWARN)))
+		n++;
+	printf("ceiling: %zu GiB in blocks of %zu KiB, untouched: %zu of %zu held\n", gib, kib, n, count);
+	CHECK_EQ(n, count);
+	while (n)
+		kfree(v[--n]);
+	munmap(v, count * sizeof(void *));
 }
 
 /* Pointers no block was ever given at: before the range, past its committed
@@ -195,12 +214,12 @@ int main(int argc, char **argv)
 	printf("mode %s\n", uslab_percpu_mode());
 	if (argc >= 2 && !strcmp(argv[1], "limits"))
 		limits(argc, argv);
-	else if (argc == 4 && !strcmp(argv[1], "ceiling"))
-		ceiling(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+	else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "ceiling"))
+		ceiling(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10), argc == 5 && !strcmp(argv[4], "untouched"));
 	else if (argc == 2 && !strcmp(argv[1], "foreign"))
 		foreign();
 	else {
-		fprintf(stderr, "usage: test_address_space limits [MiB ...] | ceiling GIB BLOCK_KIB | foreign\n");
+		fprintf(stderr, "usage: test_address_space limits [MiB ...] | ceiling GIB BLOCK_KIB [untouched] | foreign\n");
 		return 2;
 	}
 	return test_summary();
