@@ -218,6 +218,7 @@ enum uslab_error {
 	USLAB_ERR_LEAK,         /* objects remaining at kmem_cache_destroy */
 	USLAB_ERR_NOMEM,        /* out of memory */
 	USLAB_ERR_OPTION,       /* malformed USLAB_* environment variable */
+	USLAB_ERR_CORRUPT,      /* uslab's data in a freed object overwritten (use after free) */
 };
 
 /* Every report is one line on stderr ("uslab: ..."). A handler, if set, receives

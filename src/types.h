@@ -232,6 +232,9 @@ struct kmem_cache {
 	slab_flags_t flags;
 	unsigned int id;             /* in usl_caches and the page map (common/cache.c) */
 	unsigned int object_size;    /* what the creator asked for */
+	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
+	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
+	                                free pointer lies in its object's block (slub/internal.h) */
 	unsigned int inuse;          /* object_size rounded to a word */
 	unsigned int align;
 	unsigned int order;          /* preferred slab order */
@@ -252,6 +255,13 @@ struct kmem_cache {
 	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
 	struct kmem_cache_node *node[1];
 };
+
+/* The key that hides a word uslab stores in a free object of s (a free
+ * pointer, a packed sheaf's word) at address at: stored = value ^ key. */
+static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at)
+{
+	return s->fp_secret ^ __builtin_bswap64((uintptr_t)at);
+}
 
 /* The object index of byte offset off in a slab of stride d0 << k (d0 odd;
  * div_inv = d0^-1 mod 2^32, div_shift = k): ror32(off * d0^-1, k), which is

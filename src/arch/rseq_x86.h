@@ -90,14 +90,24 @@
 	[o_top] "i"(offsetof(struct slab_sheaf, objects) - sizeof(void *))
 #define USL_RSEQ_COMMON_IN USL_RSEQ_IN_AT(s->cpu_slab)
 
+/* Free pointers are stored encoded: next ^ s->fp_secret ^ bswap(address of the
+ * word) (slub/internal.h). The sections decode with the cache's secret and
+ * check that a decoded pointer is NULL or in the same slab block (fp_mask);
+ * one that is not ends the section without a commit, and the slow path's
+ * checked read reports it. */
+#define USL_RSEQ_FP_IN(s)                                                              \
+	[sec] "m"((s)->fp_secret), [fmask] "m"((s)->fp_mask)
+
 /* Pop one object from this CPU's freelist into obj, or jump to the caller's C
- * label `slow` (also taken in locked mode, where usl_rseq_nr is 0). */
+ * label `slow` (also taken in locked mode, where usl_rseq_nr is 0, and for a
+ * free pointer that fails its check). */
 #define USL_RSEQ_ALLOC(s, obj)                                                         \
 	do {                                                                       \
-		unsigned long next_;                                               \
+		unsigned long next_, tmp_;                                         \
 		__asm__ __volatile__ goto(USL_RSEQ_ALLOC_ASM                           \
-			: [obj] "=&r"(obj), [next] "=&r"(next_)                    \
-			: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)(s)->offset)    \
+			: [obj] "=&r"(obj), [next] "=&r"(next_), [tmp] "=&r"(tmp_) \
+			: USL_RSEQ_COMMON_IN, USL_RSEQ_FP_IN(s),                    \
+			  [off] "r"((unsigned long)(s)->offset)                    \
 			: "rax", "memory", "cc"                                    \
 			: slow);                                                   \
 	} while (0)
@@ -107,7 +117,17 @@
 	"movq %c[o_fl](%%rax), %[obj]\n\t"                                               \
 	"testq %[obj], %[obj]\n\t"                                                \
 	"jz %l[slow]\n\t"                                                         \
-	"movq (%[obj],%[off]), %[next]\n\t"                                       \
+	"leaq (%[obj],%[off]), %[tmp]\n\t"                                        \
+	"movq (%[tmp]), %[next]\n\t"                                              \
+	"bswapq %[tmp]\n\t"                                                       \
+	"xorq %[tmp], %[next]\n\t"                                                \
+	"xorq %[sec], %[next]\n\t"                                                \
+	"jz 8f\n\t"                                                               \
+	"movq %[next], %[tmp]\n\t"                                                \
+	"xorq %[obj], %[tmp]\n\t"                                                 \
+	"testq %[fmask], %[tmp]\n\t"                                              \
+	"jnz %l[slow]\n"                                                          \
+	"8:\n\t"                                                                  \
 	"movq %[next], %c[o_fl](%%rax)\n"                                                 \
 	"2:\n\t"                                                                  \
 	/* after the commit: warm the next object's free pointer (the kernel's   \
@@ -119,7 +139,7 @@
  * USL_RS_MARKED for everything else (slow path). */
 static inline int usl_rseq_free(struct kmem_cache *s, struct slab *slab, void *obj)
 {
-	unsigned long tmp;
+	unsigned long tmp, key;
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
@@ -128,11 +148,16 @@ static inline int usl_rseq_free(struct kmem_cache *s, struct slab *slab, void *o
 		"movq %c[o_fl](%%rax), %[tmp]\n\t"
 		"cmpq %[tmp], %[obj]\n\t"
 		"je %l[dbl]\n\t"
-		"movq %[tmp], (%[obj],%[off])\n\t"
+		"leaq (%[obj],%[off]), %[key]\n\t"
+		"bswapq %[key]\n\t"
+		"xorq %[sec], %[key]\n\t"
+		"xorq %[tmp], %[key]\n\t"
+		"movq %[key], (%[obj],%[off])\n\t"
 		"movq %[obj], %c[o_fl](%%rax)\n"
 		"2:\n"
-		: [tmp] "=&r"(tmp)
-		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [obj] "r"(obj), [slab] "r"(slab)
+		: [tmp] "=&r"(tmp), [key] "=&r"(key)
+		: USL_RSEQ_COMMON_IN, USL_RSEQ_FP_IN(s), [off] "r"((unsigned long)s->offset), [obj] "r"(obj),
+		  [slab] "r"(slab)
 		: "rax", "memory", "cc"
 		: slow, dbl);
 	return USL_RS_OK;
@@ -149,7 +174,7 @@ dbl:
 static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, void *head, void *tail)
 {
 	int ret;
-	unsigned long tmp;
+	unsigned long tmp, key;
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
@@ -160,7 +185,11 @@ static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, v
 		"je 8f\n\t"
 		"cmpq %[tmp], %[tail]\n\t"
 		"je 11f\n\t"
-		"movq %[tmp], (%[tail],%[off])\n\t"
+		"leaq (%[tail],%[off]), %[key]\n\t"
+		"bswapq %[key]\n\t"
+		"xorq %[sec], %[key]\n\t"
+		"xorq %[tmp], %[key]\n\t"
+		"movq %[key], (%[tail],%[off])\n\t"
 		"movq %[head], %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		"jmp 10f\n"
@@ -170,9 +199,9 @@ static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, v
 		"11:\n\t"
 		"movl $5, %[ret]\n"
 		"10:\n"
-		: [ret] "=&r"(ret), [tmp] "=&r"(tmp)
-		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [head] "r"(head), [tail] "r"(tail),
-		  [slab] "r"(slab)
+		: [ret] "=&r"(ret), [tmp] "=&r"(tmp), [key] "=&r"(key)
+		: USL_RSEQ_COMMON_IN, USL_RSEQ_FP_IN(s), [off] "r"((unsigned long)s->offset), [head] "r"(head),
+		  [tail] "r"(tail), [slab] "r"(slab)
 		: "rax", "memory", "cc");
 	return ret;
 }
@@ -183,7 +212,7 @@ static inline int usl_rseq_free_chain(struct kmem_cache *s, struct slab *slab, v
 static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
 {
 	int ret;
-	unsigned long cnt, obj;
+	unsigned long cnt, obj, next, tmp;
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
@@ -194,15 +223,26 @@ static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned l
 		"jae 13f\n\t"
 		"testq %[obj], %[obj]\n\t"
 		"jz 13f\n\t"
+		"leaq (%[obj],%[off]), %[tmp]\n\t"
+		"movq (%[tmp]), %[next]\n\t"
+		"bswapq %[tmp]\n\t"
+		"xorq %[tmp], %[next]\n\t"
+		"xorq %[sec], %[next]\n\t"
+		"jz 14f\n\t"
+		"movq %[next], %[tmp]\n\t"
+		"xorq %[obj], %[tmp]\n\t"
+		"testq %[fmask], %[tmp]\n\t"
+		"jnz 13f\n"            /* a bad link: obj stays the head; its pop reports it */
+		"14:\n\t"
 		"movq %[obj], (%[p],%[cnt],8)\n\t"
-		"movq (%[obj],%[off]), %[obj]\n\t"
+		"movq %[next], %[obj]\n\t"
 		"incq %[cnt]\n\t"
 		"jmp 12b\n"
 		"13:\n\t"
 		"movq %[obj], %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
-		: [ret] "=&r"(ret), [cnt] "=&r"(cnt), [obj] "=&r"(obj)
-		: USL_RSEQ_COMMON_IN, [off] "r"((unsigned long)s->offset), [n] "r"(n), [p] "r"(p)
+		: [ret] "=&r"(ret), [cnt] "=&r"(cnt), [obj] "=&r"(obj), [next] "=&r"(next), [tmp] "=&r"(tmp)
+		: USL_RSEQ_COMMON_IN, USL_RSEQ_FP_IN(s), [off] "r"((unsigned long)s->offset), [n] "r"(n), [p] "r"(p)
 		: "rax", "memory", "cc");
 	*status = ret;
 	return ret == USL_RS_OK ? cnt : 0;

@@ -105,11 +105,7 @@ void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
  * the paths that need it). */
 static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
 {
-	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
-		return false;
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
-	return e.cache == s->id && usl_obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
+	return usl_pm_is_object(s, x);
 }
 
 bool usl_cache_obj_ok(struct kmem_cache *s, const void *x)

@@ -103,6 +103,16 @@ static inline size_t usl_table_pfn(size_t index)
 	return index - j + ((j << (tz + 1)) - n + ((size_t)1 << tz));
 }
 
+/* Is p an object start of a slab of s? By the page map alone (one entry). */
+static inline bool usl_pm_is_object(const struct kmem_cache *s, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return false;
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	return e.cache == s->id && usl_obj_index((uint32_t)off - e.start, s->div_inv, s->div_shift) < USL_PM_OBJECTS(e);
+}
+
 /* The table entry of the block containing p; NULL for a foreign pointer. */
 static inline struct slab *usl_virt_to_slab(const void *p)
 {

@@ -132,8 +132,53 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
  */
 
 #define PACK_SHIFT 48
-#define PACK_LINK(w0) ((void **)((uintptr_t)(w0) & ((1ul << PACK_SHIFT) - 1)))
-#define PACK_COUNT(w0) ((unsigned int)((uintptr_t)(w0) >> PACK_SHIFT))
+
+/* Every word of a packed sheaf is stored hidden by the cache's key (as free
+ * pointers are), so a write after free cannot plant an address, and every
+ * word read back must name an object of the cache: one that does not is
+ * reported and the sheaf cut there (its other objects lost, never handed out). */
+static inline void pack_put(const struct kmem_cache *s, void **node, unsigned int k, uintptr_t v)
+{
+	node[k] = (void *)(v ^ usl_cache_key(s, &node[k]));
+}
+
+static inline uintptr_t pack_get(const struct kmem_cache *s, void **node, unsigned int k)
+{
+	return (uintptr_t)node[k] ^ usl_cache_key(s, &node[k]);
+}
+
+static __attribute__((noinline, cold)) void pack_corrupt(const struct kmem_cache *s, void **node, uintptr_t v)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: packed free objects corrupted: the free object %p holds %#lx, not an object "
+	           "of this cache (a write after free?); the rest of that sheaf is dropped", s->name, (void *)node,
+	           (unsigned long)v);
+}
+
+/* The head's word 0: the next packed sheaf on the stack and n, this one's count. */
+static inline void pack_head_put(const struct kmem_cache *s, void **head, void **next, unsigned int n)
+{
+	pack_put(s, head, 0, ((uintptr_t)n << PACK_SHIFT) | (uintptr_t)next);
+}
+
+/* Read back: false (reported, and *next NULL, *n 1: the head alone) when the
+ * word does not hold a count the cache's sheaves can have and a link to an
+ * object of the cache or NULL. */
+static bool pack_head_get(const struct kmem_cache *s, void **head, void ***next, unsigned int *n)
+{
+	uintptr_t w0 = pack_get(s, head, 0);
+	void **link = (void **)(w0 & ((1ul << PACK_SHIFT) - 1));
+	unsigned int cnt = (unsigned int)(w0 >> PACK_SHIFT);
+
+	if (usl_likely(cnt && cnt <= s->sheaf_capacity && (!link || usl_pm_is_object(s, link)))) {
+		*next = link;
+		*n = cnt;
+		return true;
+	}
+	pack_corrupt(s, head, w0);
+	*next = NULL;
+	*n = 1;
+	return false;
+}
 
 static bool barn_packs(struct kmem_cache *s)
 {
@@ -156,12 +201,12 @@ static void **pack_sheaf(struct kmem_cache *s, struct slab_sheaf *sh, void *next
 	for (unsigned int i = 0; i * w < n; i++)
 		__builtin_prefetch(objs[i], 1);
 	void **head = objs[0];
-	head[0] = (void *)(((uintptr_t)n << PACK_SHIFT) | (uintptr_t)next);
+	pack_head_put(s, head, next, n);
 	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {
 		void **node = objs[i];
 		unsigned int k = i == 0, end = n - i * w < w ? n - i * w : w;
 		for (; k < end; k++)
-			node[k] = objs[i * w + k];
+			pack_put(s, node, k, (uintptr_t)objs[i * w + k]);
 	}
 	sh->size = 0;
 	return head;
@@ -176,11 +221,11 @@ void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh)
 		__builtin_prefetch(sh->objects[i], 1);
 }
 
-/* The objects of the packed sheaf head into out[] (room for its count).
- * Returns how many. */
-static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, void **out)
+/* The n objects of the packed sheaf head into out[] (room for n). Returns
+ * how many: n, or fewer when a word is not an object of s (reported). */
+static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int n, void **out)
 {
-	unsigned int n = PACK_COUNT(head[0]), w = s->inuse / 8;
+	unsigned int w = s->inuse / 8;
 
 	out[0] = head;
 	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {
@@ -188,7 +233,12 @@ static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, void **out)
 		unsigned int k = i == 0, end = n - i * w < w ? n - i * w : w;
 		for (; k < end; k++) {
 			unsigned int c = i * w + k;
-			out[c] = node[k];
+			uintptr_t v = pack_get(s, node, k);
+			if (usl_unlikely(!usl_pm_is_object(s, (void *)v))) {
+				pack_corrupt(s, node, v);
+				return c;    /* out[0 .. c) are good: they come first */
+			}
+			out[c] = (void *)v;
 			if (c * w < n)
 				__builtin_prefetch(out[c], 0);   /* a node of the next level */
 		}
@@ -215,12 +265,14 @@ static void **flush_packed(struct kmem_cache *s, void **head)
 		buf = tmp->objects;
 	}
 	while (head) {
-		void **next = PACK_LINK(head[0]);
+		void **next;
+		unsigned int n;
+		bool whole = pack_head_get(s, head, &next, &n);
 		if (next)
 			__builtin_prefetch(next, 0);
-		unsigned int n = unpack_sheaf(s, head, buf);
-		usl_slub_free_bulk(s, n, buf);
-		total += n;
+		unsigned int got = unpack_sheaf(s, head, n, buf);
+		usl_slub_free_bulk(s, got, buf);
+		total += whole ? n : 0;   /* a bad head word: its count is unknown */
 		head = next;
 	}
 	if (tmp)
@@ -239,9 +291,11 @@ static void flush_packed_all(struct kmem_cache *s, void **head)
 	void **rest = flush_packed(s, head);
 
 	while (rest) {
-		void **next = PACK_LINK(rest[0]);
+		void **next;
+		unsigned int n;
+		pack_head_get(s, rest, &next, &n);
 		usl_spin_lock(&barn->lock);
-		rest[0] = (void *)(((uintptr_t)PACK_COUNT(rest[0]) << PACK_SHIFT) | (uintptr_t)barn->packed);
+		pack_head_put(s, rest, barn->packed, n);
 		barn->packed = rest;
 		barn_set(&barn->nr_packed, barn->nr_packed + 1);
 		usl_spin_unlock(&barn->lock);
@@ -270,17 +324,21 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	if (!__atomic_load_n(&barn->nr_packed, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&barn->nr_packed_old, __ATOMIC_RELAXED))
 		return false;        /* peeked unlocked: a miss costs only a refill */
+	void **next;
+	unsigned int n = 0;
 	usl_spin_lock(&barn->lock);
 	barn->visits++;
 	if ((head = barn->packed)) {
-		barn->packed = PACK_LINK(head[0]);
-		barn_set(&barn->nr_packed, barn->nr_packed - 1);
+		pack_head_get(s, head, &next, &n);
+		barn->packed = next;
+		barn_set(&barn->nr_packed, next ? barn->nr_packed - 1 : 0);
 	} else if ((head = barn->packed_old)) {
-		barn->packed_old = PACK_LINK(head[0]);
-		barn_set(&barn->nr_packed_old, barn->nr_packed_old - 1);
+		pack_head_get(s, head, &next, &n);
+		barn->packed_old = next;
+		barn_set(&barn->nr_packed_old, next ? barn->nr_packed_old - 1 : 0);
 	}
 	if (head)
-		barn_set_long(&barn->packed_objects, barn->packed_objects - PACK_COUNT(head[0]));
+		barn_set_long(&barn->packed_objects, barn->packed_objects - n);
 	char *top = barn->packed ? barn->packed : barn->packed_old;
 	usl_spin_unlock(&barn->lock);
 	if (!head)
@@ -290,7 +348,7 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 		for (unsigned int off = 0; off < bytes && off < 512; off += 64)
 			__builtin_prefetch(top + off, 0);
 	}
-	sh->size = unpack_sheaf(s, head, sh->objects);
+	sh->size = unpack_sheaf(s, head, n, sh->objects);
 	return true;
 }
 

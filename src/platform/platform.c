@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/random.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -210,4 +211,34 @@ const char *uslab_percpu_mode(void)
 {
 	usl_platform_init();
 	return usl_rseq_mode ? "rseq" : "locked";
+}
+
+/* ---- secrets ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+uint64_t usl_random64(void)
+{
+	static uint64_t fallback;
+	uint64_t v = 0;
+
+	int saved = errno;
+	ssize_t n = getrandom(&v, sizeof(v), GRND_NONBLOCK);
+	errno = saved;
+	if (n != (ssize_t)sizeof(v)) {
+		/* A sandbox without getrandom, or entropy not ready at boot. */
+		const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t k = __atomic_add_fetch(&fallback, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED);
+		v = mix64((at ? at[0] ^ mix64(at[1]) : 0) ^ mix64(k ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30)));
+	}
+	return v ? v : 0x9e3779b97f4a7c15ULL;
 }

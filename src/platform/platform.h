@@ -44,6 +44,9 @@ USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before st
 USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
 USL_HIDDEN uint64_t usl_now_ms(void);
 USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
+/* 64 secret bits (getrandom; where it is refused, a mix of the kernel's
+ * AT_RANDOM bytes, the clock and a counter): hardening's keys. Never 0. */
+USL_HIDDEN uint64_t usl_random64(void);
 USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
 USL_HIDDEN void usl_spin_lock_slow(int *lock);
 /* A spin-then-yield lock: one exchange when free (inlined), else the slow loop. */

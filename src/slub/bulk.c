@@ -102,7 +102,7 @@ struct detached_freelist {
 	void *first;        /* the object the list was started with */
 	unsigned int cnt;   /* objects still in it */
 	void *head, *tail;  /* after linking */
-	void *head_fp;      /* the head's free pointer before it was linked */
+	uintptr_t head_fp;  /* the word at the head's free pointer before it was linked */
 	uint64_t *map;
 	bool map_ready;
 	unsigned int first_idx;
@@ -269,8 +269,11 @@ static bool df_precheck(struct detached_freelist *df, const char *fn)
 			uintptr_t off = (uintptr_t)x - (uintptr_t)slab->addr;
 			if (off >= usl_order_bytes(slab->order))
 				break;
-			void *next = usl_get_freepointer_safe(s, x);
+			bool ok;
+			void *next = usl_get_freepointer_safe(s, x, &ok);
 			df_drop_if_member(df, x, fn);
+			if (!ok)
+				break;
 			x = next;
 		}
 		if (usl_counters_inuse(usl_load(&slab->counters)) < df->cnt) {
@@ -295,14 +298,14 @@ static void df_link(struct detached_freelist *df)
 		if (!prev) {
 			df->tail = x;       /* its free pointer is written at handover */
 		} else {
-			df->head_fp = usl_get_freepointer(df->s, x);
+			df->head_fp = usl_fp_word(df->s, x);
 			usl_set_freepointer(df->s, x, prev);
 		}
 		prev = x;
 	}
 	df->head = prev;
 	if (df->head == df->tail)
-		df->head_fp = NULL;
+		df->head_fp = 0;
 }
 
 /* One validated object: the single-object free path, which checks for a double
@@ -320,11 +323,11 @@ static bool drop_double_head(struct detached_freelist *df, const char *fn)
 {
 	void *next = usl_get_freepointer(df->s, df->head);
 
-	usl_set_freepointer(df->s, df->head, df->head_fp);
+	usl_set_fp_word(df->s, df->head, df->head_fp);
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
 	           df->head);
 	df->head = next;
-	df->head_fp = NULL;
+	df->head_fp = 0;
 	return --df->cnt != 0;
 }
 

@@ -14,26 +14,71 @@
  * Objects and slabs
  */
 
+/* Free pointers are stored encoded (docs/ARCHITECTURE.md section 8): the word
+ * at obj + s->offset holds next ^ s->fp_secret ^ bswap(its own address), so a
+ * use-after-free write of an address decodes to noise, and a plain pointer is
+ * never found in a freed object. A decoded pointer must be NULL or an object
+ * start in the same slab block as obj (usl_fp_ok); one that is not is reported
+ * and the list is cut there (usl_fp_corrupt returns NULL): never followed. */
+static inline void *usl_fp_decode(const struct kmem_cache *s, void *obj, uintptr_t word)
+{
+	return (void *)(word ^ usl_cache_key(s, (char *)obj + s->offset));
+}
+
+/* next may follow obj on a free list of s: NULL, or in obj's slab block at a
+ * whole number of strides from obj. */
+static inline bool usl_fp_ok(const struct kmem_cache *s, const void *obj, const void *next)
+{
+	uintptr_t a = (uintptr_t)obj, b = (uintptr_t)next;
+	if (!next)
+		return true;
+	if ((a ^ b) & s->fp_mask)
+		return false;
+	uint32_t d = (uint32_t)(a > b ? a - b : b - a);
+	return usl_obj_index(d, s->div_inv, s->div_shift) < s->objects;
+}
+
+USL_HIDDEN void *usl_fp_corrupt(const struct kmem_cache *s, const void *obj, const void *next);
+
 static inline void *usl_get_freepointer(const struct kmem_cache *s, void *obj)
 {
-	return *(void **)((char *)obj + s->offset);
+	void *next = usl_fp_decode(s, obj, *(uintptr_t *)((char *)obj + s->offset));
+	if (usl_unlikely(!usl_fp_ok(s, obj, next)))
+		return usl_fp_corrupt(s, obj, next);
+	return next;
 }
 
 static inline void usl_set_freepointer(const struct kmem_cache *s, void *obj, void *fp)
 {
-	*(void **)((char *)obj + s->offset) = fp;
+	*(uintptr_t *)((char *)obj + s->offset) = (uintptr_t)fp ^ usl_cache_key(s, (char *)obj + s->offset);
+}
+
+/* The stored word itself, for code that saves and restores what a live
+ * object held there (bulk free links live objects before handing them over). */
+static inline uintptr_t usl_fp_word(const struct kmem_cache *s, const void *obj)
+{
+	return *(const uintptr_t *)((const char *)obj + s->offset);
+}
+
+static inline void usl_set_fp_word(const struct kmem_cache *s, void *obj, uintptr_t w)
+{
+	*(uintptr_t *)((char *)obj + s->offset) = w;
 }
 
 /* Read a free pointer that another thread may be overwriting (locked-mode fast
  * path: the object may have been allocated since we read it; the cmpxchg16b on
  * {tid, freelist} then fails and the value is dropped, as in the kernel). The
  * memory is always mapped inside the range. A plain asm load: the race is by
- * design, and sanitizers must not see it as a program access. */
-static inline void *usl_get_freepointer_safe(const struct kmem_cache *s, void *obj)
+ * design, and sanitizers must not see it as a program access. *ok is false
+ * when the decoded pointer fails usl_fp_ok (a race, or corruption: the caller
+ * takes its slow path, which reads it again under the slot's lock). */
+static inline void *usl_get_freepointer_safe(const struct kmem_cache *s, void *obj, bool *ok)
 {
-	void *fp;
-	__asm__ __volatile__("movq (%1), %0" : "=r"(fp) : "r"((char *)obj + s->offset) : "memory");
-	return fp;
+	uintptr_t w;
+	__asm__ __volatile__("movq (%1), %0" : "=r"(w) : "r"((char *)obj + s->offset) : "memory");
+	void *next = usl_fp_decode(s, obj, w);
+	*ok = usl_fp_ok(s, obj, next);
+	return next;
 }
 
 static inline struct kmem_cache_node *usl_get_node(struct kmem_cache *s, struct slab *slab)

@@ -91,6 +91,7 @@ int usl_slub_set_order(struct kmem_cache *s, unsigned int order)
 	if (order > USL_MAX_ORDER || usl_order_bytes(order) < size)
 		return -1;
 	s->order = order;
+	s->fp_mask = ~(uintptr_t)(usl_order_bytes(order) - 1);
 	s->objects = (unsigned int)(usl_order_bytes(order) / size);
 	if (s->objects > USL_MAX_OBJS_PER_SLAB)
 		s->objects = USL_MAX_OBJS_PER_SLAB;
@@ -108,6 +109,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	unsigned int align = s->align;
 
 	s->inuse = size;
+	s->fp_secret = (uintptr_t)usl_random64();
 	if (args && args->use_freeptr_offset) {
 		/* The creator keeps the free pointer inside the object (checked by
 		 * the caller: word aligned, within object_size). */

@@ -693,13 +693,18 @@ __attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 	unsigned long tid;
 	void *obj;
 
+	bool ok;
+	void *next;
+
 	do {
 		tid = usl_load(&c->tid);
 		obj = usl_load_ptr(&c->freelist);
 		if (usl_unlikely(!obj))
 			return NULL;
-	} while (!usl_cas16(c, tid, (unsigned long)obj, tid + usl_tid_step(),
-	                    (unsigned long)usl_get_freepointer_safe(s, obj)));
+		next = usl_get_freepointer_safe(s, obj, &ok);
+		if (usl_unlikely(!ok))
+			return NULL;    /* the slow path reads it again under the slot's lock */
+	} while (!usl_cas16(c, tid, (unsigned long)obj, tid + usl_tid_step(), (unsigned long)next));
 	return obj;
 }
 
@@ -745,6 +750,16 @@ __attribute__((noinline, cold)) void usl_report_bad_free(const char *fn, struct 
 		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (offset %lu in its slab); not freed",
 		           fn, owner->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
 	}
+}
+
+/* A free pointer that does not decode to an object of obj's slab: a write into
+ * a freed object (use after free, overflow from its neighbour). The list is cut
+ * at obj; the objects after it are lost, never handed out. */
+__attribute__((noinline, cold)) void *usl_fp_corrupt(const struct kmem_cache *s, const void *obj, const void *next)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: free list corrupted: the free object %p links to %p, not an object of its slab "
+	           "(a write after free?); the rest of the list is dropped", s->name, obj, next);
+	return NULL;
 }
 
 __attribute__((noinline)) void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)

@@ -1,0 +1,222 @@
+/* test_harden.c - heap misuse tried as an attacker would, with the public API
+ * alone. A use-after-free write of an address into freed objects must never
+ * make an allocation return that address, whatever route brought the objects
+ * to a free list: sheaves off (the cpu slab's list), a trim (uslab_release_free_memory),
+ * the decay sweep, or a burst of frees the barn keeps packed in the objects
+ * themselves. And the words uslab keeps in freed objects are never plain
+ * addresses. Arguments: "trim", "decay", "packed", "plain" (sheaves off:
+ * run with USLAB_SHEAVES=0), "words"; none runs words, trim and packed. */
+#include <stdint.h>
+#include <time.h>
+
+#include "../harness.h"   /* uslab.h only */
+
+/* What an attacker would like malloc to return: the program's own data. */
+static uint64_t target[64] __attribute__((aligned(64)));
+
+/* Write the target's address into every word of a freed object. */
+static void poison(void *p, size_t bytes)
+{
+	uint64_t *w = p;
+	for (size_t i = 0; i < bytes / 8; i++)
+		w[i] = (uint64_t)(uintptr_t)target;
+}
+
+/* Does any word of [p, p + bytes) equal one of the n addresses in a[]? */
+static bool holds_address(const void *p, size_t bytes, void **a, size_t n)
+{
+	const uint64_t *w = p;
+	for (size_t i = 0; i < bytes / 8; i++)
+		for (size_t j = 0; j < n; j++)
+			if (a[j] && w[i] == (uint64_t)(uintptr_t)a[j])
+				return true;
+	return false;
+}
+
+/* Allocations after the poisoning: none may be the target, and uslab says
+ * what it found (at least one report of a corrupted free list). */
+static void take_back(size_t size, size_t n, const char *route)
+{
+	unsigned long corrupt0 = reports(USLAB_ERR_CORRUPT);
+	void **got = calloc(n, sizeof(void *));
+	size_t hits = 0;
+	CHECK(got != NULL);
+	for (size_t i = 0; i < n; i++) {
+		got[i] = kmalloc(size, GFP_KERNEL);
+		CHECK(got[i] != NULL);
+		if ((char *)got[i] >= (char *)target && (char *)got[i] < (char *)(target + 64))
+			hits++;
+	}
+	if (hits || reports(USLAB_ERR_CORRUPT) == corrupt0)
+		fprintf(stderr, "  %s: %zu allocations returned the target, %lu corruption reports\n", route, hits,
+		        reports(USLAB_ERR_CORRUPT) - corrupt0);
+	CHECK_EQ(hits, 0);
+	CHECK(reports(USLAB_ERR_CORRUPT) > corrupt0);
+	/* Nothing the attacker planted was followed into the program's data. */
+	for (int i = 0; i < 64; i++)
+		CHECK_EQ(target[i], 0);
+	for (size_t i = 0; i < n; i++)
+		kfree(got[i]);
+	free(got);
+}
+
+/* n objects of size; every tenth kept live so their slabs stay; the others
+ * freed. Returns the array (kept ones at i % 10 == 0). */
+static void **alloc_free(size_t size, size_t n)
+{
+	void **v = calloc(n, sizeof(void *));
+	CHECK(v != NULL);
+	for (size_t i = 0; i < n; i++) {
+		v[i] = kmalloc(size, GFP_KERNEL);
+		CHECK(v[i] != NULL);
+		memset(v[i], 0x11, size);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (i % 10)
+			kfree(v[i]);
+	return v;
+}
+
+static void free_kept(void **v, size_t n)
+{
+	for (size_t i = 0; i < n; i += 10)
+		kfree(v[i]);
+	free(v);
+}
+
+/* The freed objects reached their slabs' free lists by a trim. */
+static void route_trim(void)
+{
+	enum { SIZE = 96, N = 400 };
+	void **v = alloc_free(SIZE, N);
+	uslab_release_free_memory();
+	for (size_t i = 0; i < N; i++)
+		if (i % 10)
+			poison(v[i], SIZE);
+	take_back(SIZE, N, "trim");
+	free_kept(v, N);
+}
+
+/* ... by the decay sweep (no decay thread: the program's own slow paths
+ * sweep; USLAB_DECAY_MS small). Freed objects are filled with a pattern after
+ * the free; the sweep's flush writes free pointers over it. */
+static void route_decay(void)
+{
+	enum { SIZE = 160, N = 400 };
+	void **v = alloc_free(SIZE, N);
+	for (size_t i = 0; i < N; i++)
+		if (i % 10)
+			memset(v[i], 0xa5, SIZE);
+	bool flushed = false;
+	for (int k = 0; k < 200 && !flushed; k++) {
+		for (int j = 0; j < 2000; j++)
+			kfree(kmalloc(24 + (size_t)j % 40, GFP_KERNEL));   /* another class: ticks */
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		for (size_t i = 1; i < N && !flushed; i++)
+			if (i % 10 && !all_bytes(v[i], 0xa5, SIZE))
+				flushed = true;
+	}
+	CHECK(flushed);
+	for (size_t i = 0; i < N; i++)
+		if (i % 10)
+			poison(v[i], SIZE);
+	take_back(SIZE, N, "decay");
+	free_kept(v, N);
+}
+
+/* ... directly (USLAB_SHEAVES=0: kfree pushes onto the cpu slab's list or the
+ * slab's). */
+static void route_plain(void)
+{
+	enum { SIZE = 128, N = 400 };
+	void **v = alloc_free(SIZE, N);
+	for (size_t i = 0; i < N; i++)
+		if (i % 10)
+			poison(v[i], SIZE);
+	take_back(SIZE, N, "sheaves off");
+	free_kept(v, N);
+}
+
+/* A burst of frees the barn has no arrays for: packed into the freed
+ * objects. Every freed object poisoned, then all taken back. */
+static void route_packed(void)
+{
+	enum { SIZE = 64, N = 20000 };
+	void **v = calloc(N, sizeof(void *));
+	CHECK(v != NULL);
+	for (size_t i = 0; i < N; i++)
+		v[i] = kmalloc(SIZE, GFP_KERNEL);
+	for (size_t i = 0; i < N; i++)
+		kfree(v[i]);
+	for (size_t i = 0; i < N; i++)
+		poison(v[i], SIZE);
+	take_back(SIZE, N, "packed");
+	free(v);
+}
+
+/* The words uslab writes into freed objects (free pointers, packed sheaves)
+ * are not the addresses they stand for. */
+static void encoded_words(void)
+{
+	enum { SIZE = 64, N = 256 };
+	struct kmem_cache *s = kmem_cache_create("harden-words", SIZE, 0, SLAB_NO_MERGE, NULL);
+	void *v[N];
+	CHECK(s != NULL);
+	for (int i = 0; i < N; i++) {
+		v[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(v[i] != NULL);
+		memset(v[i], 0, SIZE);
+	}
+	for (int i = 0; i < N; i++)
+		if (i % 16)
+			kmem_cache_free(s, v[i]);
+	kmem_cache_shrink(s);   /* sheaves to slabs: the objects are linked */
+	size_t plain = 0, written = 0;
+	for (int i = 0; i < N; i++) {
+		if (!(i % 16))
+			continue;
+		plain += holds_address(v[i], SIZE, v, N);
+		written += !all_bytes(v[i], 0, SIZE);
+	}
+	if (plain)
+		fprintf(stderr, "  %zu of %d freed objects hold a plain object address\n", plain, N - N / 16);
+	CHECK_EQ(plain, 0);
+	CHECK(written > N / 2);   /* the free lists are there, written */
+	/* The lists still work: no object is handed out twice, none reported. */
+	void *w[N];
+	size_t twice = 0;
+	for (int i = 0; i < N - N / 16; i++) {
+		w[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(w[i] != NULL);
+		for (int j = 0; j < i; j++)
+			twice += w[j] == w[i];
+		for (int j = 0; j < N; j += 16)
+			twice += v[j] == w[i];
+	}
+	CHECK_EQ(twice, 0);
+	CHECK_EQ(reports_all(), 0);
+	for (int i = 0; i < N - N / 16; i++)
+		kmem_cache_free(s, w[i]);
+	for (int i = 0; i < N; i += 16)
+		kmem_cache_free(s, v[i]);
+	kmem_cache_destroy(s);
+}
+
+int main(int argc, char **argv)
+{
+	capture_reports();
+	const char *what = argc > 1 ? argv[1] : "default";
+	bool all = !strcmp(what, "default");
+	if (all || !strcmp(what, "words"))
+		encoded_words();
+	if (all || !strcmp(what, "trim"))
+		route_trim();
+	if (all || !strcmp(what, "packed"))
+		route_packed();
+	if (!strcmp(what, "decay"))
+		route_decay();
+	if (!strcmp(what, "plain"))
+		route_plain();
+	return test_summary();
+}
