@@ -49,7 +49,7 @@ static void bg_wait(uint64_t ms, bool park)
 {
 	struct timespec ts;
 
-	pthread_mutex_lock(&bg_lock);
+	usl_lock(&bg_lock);
 	if (park) {
 		bg_parked = true;
 		__atomic_fetch_add(&usl_background_parks, 1, __ATOMIC_RELAXED);
@@ -68,7 +68,7 @@ static void bg_wait(uint64_t ms, bool park)
 			;
 	}
 	bg_kicked = false;
-	pthread_mutex_unlock(&bg_lock);
+	usl_unlock(&bg_lock);
 }
 
 static void *bg_main(void *unused)
@@ -140,12 +140,12 @@ static bool background_kick(void)
 {
 	if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) != BG_RUNNING)
 		return false;
-	pthread_mutex_lock(&bg_lock);
+	usl_lock(&bg_lock);
 	if (bg_parked) {
 		bg_kicked = true;
 		pthread_cond_signal(&bg_cond);
 	}
-	pthread_mutex_unlock(&bg_lock);
+	usl_unlock(&bg_lock);
 	return true;
 }
 

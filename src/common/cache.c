@@ -28,14 +28,16 @@ static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
 
 /* fork(): take every allocator lock in the documented order (classes_lock,
  * sheaf_classes_lock, cache_cache_lock, slab_mutex, flush_mutex, each cache's
- * sheaf locks and barn lock, its slot locks and list_lock, pages_lock,
- * map_lock), so the child of a multithreaded parent finds them all free. */
+ * sheaf locks and barn lock, its slot locks and list_lock, start_lock,
+ * pages_lock, map_lock, then the platform's init_lock, report_lock and the
+ * report queue's lock), so the child of a multithreaded parent finds them all
+ * free. */
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&classes_lock);
-	pthread_mutex_lock(&sheaf_classes_lock);
-	pthread_mutex_lock(&cache_cache_lock);
-	pthread_mutex_lock(&slab_mutex);
+	usl_lock(&classes_lock);
+	usl_lock(&sheaf_classes_lock);
+	usl_lock(&cache_cache_lock);
+	usl_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
 		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
@@ -43,10 +45,12 @@ static void fork_prepare(void)
 	}
 	usl_pages_fork_lock();
 	usl_map_fork_lock();
+	usl_platform_fork_lock();
 }
 
 static void fork_release(void)
 {
+	usl_platform_fork_unlock();
 	usl_map_fork_unlock();
 	usl_pages_fork_unlock();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
@@ -54,10 +58,10 @@ static void fork_release(void)
 		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 	}
 	usl_slub_fork_unlock_global();
-	pthread_mutex_unlock(&slab_mutex);
-	pthread_mutex_unlock(&cache_cache_lock);
-	pthread_mutex_unlock(&sheaf_classes_lock);
-	pthread_mutex_unlock(&classes_lock);
+	usl_unlock(&slab_mutex);
+	usl_unlock(&cache_cache_lock);
+	usl_unlock(&sheaf_classes_lock);
+	usl_unlock(&classes_lock);
 }
 
 /* The child has no decay thread (fork copies only the calling thread). */
@@ -83,31 +87,31 @@ __thread int usl_registry_held __attribute__((tls_model("initial-exec")));
 
 static void cache_lock(void)
 {
-	pthread_mutex_lock(&slab_mutex);
+	usl_lock(&slab_mutex);
 	usl_registry_held++;
 }
 
 static void cache_unlock(void)
 {
 	usl_registry_held--;
-	pthread_mutex_unlock(&slab_mutex);
+	usl_unlock(&slab_mutex);
 }
 
 void usl_cache_classes_lock(void)
 {
-	pthread_mutex_lock(&classes_lock);
+	usl_lock(&classes_lock);
 	usl_registry_held++;
 }
 
 void usl_cache_classes_unlock(void)
 {
 	usl_registry_held--;
-	pthread_mutex_unlock(&classes_lock);
+	usl_unlock(&classes_lock);
 }
 
 static bool cache_trylock(void)
 {
-	if (pthread_mutex_trylock(&slab_mutex) != 0)
+	if (!usl_trylock(&slab_mutex))
 		return false;
 	usl_registry_held++;
 	return true;
@@ -131,7 +135,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 				s->meta = s;
 			return s;
 		}
-		pthread_mutex_lock(&cache_cache_lock);
+		usl_lock(&cache_cache_lock);
 		if (!cache_cache) {
 			making_cache_cache = true;
 			/* 64 KiB slabs (113 structures): a program's classes, made
@@ -146,7 +150,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 			__atomic_store_n(&cache_cache, cc, __ATOMIC_RELEASE);
 		}
 		cc = cache_cache;
-		pthread_mutex_unlock(&cache_cache_lock);
+		usl_unlock(&cache_cache_lock);
 		if (!cc)
 			return NULL;
 	}
@@ -293,7 +297,7 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 
 	if (cls < 0)
 		return NULL;
-	pthread_mutex_lock(&sheaf_classes_lock);
+	usl_lock(&sheaf_classes_lock);
 	if (!sheaf_class_cache[cls]) {
 		char name[32];
 		unsigned int bytes = usl_sheaf_class_bytes(cls);
@@ -301,7 +305,7 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 		sheaf_class_cache[cls] = usl_cache_create(name, bytes, 64, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
 	}
 	c = sheaf_class_cache[cls];
-	pthread_mutex_unlock(&sheaf_classes_lock);
+	usl_unlock(&sheaf_classes_lock);
 	return c;
 }
 

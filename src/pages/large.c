@@ -85,14 +85,14 @@ static void huge_insert_locked(void *p, size_t len)
  * cannot grow. */
 static bool huge_record(void *p, size_t len)
 {
-	pthread_mutex_lock(&map_lock);
+	usl_lock(&map_lock);
 	bool ok = huge_reserve();
 	if (ok) {
 		huge_insert_locked(p, len);
 		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&map_lock);
+	usl_unlock(&map_lock);
 	return ok;
 }
 
@@ -133,10 +133,10 @@ size_t usl_map_count(void)
 /* The length of the direct mapping starting at p, 0 if there is none. */
 static size_t huge_size(const void *p)
 {
-	pthread_mutex_lock(&map_lock);
+	usl_lock(&map_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	size_t len = e ? e->len : 0;
-	pthread_mutex_unlock(&map_lock);
+	usl_unlock(&map_lock);
 	return len;
 }
 
@@ -150,7 +150,7 @@ void *usl_map_resize(void *p, size_t n)
 
 	if (len < n || len > PTRDIFF_MAX)
 		return NULL;
-	pthread_mutex_lock(&map_lock);
+	usl_lock(&map_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	if (e) {
 		int saved_errno = errno;
@@ -170,14 +170,14 @@ void *usl_map_resize(void *p, size_t n)
 			e->len = len;
 		}
 	}
-	pthread_mutex_unlock(&map_lock);
+	usl_unlock(&map_lock);
 	return q;
 }
 
 /* Unmap the direct mapping at p; false if there is none. */
 static bool huge_free(const void *p)
 {
-	pthread_mutex_lock(&map_lock);
+	usl_lock(&map_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	size_t len = 0;
 	if (e) {
@@ -186,7 +186,7 @@ static bool huge_free(const void *p)
 		__atomic_store_n(&huge_live, huge_live - 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes - len, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&map_lock);
+	usl_unlock(&map_lock);
 	if (!e)
 		return false;
 	int saved_errno = errno;            /* free() must keep errno */
@@ -197,12 +197,12 @@ static bool huge_free(const void *p)
 
 void usl_map_fork_lock(void)
 {
-	pthread_mutex_lock(&map_lock);
+	usl_lock(&map_lock);
 }
 
 void usl_map_fork_unlock(void)
 {
-	pthread_mutex_unlock(&map_lock);
+	usl_unlock(&map_lock);
 }
 
 /* ===========================================================================

@@ -354,26 +354,35 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 void usl_init(void)
 {
 	usl_platform_init();
-	pthread_mutex_lock(&start_lock);
+	usl_lock(&start_lock);
 	if (!usl_inited) {
 		if (pages_init() != 0) {
-			pthread_mutex_unlock(&start_lock);
+			usl_unlock(&start_lock);
 			usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
 			abort();
 		}
 		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&start_lock);
+	usl_unlock(&start_lock);
 }
 
-void usl_pages_fork_lock(void) { pthread_mutex_lock(&pages_lock); }
-void usl_pages_fork_unlock(void) { pthread_mutex_unlock(&pages_lock); }
+void usl_pages_fork_lock(void)
+{
+	usl_lock(&start_lock);
+	usl_lock(&pages_lock);
+}
+
+void usl_pages_fork_unlock(void)
+{
+	usl_unlock(&pages_lock);
+	usl_unlock(&start_lock);
+}
 
 void usl_pages_fail_after(long n)
 {
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	fail_after = n;
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 }
 
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
@@ -448,17 +457,17 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 
 	if (order > USL_MAX_ORDER)
 		return NULL;
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	if (usl_unlikely(fail_after >= 0)) {
 		if (fail_after == 0) {
-			pthread_mutex_unlock(&pages_lock);
+			usl_unlock(&pages_lock);
 			return NULL;
 		}
 		fail_after--;
 	}
 	while ((found = find_block(order, &k)) < 0)
 		if (!grow()) {
-			pthread_mutex_unlock(&pages_lock);
+			usl_unlock(&pages_lock);
 			return NULL;
 		}
 	size_t pfn = (size_t)found;
@@ -485,7 +494,7 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 	e->node_partial = 0;
 	e->next = NULL;
 	e->slabs = 0;
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 	return usl_slab_address(e);
 }
 
@@ -607,10 +616,10 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	size_t pfn, n;
 	uint64_t now = usl_now_ms();
 
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	e = usl_virt_to_slab(addr);
 	if (!e || (need_kind >= 0 && (e->kind != need_kind || e->addr != (char *)addr))) {
-		pthread_mutex_unlock(&pages_lock);
+		usl_unlock(&pages_lock);
 		return false;
 	}
 	order = e->order;
@@ -654,7 +663,7 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 		last_decay_check = now;
 		purge_locked(false, now);
 	}
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 	return true;
 }
 
@@ -677,27 +686,27 @@ static size_t purge_at_free = 256 * 1024;
 
 bool usl_pages_free_large(void *addr)
 {
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	struct slab *e = usl_virt_to_slab(addr);
 	if (!e || e->kind != USL_PAGE_LARGE || e->addr != (char *)addr) {
-		pthread_mutex_unlock(&pages_lock);
+		usl_unlock(&pages_lock);
 		return false;
 	}
 	size_t len = usl_order_bytes(e->order);
 	if (len <= purge_at_free) {
-		pthread_mutex_unlock(&pages_lock);
+		usl_unlock(&pages_lock);
 		return free_block(addr, USL_PAGE_LARGE);   /* checks again: a racing free loses */
 	}
 	e->kind = USL_PAGE_INTERNAL;        /* ours now: a second free of addr is refused */
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 	int saved_errno = errno;
 	bool clean = madvise(addr, len, MADV_DONTNEED) == 0;
 	errno = saved_errno;
 	if (clean) {
-		pthread_mutex_lock(&pages_lock);
+		usl_lock(&pages_lock);
 		if (len > purge_at_free)
 			purge_at_free = len;
-		pthread_mutex_unlock(&pages_lock);
+		usl_unlock(&pages_lock);
 	}
 	return free_block_as(addr, -1, !clean);
 }
@@ -706,22 +715,22 @@ size_t usl_pages_purge(bool all)
 {
 	size_t bytes;
 
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	bytes = purge_locked(all, usl_now_ms());
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 	return bytes;
 }
 
 void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 {
-	pthread_mutex_lock(&pages_lock);
+	usl_lock(&pages_lock);
 	if (committed)
 		*committed = usl_top;
 	if (free_dirty)
 		*free_dirty = free_dirty_pages << usl_page_shift;
 	if (free_clean)
 		*free_clean = free_clean_pages << usl_page_shift;
-	pthread_mutex_unlock(&pages_lock);
+	usl_unlock(&pages_lock);
 }
 
 /* Would an allocation of this order have to grow the committed range (no free

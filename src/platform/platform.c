@@ -189,8 +189,7 @@ void usl_platform_init(void)
 {
 	if (__atomic_load_n(&platform_ready, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&init_lock);
-	usl_report_defer(true);
+	usl_lock(&init_lock);   /* its reports wait until it is released */
 	if (!platform_ready) {
 		usl_read_options();
 		count_cpus();
@@ -202,9 +201,19 @@ void usl_platform_init(void)
 			usl_report(USLAB_ERR_OPTION, "USLAB_RSEQ=1 but rseq is not registered here; using locked mode");
 		__atomic_store_n(&platform_ready, 1, __ATOMIC_RELEASE);
 	}
-	usl_report_defer(false);
+	usl_unlock(&init_lock);
+}
+
+void usl_platform_fork_lock(void)
+{
+	pthread_mutex_lock(&init_lock);
+	usl_report_fork_lock();
+}
+
+void usl_platform_fork_unlock(void)
+{
+	usl_report_fork_unlock();
 	pthread_mutex_unlock(&init_lock);
-	usl_report_flush();
 }
 
 const char *uslab_percpu_mode(void)

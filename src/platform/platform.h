@@ -25,10 +25,44 @@ USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init
 /* ---- reports (report.c) ---- */
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* While set on a thread (start-up, under init_lock), its reports are kept and
- * delivered by usl_report_flush, so a handler may call into uslab. */
-USL_HIDDEN void usl_report_defer(bool on);
-USL_HIDDEN void usl_report_flush(void);
+/* A report made while its thread holds any uslab lock (counted by usl_lock and
+ * usl_spin_lock: locks, slot locks, flush marks under flush_mutex) is queued and
+ * delivered when the thread's last lock is released, so a report handler may
+ * call into uslab, malloc included. */
+extern __thread unsigned int usl_report_holds USL_HIDDEN __attribute__((tls_model("initial-exec")));
+extern __thread bool usl_report_queued USL_HIDDEN __attribute__((tls_model("initial-exec")));
+USL_HIDDEN void usl_report_deliver_queued(void);
+/* fork(): report_lock and the queue's lock, then init_lock (platform.c), taken
+ * by the prepare handler (common/cache.c) and released in parent and child. */
+USL_HIDDEN void usl_report_fork_lock(void);
+USL_HIDDEN void usl_report_fork_unlock(void);
+USL_HIDDEN void usl_platform_fork_lock(void);
+USL_HIDDEN void usl_platform_fork_unlock(void);
+static inline void usl_report_hold(void) { usl_report_holds++; }
+static inline void usl_report_release(void)
+{
+	if (--usl_report_holds == 0 && __builtin_expect(usl_report_queued, 0))
+		usl_report_deliver_queued();
+}
+
+/* uslab's mutexes: pthread's, with reports held while one is held. */
+static inline void usl_lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	usl_report_hold();
+}
+static inline bool usl_trylock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return false;
+	usl_report_hold();
+	return true;
+}
+static inline void usl_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	usl_report_release();
+}
 
 /* ---- CPUs, pages, clock, per-CPU mode (platform.c) ---- */
 extern unsigned int usl_nr_cpus USL_HIDDEN;    /* possible CPUs: per-CPU slots */
@@ -54,7 +88,12 @@ static inline void usl_spin_lock(int *lock)
 {
 	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
 		usl_spin_lock_slow(lock);
+	usl_report_hold();
 }
-static inline void usl_spin_unlock(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
+static inline void usl_spin_unlock(int *lock)
+{
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+	usl_report_release();
+}
 
 #endif /* USL_PLATFORM_H */

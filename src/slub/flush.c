@@ -60,7 +60,10 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 			if (!has_free)
 				slab = NULL;
 		}
-		usl_spin_unlock(&c->lock);
+		if (usl_rseq_mode)
+			__atomic_store_n(&c->lock, 0, __ATOMIC_RELEASE);   /* the mark */
+		else
+			usl_spin_unlock(&c->lock);
 		if (slab) {
 			slab->next = chain;
 			chain = slab;
@@ -72,7 +75,7 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 			chain = p;
 		}
 	}
-	pthread_mutex_unlock(&flush_mutex);   /* each slot's mark was cleared as it was done */
+	usl_unlock(&flush_mutex);   /* each slot's mark was cleared as it was done */
 	usl_put_partials(s, chain);
 	for (; looped; looped = looped->next)    /* reported with no slot held */
 		usl_report_loop(s, looped);
@@ -83,7 +86,7 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
  * False if the slots cannot be held (membarrier failed). */
 bool usl_slub_hold_slots(struct kmem_cache *s)
 {
-	pthread_mutex_lock(&flush_mutex);
+	usl_lock(&flush_mutex);
 	if (!usl_rseq_mode)
 		return true;
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
@@ -92,7 +95,7 @@ bool usl_slub_hold_slots(struct kmem_cache *s)
 		return true;
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
 		__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&flush_mutex);
+	usl_unlock(&flush_mutex);
 	usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
 	return false;
 }
@@ -102,26 +105,26 @@ void usl_slub_release_slots(struct kmem_cache *s)
 	if (usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			__atomic_store_n(&s->cpu_slab[i].lock, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&flush_mutex);
+	usl_unlock(&flush_mutex);
 }
 
 /* fork(): the prepare handler takes every lock of the cache (slot locks in
  * locked mode, then list_lock) after flush_mutex, so the child inherits none
  * held and no flush marks. */
-void usl_slub_fork_lock_global(void) { pthread_mutex_lock(&flush_mutex); }
-void usl_slub_fork_unlock_global(void) { pthread_mutex_unlock(&flush_mutex); }
+void usl_slub_fork_lock_global(void) { usl_lock(&flush_mutex); }
+void usl_slub_fork_unlock_global(void) { usl_unlock(&flush_mutex); }
 
 void usl_slub_fork_lock(struct kmem_cache *s)
 {
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_lock(&s->cpu_slab[i].lock);
-	pthread_mutex_lock(&s->node[0]->list_lock);
+	usl_lock(&s->node[0]->list_lock);
 }
 
 void usl_slub_fork_unlock(struct kmem_cache *s)
 {
-	pthread_mutex_unlock(&s->node[0]->list_lock);
+	usl_unlock(&s->node[0]->list_lock);
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_unlock(&s->cpu_slab[i].lock);
@@ -133,14 +136,14 @@ unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
 	struct kmem_cache_node *n = s->node[0];
 	unsigned long total, free_objs = 0;
 
-	pthread_mutex_lock(&n->list_lock);
+	usl_lock(&n->list_lock);
 	total = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
 	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
 		unsigned long c = usl_load(&slab->counters);
 		free_objs += usl_counters_objects(c) - usl_counters_inuse(c);
 	}
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 	return total - free_objs;
 }
 
@@ -156,7 +159,7 @@ static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 
 	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
 		usl_list_init(&promote[i]);
-	pthread_mutex_lock(&n->list_lock);
+	usl_lock(&n->list_lock);
 	struct usl_list *it = n->partial.next;
 	while (it != &n->partial) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
@@ -179,7 +182,7 @@ static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 			usl_list_add_head(last, &n->partial);
 		}
 	}
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 	while (discard) {
 		struct slab *slab = discard;
 		discard = slab->next;
@@ -205,14 +208,14 @@ void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
 		for (struct slab *p = c->partial; p; p = p->next)
 			out->cpu_partial++;
 	}
-	pthread_mutex_lock(&n->list_lock);
+	usl_lock(&n->list_lock);
 	out->node_partial = n->nr_partial;
 	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
 		struct slab *slab = usl_container_of(it, struct slab, slab_list);
 		if (usl_counters_inuse(usl_load(&slab->counters)) == 0)
 			out->empty_node_partial++;
 	}
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 	out->total = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
 	out->full = out->total - out->cpu_slabs - out->cpu_partial - out->node_partial;
 }

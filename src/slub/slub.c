@@ -248,9 +248,9 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
 		usl_discard_slab(s, slab);
 	} else if (has_free) {
-		pthread_mutex_lock(&n->list_lock);
+		usl_lock(&n->list_lock);
 		usl_add_partial(n, slab, remote_frees);
-		pthread_mutex_unlock(&n->list_lock);
+		usl_unlock(&n->list_lock);
 	}
 	/* else: full, on no list; the next free finds it (was_full) */
 }
@@ -267,9 +267,9 @@ void usl_put_partials(struct kmem_cache *s, struct slab *chain)
 		chain = slab->next;
 		if (sn != n) {     /* one lock hold for consecutive slabs of a node */
 			if (n)
-				pthread_mutex_unlock(&n->list_lock);
+				usl_unlock(&n->list_lock);
 			n = sn;
-			pthread_mutex_lock(&n->list_lock);
+			usl_lock(&n->list_lock);
 		}
 		/* Under list_lock inuse == 0 is final: nobody can allocate from a slab on
 		 * no list, and a free that empties it takes list_lock before its CAS. */
@@ -281,7 +281,7 @@ void usl_put_partials(struct kmem_cache *s, struct slab *chain)
 		}
 	}
 	if (n)
-		pthread_mutex_unlock(&n->list_lock);
+		usl_unlock(&n->list_lock);
 	while (discard) {
 		struct slab *slab = discard;
 		discard = slab->next;
@@ -361,7 +361,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 
 	do {
 		if (usl_unlikely(n)) {
-			pthread_mutex_unlock(&n->list_lock);
+			usl_unlock(&n->list_lock);
 			n = NULL;
 		}
 		usl_slab_snapshot(slab, &prior, &c);
@@ -374,7 +374,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 			/* More frees than objects in use: a double free that was not at
 			 * the freelist head. Refuse it rather than wrap the counter. */
 			if (n)
-				pthread_mutex_unlock(&n->list_lock);
+				usl_unlock(&n->list_lock);
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (slab has %u objects in use); not freed",
 			           s->name, head, usl_counters_inuse(c));
 			return;
@@ -393,7 +393,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 				/* May need list changes: lock before the CAS so that a
 				 * concurrent put_partials sees a consistent inuse. */
 				n = usl_get_node(s, slab);
-				pthread_mutex_lock(&n->list_lock);
+				usl_lock(&n->list_lock);
 				on_node_partial = slab->node_partial;
 			}
 		}
@@ -406,19 +406,19 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 	}
 	if (had_free && !on_node_partial) {
 		/* cpu partial, or isolated by an allocating thread */
-		pthread_mutex_unlock(&n->list_lock);
+		usl_unlock(&n->list_lock);
 		return;
 	}
 	if (usl_counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
 		if (had_free)
 			usl_remove_partial(n, slab);
-		pthread_mutex_unlock(&n->list_lock);
+		usl_unlock(&n->list_lock);
 		usl_discard_slab(s, slab);
 		return;
 	}
 	if (!had_free)
 		usl_add_partial(n, slab, true);  /* was full, no cpu partial lists */
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 }
 /* ===========================================================================
  * Allocation slow path
@@ -435,7 +435,7 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 	*extra = NULL;
 	if (!__atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED))
 		return NULL;
-	pthread_mutex_lock(&n->list_lock);
+	usl_lock(&n->list_lock);
 	while (!usl_list_empty(&n->partial)) {
 		struct slab *slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		usl_remove_partial(n, slab);
@@ -451,7 +451,7 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 				break;
 		}
 	}
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 	*extra = chain;
 	return first;
 }
@@ -485,7 +485,7 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	unsigned long c, nc;
 	struct slab *slab;
 
-	pthread_mutex_lock(&n->list_lock);
+	usl_lock(&n->list_lock);
 	while (!usl_list_empty(&n->partial)) {
 		slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		usl_slab_snapshot(slab, &fl, &c);
@@ -500,13 +500,13 @@ void *usl_alloc_direct(struct kmem_cache *s)
 		if (full)
 			usl_remove_partial(n, slab);
 		if (usl_slab_cas(slab, fl, c, next, nc)) {
-			pthread_mutex_unlock(&n->list_lock);
+			usl_unlock(&n->list_lock);
 			return obj;
 		}
 		if (full)
 			usl_add_partial(n, slab, false);
 	}
-	pthread_mutex_unlock(&n->list_lock);
+	usl_unlock(&n->list_lock);
 
 	slab = new_slab(s, &fl);
 	if (!slab)
@@ -515,9 +515,9 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	slab->freelist = next;
 	slab->counters = nc;
 	if (next || usl_counters_uncarved(nc)) {
-		pthread_mutex_lock(&n->list_lock);
+		usl_lock(&n->list_lock);
 		usl_add_partial(n, slab, false);
-		pthread_mutex_unlock(&n->list_lock);
+		usl_unlock(&n->list_lock);
 	}
 	return obj;
 }
