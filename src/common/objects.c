@@ -105,12 +105,29 @@ void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
  * the paths that need it). */
 static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
 {
-	return usl_pm_is_object(s, x);
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return false;
+	/* A page marked usl_pm_uncarved (count 0) fails here: its objects may
+	 * never have been handed out, and the caller's slow path asks. */
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	return e.cache == s->id && usl_obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
+}
+
+/* obj_check failed for x, an object start of s on a marked page: true if it
+ * was handed out; else the free is refused with a report. */
+static __attribute__((noinline)) bool uncarved_check(struct kmem_cache *s, void *x, const char *fn)
+{
+	if (usl_slub_handed_out(s, x))
+		return true;
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was never allocated (free of an object not yet handed out); not freed",
+	           fn, s->name, x);
+	return false;
 }
 
 bool usl_cache_obj_ok(struct kmem_cache *s, const void *x)
 {
-	return obj_check(s, (void *)x);
+	return usl_pm_is_object(s, x);
 }
 
 /* Every 256th kfree/free of a thread marks its cache used, for the decay
@@ -182,7 +199,10 @@ static __attribute__((noinline, cold)) void bad_free(struct kmem_cache *s, void 
 {
 	if (!usl_cache_live(s))
 		usl_report_dead_cache("kmem_cache_free", s, "object not freed");
-	else
+	else if (usl_pm_is_object(s, x)) {     /* on a page with uncarved objects */
+		if (uncarved_check(s, x, "kmem_cache_free"))
+			free_checked(s, x, "kmem_cache_free", false);
+	} else
 		usl_report_bad_free("kmem_cache_free", s, x, usl_virt_to_slab(x));
 }
 
@@ -251,6 +271,13 @@ static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uin
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		free_nonslab(x, fn);
+		return;
+	}
+	if (usl_unlikely(usl_pm_uncarved(e))) {      /* a page with objects never handed out */
+		if (!usl_pm_is_object(s, x))
+			usl_report_bad_free(fn, s, x, usl_virt_to_slab(x));
+		else if (uncarved_check(s, x, fn))
+			free_checked(s, x, fn, true);
 		return;
 	}
 	/* A user cache's entry: objects has no USL_PM_INTERNAL bit to mask. */
@@ -381,8 +408,10 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		if (!x)
 			continue;
 		if (usl_unlikely(!obj_check(s, x))) {
-			usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
-			continue;
+			if (!usl_pm_is_object(s, x))
+				usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
+			if (!usl_pm_is_object(s, x) || !uncarved_check(s, x, "kmem_cache_free_bulk"))
+				continue;
 		}
 		if (usl_unlikely((uintptr_t)x == prev)) {
 			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",

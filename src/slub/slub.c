@@ -33,13 +33,16 @@ void (*usl_slub_before_grow)(void) = no_hook;
  */
 
 /* Record a slab's cache and object count in the page map entries of its pages
- * (0: not a slab any more). */
-static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects)
+ * (0: not a slab any more); uncarved: it has objects never handed out, and the
+ * pages of a user or kmalloc cache are marked so (usl_pm_uncarved). */
+static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects, bool uncarved)
 {
 	size_t pfn = usl_slab_pfn(slab);
 	struct usl_pagemap_entry *e = &usl_pagemap[pfn];
 	uint32_t start = (uint32_t)(pfn << usl_page_shift);
 	unsigned int tag = s ? objects | (s->flags & USL_SLAB_INTERNAL ? USL_PM_INTERNAL : 0) : 0;
+	if (uncarved && s && !(s->flags & USL_SLAB_INTERNAL))
+		tag = 0;       /* marked: usl_pm_uncarved */
 	for (size_t i = 0; i < ((size_t)1 << order); i++)
 		usl_pm_write(&e[i], start, tag, s ? s->id : 0);
 }
@@ -125,7 +128,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
-	set_owner(slab, order, s, objects);
+	set_owner(slab, order, s, objects, linked < objects);
 	*freelist = linked ? addr : NULL;
 	return slab;
 }
@@ -138,7 +141,7 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
-	set_owner(slab, slab->order, NULL, 0);
+	set_owner(slab, slab->order, NULL, 0, false);
 	usl_pages_free(usl_slab_address(slab));
 }
 
@@ -750,6 +753,26 @@ __attribute__((noinline, cold)) void usl_report_bad_free(const char *fn, struct 
 		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (offset %lu in its slab); not freed",
 		           fn, owner->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
 	}
+}
+
+/* x, an object start of s on a page marked usl_pm_uncarved: was it handed out?
+ * (Uncarved objects only become fewer, and carving is published by a CAS
+ * before an object leaves the engine, so a legitimate free sees it carved.)
+ * A page whose objects all lie below the carving point loses its mark. */
+bool usl_slub_handed_out(struct kmem_cache *s, const void *x)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	struct usl_pagemap_entry *pe = &usl_pagemap[off >> usl_page_shift];
+	struct usl_pagemap_entry e = usl_pm_read(pe);
+	struct slab *slab = usl_virt_to_slab(x);
+	unsigned long c = __atomic_load_n(&slab->counters, __ATOMIC_ACQUIRE);
+
+	if (usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, x))
+		return false;
+	uintptr_t page_end = ((off >> usl_page_shift) + 1) << usl_page_shift;
+	if (!usl_counters_uncarved(c) || (uintptr_t)usl_carve_start(s, slab, c) - usl_base >= page_end)
+		usl_pm_set_objects(pe, e, usl_counters_objects(c));   /* lost to a change: the next free retries */
+	return true;
 }
 
 /* A free pointer that does not decode to an object of obj's slab: a write into
