@@ -166,7 +166,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
  * so usl_caches stays in its first page. Under slab_mutex. */
 struct kmem_cache *usl_caches[USL_MAX_CACHES];
 static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */
-uint64_t usl_cache_div[USL_MAX_CACHES];
+struct usl_cache_fast usl_cache_fast[USL_MAX_CACHES];
 char *usl_slots;
 size_t usl_slot_stride;
 static size_t max_ids;               /* ids the slot area holds */
@@ -227,7 +227,7 @@ static void cache_struct_free(struct kmem_cache *s)
 	if (s->id) {                         /* no slab of s is left: nothing names it */
 		cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
-		__atomic_store_n(&usl_cache_div[s->id], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&usl_cache_fast[s->id].div, 0, __ATOMIC_RELAXED);
 		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
 		cache_unlock();
 		s->id = 0;
@@ -397,7 +397,6 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
 	}
-	__atomic_store_n(&usl_cache_div[s->id], s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELAXED);
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
 		if (order > USL_MAX_ORDER)
@@ -406,6 +405,11 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 			order = (unsigned int)usl_opt.max_order;
 		usl_slub_set_order(s, order);    /* keeps the calculated one if this cannot be */
 	}
+	struct usl_cache_fast *f = &usl_cache_fast[s->id];
+	f->secret = s->fp_secret;
+	f->fp_offset = s->offset;
+	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
+	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);

@@ -22,12 +22,20 @@
  * at usl_slots + id * usl_slot_stride (an odd number of cache lines, so the
  * slots of one CPU spread over the L1 sets), mapped at the first cache's
  * creation. So malloc (from its table) and free (from the page map's id) reach
- * a CPU's slot without loading the cache. usl_cache_div[id] holds the cache's
- * div_inv | div_shift << 32 for free's object check; 0 for no cache. */
+ * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's
+ * fast path needs of the cache: div_inv | div_shift << 32 for the object check,
+ * and the free marker's secret, word offset and slab block bits (objects.c);
+ * all 0 for no cache. */
+struct usl_cache_fast {
+	uint64_t div;
+	uintptr_t secret;            /* s->fp_secret */
+	uint32_t fp_offset;          /* s->offset */
+	uint32_t blk_shift;          /* log2 of a slab block of the preferred order */
+} __attribute__((aligned(32)));
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 extern char *usl_slots USL_HIDDEN;
 extern size_t usl_slot_stride USL_HIDDEN;
-extern uint64_t usl_cache_div[USL_MAX_CACHES] USL_HIDDEN;
+extern struct usl_cache_fast usl_cache_fast[USL_MAX_CACHES] USL_HIDDEN;
 static inline struct kmem_cache_cpu *usl_id_slots(unsigned int id)
 {
 	return (struct kmem_cache_cpu *)(usl_slots + (size_t)id * usl_slot_stride);

@@ -17,6 +17,45 @@
 #include "common.h"
 
 /* ===========================================================================
+ * Free markers (docs/ARCHITECTURE.md section 8)
+ *
+ * A free object's word at the free pointer offset decodes (the word ^ its
+ * cache's secret ^ bswap(the word's address)) to an address in the object's
+ * own slab block or to NULL: to the object itself while it waits in a sheaf
+ * or a packed sheaf (the marker every free writes, and carving for a refill),
+ * to the next free object on a free list. Every allocation clears the word,
+ * so a live object's decodes to noise (forging it takes the secret). A free
+ * whose word decodes so is a double free, wherever the first free left the
+ * object: refused before the object is pushed anywhere. USLAB_HARDEN=0:
+ * nothing written, nothing checked.
+ */
+
+static inline __attribute__((always_inline)) uintptr_t marker_key(uintptr_t at, uintptr_t secret)
+{
+	return secret ^ __builtin_bswap64(at);
+}
+
+/* Check x and mark it free: false (nothing written) if it is free already. */
+static inline __attribute__((always_inline)) bool marker_take(uintptr_t x, uint32_t off, uintptr_t secret,
+                                                              uint32_t blk_shift)
+{
+	uintptr_t at = x + off, key = marker_key(at, secret);
+	uintptr_t dec = *(uintptr_t *)at ^ key;
+	if (usl_unlikely(!((dec ^ x) >> blk_shift) || !dec))
+		return false;
+	*(uintptr_t *)at = x ^ key;
+	return true;
+}
+
+/* An allocation's object: its marker (or free pointer) cleared. */
+static inline __attribute__((always_inline)) void *marker_clear(void *obj, uint32_t off)
+{
+	if (usl_opt.harden && obj)
+		*(uintptr_t *)((char *)obj + off) = 0;
+	return obj;
+}
+
+/* ===========================================================================
  * Allocation
  */
 
@@ -34,6 +73,7 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 		}
 		obj = usl_slub_alloc_slow(s, gfp);
 	}
+	marker_clear(obj, s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
@@ -48,7 +88,7 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
 		return NULL;
 	}
-	void *obj = usl_sheaf_alloc(s, gfp);
+	void *obj = marker_clear(usl_sheaf_alloc(s, gfp), s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;
@@ -69,6 +109,7 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 	if (s->sheaf_capacity) {
 		/* Sheaves: pop this CPU's main sheaf. */
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
+		marker_clear(obj, s->offset);
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return alloc_tail(s, gfp, obj);
 		return obj;
@@ -77,6 +118,7 @@ sheaf_slow:
 	}
 	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
+	marker_clear(obj, s->offset);
 	if (usl_unlikely(gfp & __GFP_ZERO))
 		return alloc_tail(s, gfp, obj);
 	return obj;
@@ -165,10 +207,22 @@ static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache
 		free_sample(s);
 }
 
-/* A checked object x of s, to its sheaf or cpu slab; fn names reports. */
-static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
-                                                               bool sample)
+/* A double free the marker showed (x is free already, wherever it is). */
+static __attribute__((noinline, cold)) void marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
+}
+
+/* A checked object x of s, to its sheaf or cpu slab; fn names reports.
+ * marked: its free marker is written already (usl_free_ptr's fast path). */
+static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
+                                                                  bool sample, bool marked)
+{
+	if (usl_opt.harden && !marked &&
+	    usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret, (uint32_t)__builtin_ctzl(s->fp_mask)))) {
+		marker_double_free(s, x, fn);
+		return;
+	}
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
@@ -191,6 +245,12 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 	}
 	usl_slub_free_slow(s, slab, x, r, fn);
 	maybe_sample(s, sample);
+}
+
+static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
+                                                               bool sample)
+{
+	free_checked_as(s, x, fn, sample, false);
 }
 
 /* Why x cannot be freed to s: a destroyed cache (its id is 0, so no object
@@ -265,7 +325,7 @@ static __attribute__((noinline)) void free_nonslab(void *x, const char *fn)
 /* usl_free_ptr's slow path, for x at offset off in the range: a slab object of
  * a user or kmalloc cache, its cache from the page map and the object check
  * kmem_cache_free's; anything else is free_nonslab's, a tail call. */
-static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uintptr_t off)
+static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uintptr_t off, bool marked)
 {
 	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
@@ -284,12 +344,21 @@ static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uin
 	if (usl_unlikely(!usl_obj_index_in(s, (uint32_t)off - e.start, e.objects)))
 		usl_report_bad_free(fn, s, x, usl_virt_to_slab(x));
 	else
-		free_checked(s, x, fn, true);
+		free_checked_as(s, x, fn, true, marked);
+}
+
+/* The marker said x is free already. */
+static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const char *fn, unsigned int id)
+{
+	struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
+	if (s)
+		marker_double_free(s, x, fn);
 }
 
 /* The fast path needs no struct kmem_cache: the page map's id gives the
- * object check's divisor (usl_cache_div) and the slots (usl_id_slots), and a
- * push onto the CPU's main sheaf ends it. A pointer outside the range goes to
+ * object check's divisor and the free marker's key (usl_cache_fast) and the
+ * slots (usl_id_slots); the marker is checked and written, and a push onto the
+ * CPU's main sheaf ends it. A pointer outside the range goes to
  * free_nonslab; everything else - no cache (id 0, whose divisor fails the
  * check), uslab's own caches, a bad pointer, a double free on the sheaf's top,
  * a full sheaf, a cache without sheaves - to free_ptr_slow, which looks at the
@@ -303,17 +372,25 @@ void usl_free_ptr(void *x, const char *fn)
 	}
 	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
 	unsigned int id = (unsigned int)(w >> 48);
-	uint64_t d = __atomic_load_n(&usl_cache_div[id], __ATOMIC_RELAXED);
-	/* An object of uslab's own caches (objects has USL_PM_INTERNAL) may pass
-	 * the index test, but those caches have no sheaves: the push fails. */
-	if (usl_likely(usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) <
-	               (uint16_t)(w >> 32)) &&
-	    usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
+	const struct usl_cache_fast *f = &usl_cache_fast[id];
+	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_RELAXED);
+	/* Objects of uslab's own caches (objects has USL_PM_INTERNAL) go slow:
+	 * no marker is written into them. */
+	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) >=
+	                 (uint16_t)(w >> 32) || (w & ((uint64_t)USL_PM_INTERNAL << 32)))) {
+		free_ptr_slow(x, fn, off, false);
+		return;
+	}
+	if (usl_opt.harden && usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
+		free_ptr_slow_double(x, fn, id);
+		return;
+	}
+	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
 		if (sample_due())
 			free_sample_id(id);
 		return;
 	}
-	free_ptr_slow(x, fn, off);
+	free_ptr_slow(x, fn, off, true);
 }
 
 /* ===========================================================================
@@ -357,6 +434,9 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
 		return 0;
+	if (usl_opt.harden)
+		for (size_t i = 0; i < nr; i++)
+			marker_clear(p[i], s->offset);
 	if (gfp & __GFP_ZERO)
 		for (size_t i = 0; i < nr; i++)
 			memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
@@ -371,7 +451,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 	 * only grows, and every object in p[] was handed out before this call). */
 	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	const struct usl_pagemap_entry *pm = usl_pagemap;
-	const uint32_t inv = s->div_inv, ds = s->div_shift, id = s->id;
+	const uint32_t inv = s->div_inv, ds = s->div_shift, id = s->id, blk = (uint32_t)__builtin_ctzl(s->fp_mask);
 	size_t i, k;
 	uintptr_t prev = 0;
 
@@ -398,6 +478,8 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		}
 		if (usl_unlikely(usl_obj_index((uint32_t)off - start, inv, ds) >= objects || x == prev))
 			break;
+		if (usl_opt.harden && usl_unlikely(!marker_take(x, s->offset, s->fp_secret, blk)))
+			break;
 		prev = x;
 	}
 	/* The rare case: from the first entry that was not simply good, each one
@@ -418,11 +500,28 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 			           s->name, x);
 			continue;
 		}
+		if (usl_opt.harden && usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret, blk))) {
+			marker_double_free(s, x, "kmem_cache_free_bulk");
+			continue;
+		}
 		p[k++] = x;
 		prev = (uintptr_t)x;
 	}
 	if (k)
 		usl_sheaf_free_bulk(s, k, p);
+}
+
+/* Before the engine's detached freelists (which go past any sheaf): each
+ * object of s checked and marked; one free already is reported and its entry
+ * cleared. Entries that are not objects of s are the engine's to report. */
+static void bulk_markers_take(struct kmem_cache *s, size_t nr, void **p, const char *fn)
+{
+	uint32_t blk = (uint32_t)__builtin_ctzl(s->fp_mask);
+	for (size_t i = 0; i < nr; i++)
+		if (p[i] && usl_pm_is_object(s, p[i]) && usl_unlikely(!marker_take((uintptr_t)p[i], s->offset, s->fp_secret, blk))) {
+			marker_double_free(s, p[i], fn);
+			p[i] = NULL;
+		}
 }
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
@@ -445,6 +544,8 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		kfree_bulk(nr, p);
 		return;
 	}
+	if (usl_opt.harden && p)
+		bulk_markers_take(s, nr, p, "kmem_cache_free_bulk");
 	usl_slub_free_bulk_as("kmem_cache_free_bulk", s, nr, p);
 }
 
@@ -459,8 +560,15 @@ void kfree_bulk(size_t nr, void **p)
 			if (!p[i])
 				continue;
 			uintptr_t off = (uintptr_t)p[i] - usl_base;
-			if (off < top && usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift])))
+			struct kmem_cache *s = off < top ? usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]))
+			                                 : NULL;
+			if (s) {
+				/* To the engine's detached freelists, past any sheaf the
+				 * object may sit in: the marker tells. */
+				if (usl_opt.harden)
+					bulk_markers_take(s, 1, &p[i], "kfree_bulk");
 				continue;
+			}
 			usl_free_ptr(p[i], "kfree");
 			p[i] = NULL;
 		}

@@ -189,6 +189,8 @@ static __attribute__((noinline)) void *malloc_slow(struct kmem_cache *s)
 	                              : kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN);
 	if (usl_unlikely(!obj))
 		errno = ENOMEM;
+	else if (usl_opt.harden)
+		*(uintptr_t *)obj = 0;      /* its free marker (a malloc class's is word 0) */
 	return obj;
 }
 
@@ -197,6 +199,8 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
+	if (usl_opt.harden)
+		*(uintptr_t *)obj = 0;      /* the free marker: kmalloc and malloc classes keep it in word 0 */
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */
 	return malloc_slow(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE));

@@ -116,18 +116,20 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
  * themselves (docs/ARCHITECTURE.md section 7).
  *
  * A full sheaf the barn has no room for (it holds barn_max_full arrays) is
- * written into its own objects as a tree: with w = inuse / 8 words an object,
- * object i of the sheaf holds in its word k the address of object i * w + k
- * (those below n, the sheaf's count). Object 0, the head, uses its word 0 for
- * the link to the next packed sheaf on the barn's stack, with n in the top 16
- * bits (uslab's ranges lie below 2^47: mmap without a hint never goes above);
- * its children are objects 1 .. w - 1. Only the first n / w objects are
- * written, and a refill reads the tree a level at a time, the objects of a
- * level in parallel: one read for a sheaf of 256-byte objects, six levels for
- * 16-byte ones. The sheaf's array is kept as the empty sheaf the freeing CPU
- * wanted, so a burst of frees of any length costs no memory for arrays.
- * Caches with a constructor keep their objects as constructed and are not
- * packed; nor are objects under 16 bytes, nor any cache with USLAB_DECAY_MS=0
+ * written into its own objects as a tree: with w = inuse / 8 - 1 words an
+ * object (every word but the free marker's, below), object i of the sheaf
+ * holds in its node word k the address of object i * w + k (those below n, the
+ * sheaf's count). Object 0, the head, uses its node word 0 for the link to the
+ * next packed sheaf on the barn's stack, with n in the top 16 bits (uslab's
+ * ranges lie below 2^47: mmap without a hint never goes above); its children
+ * are objects 1 .. w - 1. Only the first n / w objects are written, and a
+ * refill reads the tree a level at a time, the objects of a level in parallel:
+ * one read for a sheaf of 256-byte objects, five levels for 24-byte ones. The
+ * sheaf's array is kept as the empty sheaf the freeing CPU wanted, so a burst
+ * of frees of any length costs no memory for arrays. Caches with a
+ * constructor keep their objects as constructed and are not packed; nor are
+ * objects under 24 bytes (a node needs two words besides the marker), nor any
+ * cache with USLAB_DECAY_MS=0
  * (no surplus: the barn's level is a wall).
  */
 
@@ -137,14 +139,29 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
  * pointers are), so a write after free cannot plant an address, and every
  * word read back must name an object of the cache: one that does not is
  * reported and the sheaf cut there (its other objects lost, never handed out). */
+/* A node's words are all of the object's but the one at the free pointer
+ * offset, which keeps the free marker (common/objects.c: a double free of a
+ * packed object is seen too): word k of the node is word pack_slot(k). */
+static inline unsigned int pack_words(const struct kmem_cache *s)
+{
+	return s->inuse / 8 - (s->offset < s->inuse);
+}
+
+static inline unsigned int pack_slot(const struct kmem_cache *s, unsigned int k)
+{
+	return k + (k >= s->offset / 8);
+}
+
 static inline void pack_put(const struct kmem_cache *s, void **node, unsigned int k, uintptr_t v)
 {
-	node[k] = (void *)(v ^ usl_cache_key(s, &node[k]));
+	void **at = &node[pack_slot(s, k)];
+	*at = (void *)(v ^ usl_cache_key(s, at));
 }
 
 static inline uintptr_t pack_get(const struct kmem_cache *s, void **node, unsigned int k)
 {
-	return (uintptr_t)node[k] ^ usl_cache_key(s, &node[k]);
+	void **at = &node[pack_slot(s, k)];
+	return (uintptr_t)*at ^ usl_cache_key(s, at);
 }
 
 static __attribute__((noinline, cold)) void pack_corrupt(const struct kmem_cache *s, void **node, uintptr_t v)
@@ -184,7 +201,7 @@ static bool barn_packs(struct kmem_cache *s)
 {
 	/* (The range check holds for every range mmap places without a hint;
 	 * it is the assumption the link word makes, checked.) */
-	return !s->ctor && s->inuse >= 16 && usl_opt.decay_ms && s->sheaf_capacity < (1u << 16) &&
+	return !s->ctor && pack_words(s) >= 2 && usl_opt.decay_ms && s->sheaf_capacity < (1u << 16) &&
 	       usl_base + usl_range <= (1ul << PACK_SHIFT);
 }
 
@@ -193,7 +210,7 @@ static bool barn_packs(struct kmem_cache *s)
  * one would wait for it.) */
 static void **pack_sheaf(struct kmem_cache *s, struct slab_sheaf *sh, void *next)
 {
-	unsigned int n = sh->size, w = s->inuse / 8;
+	unsigned int n = sh->size, w = pack_words(s);
 	void **objs = sh->objects;
 
 	/* The written objects: start their misses together (the stores then
@@ -216,7 +233,7 @@ void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh)
 {
 	if (!barn_packs(s) || __atomic_load_n(&usl_get_barn(s)->nr_full, __ATOMIC_RELAXED) < s->barn_max_full)
 		return;
-	unsigned int w = s->inuse / 8;
+	unsigned int w = pack_words(s);
 	for (unsigned int i = 0; i * w < sh->size; i++)
 		__builtin_prefetch(sh->objects[i], 1);
 }
@@ -225,7 +242,7 @@ void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh)
  * how many: n, or fewer when a word is not an object of s (reported). */
 static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int n, void **out)
 {
-	unsigned int w = s->inuse / 8;
+	unsigned int w = pack_words(s);
 
 	out[0] = head;
 	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {

@@ -85,6 +85,8 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 		return NULL;
 	}
 	void *obj = sh->objects[--sh->size];
+	if (usl_opt.harden)
+		*(uintptr_t *)((char *)obj + s->offset) = 0;   /* its free marker (common/objects.c) */
 	if (gfp & __GFP_ZERO)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;

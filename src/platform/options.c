@@ -9,7 +9,7 @@
 #include "platform.h"
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
-                               .decay_ms = 1000, .background = 1 };
+                               .decay_ms = 1000, .background = 1, .harden = 1 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -49,6 +49,7 @@ static const struct option options[] = {
 	{ "USLAB_NOMERGE", &usl_opt.nomerge, 0, 1, NULL },
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
+	{ "USLAB_HARDEN", &usl_opt.harden, 0, 1, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 

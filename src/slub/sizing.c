@@ -114,6 +114,11 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		/* The creator keeps the free pointer inside the object (checked by
 		 * the caller: word aligned, within object_size). */
 		s->offset = args->freeptr_offset;
+	} else if (s->flags & USL_SLAB_KMALLOC) {
+		/* kmalloc and malloc classes: word 0, so malloc's fast path clears a
+		 * freed block's marker without loading the cache (its free pointer
+		 * is encoded and checked, so an overflow into it is caught). */
+		s->offset = 0;
 	} else if (s->ctor) {
 		/* Constructed state must survive a free: keep the pointer after it. */
 		s->offset = size;

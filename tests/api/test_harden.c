@@ -4,8 +4,10 @@
  * to a free list: sheaves off (the cpu slab's list), a trim (uslab_release_free_memory),
  * the decay sweep, or a burst of frees the barn keeps packed in the objects
  * themselves. And the words uslab keeps in freed objects are never plain
- * addresses. Arguments: "trim", "decay", "packed", "plain" (sheaves off:
- * run with USLAB_SHEAVES=0), "words"; none runs words, trim and packed. */
+ * addresses. Double frees are refused wherever the first free left the
+ * object. Arguments: "trim", "decay", "packed", "plain" (sheaves off: run
+ * with USLAB_SHEAVES=0), "words", "double"; none runs words, trim, packed and
+ * double. */
 #include <stdint.h>
 #include <time.h>
 
@@ -216,6 +218,82 @@ static void allocating_handler(enum uslab_error kind, const char *line, void *ar
 	}
 }
 
+/* free(a); free(b); free(a): refused wherever a sits by then (a sheaf below
+ * its top, a slab's free list after a trim, a packed sheaf after a burst),
+ * and no later allocation returns a twice. */
+static void double_free(const char *where)
+{
+	enum { SIZE = 48, N = 6000 };
+	void **v = calloc(N, sizeof(void *));
+	CHECK(v != NULL);
+	for (size_t i = 0; i < N; i++)
+		v[i] = kmalloc(SIZE, GFP_KERNEL);
+	void *a = v[N / 2], *b = v[N / 2 + 1];
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+	if (!strcmp(where, "sheaf")) {
+		kfree(a);
+		kfree(b);
+	} else if (!strcmp(where, "slab")) {
+		kfree(a);
+		kfree(b);
+		uslab_release_free_memory();   /* both on their slab's free list */
+	} else {                              /* packed: a burst of frees */
+		for (size_t i = 0; i < N; i++)
+			kfree(v[i]);
+	}
+	unsigned long gone = reports(USLAB_ERR_NOT_OBJECT);
+	kfree(a);
+	/* (Without sheaves a burst can empty a's slab and free it: then a is not
+	 * in a slab at all, and said so.) */
+	unsigned long seen_df = reports(USLAB_ERR_DOUBLE_FREE) - before + reports(USLAB_ERR_NOT_OBJECT) - gone;
+	if (seen_df != 1)
+		fprintf(stderr, "  double free (%s): %lu reports\n", where, seen_df);
+	CHECK_EQ(seen_df, 1);
+	/* Take everything back: a at most once. */
+	size_t n = strcmp(where, "packed") ? 2 : N, seen = 0;
+	void **w = calloc(n + 64, sizeof(void *));
+	for (size_t i = 0; i < n + 64; i++) {
+		w[i] = kmalloc(SIZE, GFP_KERNEL);
+		seen += w[i] == a;
+	}
+	CHECK(seen <= 1);
+	for (size_t i = 0; i < n + 64; i++)
+		kfree(w[i]);
+	if (strcmp(where, "packed"))
+		for (size_t i = 0; i < N; i++)
+			if (v[i] != a && v[i] != b)
+				kfree(v[i]);
+	free(w);
+	free(v);
+}
+
+/* The same through kmem_cache_free and kmem_cache_free_bulk. */
+static void double_free_cache(void)
+{
+	struct kmem_cache *s = kmem_cache_create("harden-df", 200, 0, SLAB_NO_MERGE, NULL);
+	void *a = kmem_cache_alloc(s, GFP_KERNEL), *b = kmem_cache_alloc(s, GFP_KERNEL);
+	void *c[8];
+	CHECK(kmem_cache_alloc_bulk(s, GFP_KERNEL, 8, c) == 8);
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, a);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	kmem_cache_free_bulk(s, 8, c);
+	void *again[3] = { c[5], c[2], c[7] };   /* all free already */
+	kmem_cache_free_bulk(s, 3, again);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 4);
+	void *d[12];
+	CHECK(kmem_cache_alloc_bulk(s, GFP_KERNEL, 12, d) == 12);
+	size_t dup = 0;
+	for (int i = 0; i < 12; i++)
+		for (int j = 0; j < i; j++)
+			dup += d[i] == d[j];
+	CHECK_EQ(dup, 0);
+	kmem_cache_free_bulk(s, 12, d);
+	kmem_cache_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	capture_reports();
@@ -229,6 +307,12 @@ int main(int argc, char **argv)
 		route_trim();
 	if (all || !strcmp(what, "packed"))
 		route_packed();
+	if (all || !strcmp(what, "double")) {
+		double_free("sheaf");
+		double_free("slab");
+		double_free("packed");
+		double_free_cache();
+	}
 	if (!strcmp(what, "decay"))
 		route_decay();
 	if (!strcmp(what, "plain"))

@@ -87,12 +87,15 @@ int main(void)
 	CHECK(objects > 4);
 
 	/* 1. One allocation from a new slab writes at most the first page (its
-	 *    links) and nothing of the objects a sheaf refill took. */
+	 *    links) and, of the objects a sheaf refill took, only their free
+	 *    markers with USLAB_HARDEN (a word each; nothing without). */
 	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
 	struct slab *first = usl_virt_to_slab(o[0]);
-	size_t bytes = usl_order_bytes(first->order);
-	CHECK(bytes >= 4 * (size_t)sysconf(_SC_PAGESIZE));
-	CHECK(resident_pages(first->addr, bytes) <= 1);
+	size_t bytes = usl_order_bytes(first->order), page = (size_t)sysconf(_SC_PAGESIZE);
+	CHECK(bytes >= 4 * page);
+	size_t refill_pages = usl_opt.harden ? (uslab_sheaf_capacity(s) * (size_t)s->size + page - 1) / page : 0;
+	CHECK(resident_pages(first->addr, bytes) <= 1 + refill_pages);
+	CHECK(refill_pages < bytes / page);   /* not the whole slab */
 	CHECK(usl_counters_uncarved(usl_load(&first->counters)) > 0);
 
 	/* 2. Many slabs' worth, one at a time and in bulk: all distinct. */
