@@ -131,8 +131,10 @@ USLAB_API void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int nod
 USLAB_API void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
 /* Frees obj to s; NULL obj: nothing. Reported and not freed: a NULL or
  * destroyed s, obj of another cache, not the start of an object, not from
- * uslab, or already free (every double free where the object heads a free
- * list or its slab has fewer objects in use; USLAB_DEBUG catches the rest). */
+ * uslab, never handed out yet, or already free (wherever it sits, by its
+ * free marker; with USLAB_HARDEN=0 only where it heads a free list or its
+ * slab has fewer objects in use). Not caught: two threads freeing the same
+ * object at the same instant. */
 USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
 /* Bulk: all or nothing. Fills p[0..nr) and returns nr, or returns 0 with
  * nothing allocated (out of memory, NULL or destroyed s, NULL p, nr above
@@ -218,7 +220,8 @@ enum uslab_error {
 	USLAB_ERR_LEAK,         /* objects remaining at kmem_cache_destroy */
 	USLAB_ERR_NOMEM,        /* out of memory */
 	USLAB_ERR_OPTION,       /* malformed USLAB_* environment variable */
-	USLAB_ERR_CORRUPT,      /* uslab's data in a freed object overwritten (use after free) */
+	USLAB_ERR_CORRUPT,      /* uslab's word in a freed object overwritten (a write after
+	                           free): the free list or packed sheaf is cut there */
 };
 
 /* Every report is one line on stderr ("uslab: ..."). A handler, if set, receives

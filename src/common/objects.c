@@ -17,7 +17,7 @@
 #include "common.h"
 
 /* ===========================================================================
- * Free markers (docs/ARCHITECTURE.md section 8)
+ * Free markers (docs/ARCHITECTURE.md section 11)
  *
  * A free object's word at the free pointer offset decodes (the word ^ its
  * cache's secret ^ bswap(the word's address)) to an address in the object's

@@ -14,7 +14,7 @@
  * Objects and slabs
  */
 
-/* Free pointers are stored encoded (docs/ARCHITECTURE.md section 8): the word
+/* Free pointers are stored encoded (docs/ARCHITECTURE.md section 11): the word
  * at obj + s->offset holds next ^ s->fp_secret ^ bswap(its own address), so a
  * use-after-free write of an address decodes to noise, and a plain pointer is
  * never found in a freed object. A decoded pointer must be NULL or an object
