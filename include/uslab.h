@@ -133,8 +133,8 @@ USLAB_API void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLO
  * destroyed s, obj of another cache, not the start of an object, not from
  * uslab, never handed out yet, or already free (wherever it sits, by its
  * free marker; with USLAB_HARDEN=0 only where it heads a free list or its
- * slab has fewer objects in use). Not caught: two threads freeing the same
- * object at the same instant. */
+ * slab has fewer objects in use). An object two threads free at the same
+ * instant is handed out again only once (the later allocation reports it). */
 USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
 /* Bulk: all or nothing. Fills p[0..nr) and returns nr, or returns 0 with
  * nothing allocated (out of memory, NULL or destroyed s, NULL p, nr above

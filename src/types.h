@@ -263,6 +263,25 @@ static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at
 	return s->fp_secret ^ __builtin_bswap64((uintptr_t)at);
 }
 
+/* The free marker (docs/ARCHITECTURE.md section 11) of obj, an object of s in a
+ * sheaf: the word at the free pointer offset, decoding to obj itself. A pop
+ * hands obj out only if it is there (and clears it): else obj was pushed
+ * twice, or the sheaf entry was overwritten, and nothing is written. */
+static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
+{
+	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset);
+	*at = (uintptr_t)obj ^ usl_cache_key(s, at);
+}
+
+static inline bool usl_marker_pop(const struct kmem_cache *s, void *obj)
+{
+	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset);
+	if (__builtin_expect(*at != ((uintptr_t)obj ^ usl_cache_key(s, at)), 0))
+		return false;
+	*at = 0;
+	return true;
+}
+
 /* The object index of byte offset off in a slab of stride d0 << k (d0 odd;
  * div_inv = d0^-1 mod 2^32, div_shift = k): ror32(off * d0^-1, k), which is
  * below the slab's object count exactly when off is an object start

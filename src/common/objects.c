@@ -100,6 +100,15 @@ static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s,
 	return alloc_tail(s, gfp, obj);
 }
 
+/* A popped object without its marker: reported, never handed out (it is
+ * lost: someone may hold it), and the allocation tried again. */
+__attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was free twice at once (freed by two threads together, or a "
+	           "sheaf overwritten); not handed out again", fn, s->name, obj);
+	return kmem_cache_alloc(s, gfp);
+}
+
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj;
@@ -109,7 +118,8 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 	if (s->sheaf_capacity) {
 		/* Sheaves: pop this CPU's main sheaf. */
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
-		marker_clear(obj, s->offset);
+		if (usl_opt.harden && usl_unlikely(!usl_marker_pop(s, obj)))
+			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return alloc_tail(s, gfp, obj);
 		return obj;

@@ -194,13 +194,27 @@ static __attribute__((noinline)) void *malloc_slow(struct kmem_cache *s)
 	return obj;
 }
 
+static __attribute__((noinline, cold)) void *malloc_refused(struct kmem_cache *s, void *obj)
+{
+	void *p = usl_pop_refused(s, GFP_KERNEL | __GFP_NOWARN, obj, "malloc");
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
 void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 {
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
-	if (usl_opt.harden)
-		*(uintptr_t *)obj = 0;      /* the free marker: kmalloc and malloc classes keep it in word 0 */
+	if (usl_opt.harden) {
+		/* The free marker (common/objects.c): kmalloc and malloc classes
+		 * keep it in word 0. The cache is loaded for its secret only. */
+		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
+		if (usl_unlikely(*(uintptr_t *)obj != ((uintptr_t)obj ^ usl_cache_key(s, obj))))
+			return malloc_refused(s, obj);
+		*(uintptr_t *)obj = 0;
+	}
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */
 	return malloc_slow(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE));

@@ -189,24 +189,40 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
  * Single objects
  */
 
+/* A popped object that does not carry its free marker (usl_marker_pop):
+ * reported and kept out of use (someone may hold it). */
+static bool pop_ok(struct kmem_cache *s, void *obj)
+{
+	if (!usl_opt.harden || usl_marker_pop(s, obj))
+		return true;
+	usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_alloc(%s): %p was free twice at once (freed by two threads "
+	           "together, or a sheaf overwritten); not handed out again", s->name, obj);
+	return false;
+}
+
 /* The pop section failed (empty main, marked slot, locked mode, no CPU). */
 void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	struct usl_pcs b;
 	void *obj;
+	bool popped;
 
+again:
 	if (!usl_rseq_mode) {
 		/* Locked mode's fast path: pop under the slot's sheaf lock. */
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 		usl_spin_lock(&c->sheaf_lock);
 		obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
 		usl_spin_unlock(&c->sheaf_lock);
-		if (obj)
+		if (obj) {
+			if (!pop_ok(s, obj))
+				goto again;
 			return obj;
+		}
 	}
 	if (!usl_pcs_take(s, &b))
 		return usl_slub_alloc(s, gfp);
-	if (replace_empty_main(s, &b, gfp)) {
+	if ((popped = replace_empty_main(s, &b, gfp))) {
 		obj = b.main->objects[--b.main->size];
 	} else {
 		/* No memory for a whole sheaf: try for one object. */
@@ -214,6 +230,8 @@ void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 	}
 	usl_pcs_put(s, &b);
 	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
+	if (popped && !pop_ok(s, obj))
+		goto again;
 	return obj;
 }
 

@@ -85,8 +85,14 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 		return NULL;
 	}
 	void *obj = sh->objects[--sh->size];
-	if (usl_opt.harden)
-		*(uintptr_t *)((char *)obj + s->offset) = 0;   /* its free marker (common/objects.c) */
+	if (usl_opt.harden) {
+		/* Its free marker (common/objects.c), written by the refill. */
+		if (usl_unlikely(!usl_marker_pop(s, obj))) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_alloc_from_sheaf(%s): %p is not free (the sheaf was "
+			           "overwritten, or the object freed while in it); not handed out", s->name, obj);
+			return NULL;
+		}
+	}
 	if (gfp & __GFP_ZERO)
 		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 	return obj;

@@ -53,6 +53,11 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 		return 0;
 	if (!usl_slub_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
+	/* Hardening: every object in a sheaf carries its free marker (its word
+	 * decodes to itself, common/objects.c), checked when a pop hands it out. */
+	if (usl_opt.harden)
+		for (unsigned int i = sh->size; i < want; i++)
+			usl_marker_set(s, sh->objects[i]);
 	sh->size = want;
 	return 0;
 }

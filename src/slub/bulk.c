@@ -32,15 +32,8 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 		k = nr < u ? (unsigned int)nr : u;
 	} while (!usl_slab_cas(slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
 	char *q = usl_carve_start(s, slab, c);
-	/* Hardening: each carries the free marker of an object in a sheaf (its
-	 * word decodes to itself: common/objects.c), so a free of one not yet
-	 * handed out is seen as the double free it is. */
-	if (usl_opt.harden)
-		for (unsigned int i = 0; i < k; i++, q += s->size)
-			usl_set_freepointer(s, p[i] = q, q);
-	else
-		for (unsigned int i = 0; i < k; i++, q += s->size)
-			p[i] = q;
+	for (unsigned int i = 0; i < k; i++, q += s->size)
+		p[i] = q;
 	return k;
 }
 

@@ -698,6 +698,36 @@ static void test_bad_free(void)
 	kmem_cache_destroy(t);
 }
 
+/* Two threads freeing one object at the same instant both pass its free
+ * marker check and push it: simulated by a second push that skips the check
+ * (usl_sheaf_free). The pop that finds it a second time refuses it: it is
+ * handed out once, and reported. */
+static void test_pushed_twice(void)
+{
+	if (!usl_opt.harden)
+		return;
+	struct kmem_cache_args args = { .sheaf_capacity = 32 };
+	struct kmem_cache *s = kmem_cache_create("twice", 96, &args, SLAB_NO_MERGE);
+	CHECK(s != NULL && uslab_sheaf_capacity(s) != 0);
+	void *keep[4], *x = kmem_cache_alloc(s, GFP_KERNEL), *y = kmem_cache_alloc(s, GFP_KERNEL);
+	for (int i = 0; i < 4; i++)
+		keep[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+	kmem_cache_free(s, x);
+	kmem_cache_free(s, y);
+	usl_sheaf_free(s, x);          /* the racing second free (not at the top) */
+	void *a = kmem_cache_alloc(s, GFP_KERNEL), *b = kmem_cache_alloc(s, GFP_KERNEL);
+	void *c = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(a && b && c && a != b && b != c && a != c);
+	CHECK((a == x) + (b == x) + (c == x) <= 1);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, c);
+	for (int i = 0; i < 4; i++)
+		kmem_cache_free(s, keep[i]);
+}
+
 int main(void)
 {
 	/* The barn and decay counts here follow this thread's own slow-path
@@ -714,5 +744,6 @@ int main(void)
 	test_packed_burst();
 	test_reclaim_before_growth();
 	test_million_cross_thread();
+	test_pushed_twice();
 	return test_summary();
 }
