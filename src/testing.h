@@ -12,6 +12,7 @@
  * its highest id and how many ids it names; false if unreadable. */
 USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
 USL_HIDDEN bool usl_cpu_list(const char *path, long *max, long *count);
+USL_HIDDEN bool usl_cpu_list_parse(const char *buf, long *max, long *count);
 
 /* pages: fail page allocations after n more succeed (-1 = never). */
 USL_HIDDEN void usl_pages_fail_after(long n);

@@ -105,11 +105,17 @@ bool usl_cpu_list(const char *path, long *max, long *count)
 	if (len <= 0)
 		return false;
 	buf[len] = 0;
+	return usl_cpu_list_parse(buf, max, count);
+}
+
+/* The list in buf (a C string): its highest id and how many ids it names. */
+bool usl_cpu_list_parse(const char *buf, long *max, long *count)
+{
 	long cur = 0, from = -1;
 	bool digits = false;
 	*max = -1;
 	*count = 0;
-	for (char *p = buf;; p++) {
+	for (const char *p = buf;; p++) {
 		if (*p >= '0' && *p <= '9') {
 			cur = cur * 10 + (*p - '0');
 			digits = true;

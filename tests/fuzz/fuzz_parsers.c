@@ -1,0 +1,70 @@
+/* fuzz_parsers.c - libFuzzer target for what uslab parses from outside: the
+ * USLAB_* environment options (every variable read from the input, as
+ * NAME=VALUE lines, then usl_read_options), an option's number
+ * (usl_parse_int) and a sysfs CPU list (usl_cpu_list_parse). Each result is
+ * checked against what the parser promises; reports go to a handler that
+ * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
+ * AddressSanitizer build (tests/CMakeLists.txt). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/platform.h"
+#include "testing.h"
+
+static void one_line(enum uslab_error kind, const char *line, void *arg)
+{
+	(void)kind;
+	(void)arg;
+	if (strncmp(line, "uslab: ", 7) != 0 || strchr(line, '\n'))
+		abort();
+}
+
+static const struct usl_options defaults = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
+                                              .sheaves = -1, .decay_ms = 1000, .background = 1, .harden = 1 };
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char buf[4096];
+	size_t n = size < sizeof(buf) - 1 ? size : sizeof(buf) - 1;
+	memcpy(buf, data, n);
+	buf[n] = 0;
+
+	uslab_set_report_handler(one_line, NULL);
+
+	long max, count;
+	if (usl_cpu_list_parse(buf, &max, &count) && (max < 0 || count < 1 || max > 1L << 20))
+		abort();
+
+	long v;
+	if (usl_parse_int(buf, -1000, 1000, &v) && (v < -1000 || v > 1000))
+		abort();
+
+	/* NAME=VALUE lines into the environment, read as start-up reads them. */
+	char *names[16];
+	int k = 0;
+	for (char *line = buf, *next; line && *line && k < 16; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char *eq = strchr(line, '=');
+		if (!eq || eq == line)
+			continue;
+		*eq = 0;
+		char name[80] = "USLAB_";
+		strncat(name, line, sizeof(name) - 7);
+		if (setenv(name, eq + 1, 1) == 0)
+			names[k++] = strdup(name);
+	}
+	usl_opt = defaults;
+	usl_read_options();
+	if (usl_opt.min_order > usl_opt.max_order || usl_opt.max_order > USL_MAX_ORDER || usl_opt.min_order < 0 ||
+	    (usl_opt.harden != 0 && usl_opt.harden != 1) || usl_opt.decay_ms > 3600u * 1000)
+		abort();
+	for (int i = 0; i < k; i++) {
+		unsetenv(names[i]);
+		free(names[i]);
+	}
+	usl_opt = defaults;
+	return 0;
+}
