@@ -160,14 +160,14 @@ static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	/* A page marked usl_pm_uncarved (count 0) fails here: its objects may
-	 * never have been handed out, and the caller's slow path asks. */
+	/* The page map counts the objects carved so far: one beyond fails here
+	 * (never handed out, or the count lags), and the caller's slow path asks. */
 	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	return e.cache == s->id && usl_obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
 }
 
-/* obj_check failed for x, an object start of s on a marked page: true if it
- * was handed out; else the free is refused with a report. */
+/* obj_check failed for x, an object start of s beyond the page map's count:
+ * true if it was handed out; else the free is refused with a report. */
 static __attribute__((noinline)) bool uncarved_check(struct kmem_cache *s, void *x, const char *fn)
 {
 	if (usl_slub_handed_out(s, x))
@@ -269,7 +269,7 @@ static __attribute__((noinline, cold)) void bad_free(struct kmem_cache *s, void 
 {
 	if (!usl_cache_live(s))
 		usl_report_dead_cache("kmem_cache_free", s, "object not freed");
-	else if (usl_pm_is_object(s, x)) {     /* on a page with uncarved objects */
+	else if (usl_pm_is_slot(s, x)) {       /* beyond the carved count */
 		if (uncarved_check(s, x, "kmem_cache_free"))
 			free_checked(s, x, "kmem_cache_free", false);
 	} else
@@ -343,17 +343,12 @@ static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uin
 		free_nonslab(x, fn);
 		return;
 	}
-	if (usl_unlikely(usl_pm_uncarved(e))) {      /* a page with objects never handed out */
-		if (!usl_pm_is_object(s, x))
-			usl_report_bad_free(fn, s, x, usl_virt_to_slab(x));
-		else if (uncarved_check(s, x, fn))
-			free_checked(s, x, fn, true);
-		return;
-	}
 	/* A user cache's entry: objects has no USL_PM_INTERNAL bit to mask. */
-	if (usl_unlikely(!usl_obj_index_in(s, (uint32_t)off - e.start, e.objects)))
+	if (usl_likely(usl_obj_index_in(s, (uint32_t)off - e.start, e.objects)))
+		free_checked_as(s, x, fn, true, marked);
+	else if (!usl_pm_is_slot(s, x))
 		usl_report_bad_free(fn, s, x, usl_virt_to_slab(x));
-	else
+	else if (uncarved_check(s, x, fn))   /* beyond the carved count */
 		free_checked_as(s, x, fn, true, marked);
 }
 
@@ -500,9 +495,9 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		if (!x)
 			continue;
 		if (usl_unlikely(!obj_check(s, x))) {
-			if (!usl_pm_is_object(s, x))
+			if (!usl_pm_is_slot(s, x))
 				usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
-			if (!usl_pm_is_object(s, x) || !uncarved_check(s, x, "kmem_cache_free_bulk"))
+			if (!usl_pm_is_slot(s, x) || !uncarved_check(s, x, "kmem_cache_free_bulk"))
 				continue;
 		}
 		if (usl_unlikely((uintptr_t)x == prev)) {

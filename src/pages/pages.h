@@ -54,19 +54,17 @@ static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, uns
 	struct usl_pagemap_entry v = { start, (uint16_t)objects, (uint16_t)cache };
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
-/* An entry with a cache id and an object count of 0 marks a page of a slab
- * that had objects never handed out (uncarved) when the entry was written.
- * The free fast paths' object test then fails by itself (index < 0), and
- * their slow paths ask the slab (usl_slub_handed_out), which writes the count
- * back once the page is carved whole. The count is the slab's then. */
-static inline bool usl_pm_uncarved(struct usl_pagemap_entry e) { return e.cache && !USL_PM_OBJECTS(e); }
-/* Write the count into a marked entry if it is still as read (false: it
- * changed meanwhile). */
-static inline bool usl_pm_set_objects(struct usl_pagemap_entry *e, struct usl_pagemap_entry seen, unsigned int objects)
+/* A slab of a user or kmalloc cache keeps in its entries' object count the
+ * objects carved so far (handed out at least once, or linked), not all of
+ * them: the free fast paths' object test (index < count) then refuses the
+ * never handed out ones by itself, at no cost, and their slow paths ask the
+ * slab (usl_pm_is_slot) before reporting. The slab's carver raises the count
+ * (slub/slub.c). */
+static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int objects)
 {
-	struct usl_pagemap_entry v = seen;
-	v.objects = (uint16_t)(seen.objects | objects);
-	return __atomic_compare_exchange(e, &seen, &v, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	struct usl_pagemap_entry v = usl_pm_read(e);
+	v.objects = (uint16_t)((v.objects & USL_PM_INTERNAL) | objects);
+	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
 extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from the aux vector */
 extern size_t usl_page_size USL_HIDDEN;
@@ -126,9 +124,20 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 		return NULL;
 	return &usl_table[usl_table_index(usl_block_offset(off) >> usl_page_shift)];
 }
-/* Is p an object start of a slab of s? By the page map (one entry), and the
- * slab's count on a marked page (usl_pm_uncarved): handed out or not. */
+/* Is p an object start of a slab of s that was handed out at least once (or
+ * linked)? By the page map alone (one entry). */
 static inline bool usl_pm_is_object(const struct kmem_cache *s, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return false;
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	return e.cache == s->id &&
+	       usl_obj_index((uint32_t)off - e.start, s->div_inv, s->div_shift) < USL_PM_OBJECTS(e);
+}
+
+/* Is p an object start of a slab of s, carved or not? (The slab's count.) */
+static inline bool usl_pm_is_slot(const struct kmem_cache *s, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
@@ -136,11 +145,10 @@ static inline bool usl_pm_is_object(const struct kmem_cache *s, const void *p)
 	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	if (e.cache != s->id)
 		return false;
-	unsigned int objects = USL_PM_OBJECTS(e);
-	if (usl_unlikely(!objects))
-		objects = usl_counters_objects(__atomic_load_n(&usl_virt_to_slab(p)->counters, __ATOMIC_ACQUIRE));
+	unsigned int objects = usl_counters_objects(__atomic_load_n(&usl_virt_to_slab(p)->counters, __ATOMIC_ACQUIRE));
 	return usl_obj_index((uint32_t)off - e.start, s->div_inv, s->div_shift) < objects;
 }
+
 /* The page number of a head entry. */
 static inline size_t usl_slab_pfn(const struct slab *slab) { return usl_table_pfn((size_t)(slab - usl_table)); }
 static inline void *usl_slab_address(const struct slab *slab)

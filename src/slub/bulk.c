@@ -31,6 +31,7 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 			return 0;
 		k = nr < u ? (unsigned int)nr : u;
 	} while (!usl_slab_cas(slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
+	usl_slab_carved(s, slab, usl_counters_set_uncarved(c, u - k));
 	char *q = usl_carve_start(s, slab, c);
 	for (unsigned int i = 0; i < k; i++, q += s->size)
 		p[i] = q;

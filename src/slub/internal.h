@@ -147,6 +147,10 @@ static inline bool usl_never_handed_out(const struct kmem_cache *s, const struct
  * Paths of slub.c used by the engine's other files
  */
 
+/* After a claim of uncarved objects (counters c after it): the page map's
+ * count follows (pages/pages.h, usl_pm_set_count). */
+USL_HIDDEN void usl_slab_carved(const struct kmem_cache *s, struct slab *slab, unsigned long c);
+
 /* Freeing a chain head..tail of cnt objects of slab to the slab (the kernel's
  * __slab_free): one 16-byte CAS, list_lock only when the slab changes list. */
 USL_HIDDEN void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail, unsigned int cnt);

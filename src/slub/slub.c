@@ -33,18 +33,31 @@ void (*usl_slub_before_grow)(void) = no_hook;
  */
 
 /* Record a slab's cache and object count in the page map entries of its pages
- * (0: not a slab any more); uncarved: it has objects never handed out, and the
- * pages of a user or kmalloc cache are marked so (usl_pm_uncarved). */
-static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects, bool uncarved)
+ * (0: not a slab any more). A user or kmalloc cache's entries count only the
+ * objects carved so far (pages/pages.h): carved of them now. */
+static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *s, unsigned int objects,
+                      unsigned int carved)
 {
 	size_t pfn = usl_slab_pfn(slab);
 	struct usl_pagemap_entry *e = &usl_pagemap[pfn];
 	uint32_t start = (uint32_t)(pfn << usl_page_shift);
-	unsigned int tag = s ? objects | (s->flags & USL_SLAB_INTERNAL ? USL_PM_INTERNAL : 0) : 0;
-	if (uncarved && s && !(s->flags & USL_SLAB_INTERNAL))
-		tag = 0;       /* marked: usl_pm_uncarved */
+	unsigned int tag = 0;
+	if (s)
+		tag = s->flags & USL_SLAB_INTERNAL ? objects | USL_PM_INTERNAL : carved;
 	for (size_t i = 0; i < ((size_t)1 << order); i++)
 		usl_pm_write(&e[i], start, tag, s ? s->id : 0);
+}
+
+/* The slab's carver (its one taker) moved the carving point: the page map
+ * counts the objects below it (counters c after the claim). */
+void usl_slab_carved(const struct kmem_cache *s, struct slab *slab, unsigned long c)
+{
+	if (s->flags & USL_SLAB_INTERNAL)
+		return;
+	struct usl_pagemap_entry *e = &usl_pagemap[usl_slab_pfn(slab)];
+	unsigned int carved = usl_counters_objects(c) - usl_counters_uncarved(c);
+	for (size_t i = 0; i < ((size_t)1 << slab->order); i++)
+		usl_pm_set_count(&e[i], carved);
 }
 
 /* ===========================================================================
@@ -128,7 +141,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
-	set_owner(slab, order, s, objects, linked < objects);
+	set_owner(slab, order, s, objects, linked);
 	*freelist = linked ? addr : NULL;
 	return slab;
 }
@@ -141,7 +154,7 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
-	set_owner(slab, slab->order, NULL, 0, false);
+	set_owner(slab, slab->order, NULL, 0, 0);
 	usl_pages_free(usl_slab_address(slab));
 }
 
@@ -166,6 +179,8 @@ static void *freeze_slab(const struct kmem_cache *s, struct slab *slab)
 			head = carve_linked(s, slab, c, &nc);
 		}
 	} while (!usl_slab_cas(slab, fl, c, NULL, nc));
+	if (usl_counters_uncarved(nc) != usl_counters_uncarved(c))
+		usl_slab_carved(s, slab, nc);
 	return head;
 }
 
@@ -184,6 +199,8 @@ static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 		if (!fl && usl_counters_uncarved(c))
 			head = carve_linked(s, slab, c, &nc);
 	} while (!usl_slab_cas(slab, fl, c, NULL, nc));
+	if (usl_counters_uncarved(nc) != usl_counters_uncarved(c))
+		usl_slab_carved(s, slab, nc);
 	return head;
 }
 
@@ -503,6 +520,8 @@ void *usl_alloc_direct(struct kmem_cache *s)
 		if (full)
 			usl_remove_partial(n, slab);
 		if (usl_slab_cas(slab, fl, c, next, nc)) {
+			if (!fl)
+				usl_slab_carved(s, slab, nc);
 			usl_unlock(&n->list_lock);
 			return obj;
 		}
@@ -517,6 +536,8 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	obj = take_one(s, slab, fl, slab->counters, 1, &next, &nc);
 	slab->freelist = next;
 	slab->counters = nc;
+	if (!fl)
+		usl_slab_carved(s, slab, nc);
 	if (next || usl_counters_uncarved(nc)) {
 		usl_lock(&n->list_lock);
 		usl_add_partial(n, slab, false);
@@ -755,24 +776,14 @@ __attribute__((noinline, cold)) void usl_report_bad_free(const char *fn, struct 
 	}
 }
 
-/* x, an object start of s on a page marked usl_pm_uncarved: was it handed out?
- * (Uncarved objects only become fewer, and carving is published by a CAS
- * before an object leaves the engine, so a legitimate free sees it carved.)
- * A page whose objects all lie below the carving point loses its mark. */
+/* x, an object start of s beyond its page map count: was it handed out? (The
+ * count can lag the slab's carving point, never lead it: carving is published
+ * by the counters' CAS before an object leaves the engine.) */
 bool usl_slub_handed_out(struct kmem_cache *s, const void *x)
 {
-	uintptr_t off = (uintptr_t)x - usl_base;
-	struct usl_pagemap_entry *pe = &usl_pagemap[off >> usl_page_shift];
-	struct usl_pagemap_entry e = usl_pm_read(pe);
 	struct slab *slab = usl_virt_to_slab(x);
 	unsigned long c = __atomic_load_n(&slab->counters, __ATOMIC_ACQUIRE);
-
-	if (usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, x))
-		return false;
-	uintptr_t page_end = ((off >> usl_page_shift) + 1) << usl_page_shift;
-	if (!usl_counters_uncarved(c) || (uintptr_t)usl_carve_start(s, slab, c) - usl_base >= page_end)
-		usl_pm_set_objects(pe, e, usl_counters_objects(c));   /* lost to a change: the next free retries */
-	return true;
+	return !(usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, x));
 }
 
 /* A free pointer that does not decode to an object of obj's slab: a write into

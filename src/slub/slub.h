@@ -38,8 +38,8 @@ USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
  * free (reported under fn), locked mode's push, or a slab not this CPU's. */
 USL_HIDDEN void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r, const char *fn);
 USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
-/* x is an object start of s on a page marked usl_pm_uncarved (pages/pages.h):
- * false if it was never handed out (a free of it must be refused). */
+/* x is an object start of s beyond its page map count (pages/pages.h): false
+ * if it was never handed out (a free of it must be refused). */
 USL_HIDDEN bool usl_slub_handed_out(struct kmem_cache *s, const void *x);
 /* Why x cannot be freed to s (NULL: any cache), reported under fn. */
 USL_HIDDEN void usl_report_bad_free(const char *fn, struct kmem_cache *s, const void *x, struct slab *slab)
