@@ -137,8 +137,10 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 
 /* Every word of a packed sheaf is stored hidden by the cache's key (as free
  * pointers are), so a write after free cannot plant an address, and every
- * word read back must name an object of the cache: one that does not is
- * reported and the sheaf cut there (its other objects lost, never handed out). */
+ * word is checked when read back: a head's link must name an object of the
+ * cache (the page map), the others an address in the range (unpack_sheaf).
+ * One that fails is reported and the sheaf cut there (its other objects
+ * lost, never handed out). */
 /* A node's words are all of the object's but the one at the free pointer
  * offset, which keeps the free marker (common/objects.c: a double free of a
  * packed object is seen too): word k of the node is word pack_slot(k). */
@@ -243,6 +245,7 @@ void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh)
 static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int n, void **out)
 {
 	unsigned int w = pack_words(s);
+	const uintptr_t range_top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 
 	out[0] = head;
 	for (unsigned int i = 0; i * w + (i == 0) < n; i++) {
@@ -251,7 +254,11 @@ static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int
 		for (; k < end; k++) {
 			unsigned int c = i * w + k;
 			uintptr_t v = pack_get(s, node, k);
-			if (usl_unlikely(!usl_pm_is_object(s, (void *)v))) {
+			/* In the committed range and word aligned: a word decoded
+			 * with the wrong key is noise and fails this (but for one in
+			 * 2^23); the pop's marker check (common/objects.c) refuses
+			 * what slips through. No page-map load per object. */
+			if (usl_unlikely(v - usl_base >= range_top || (v & 7))) {
 				pack_corrupt(s, node, v);
 				return c;    /* out[0 .. c) are good: they come first */
 			}
