@@ -33,6 +33,10 @@ USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
 extern __thread unsigned int usl_report_holds USL_HIDDEN __attribute__((tls_model("initial-exec")));
 extern __thread bool usl_report_queued USL_HIDDEN __attribute__((tls_model("initial-exec")));
 USL_HIDDEN void usl_report_deliver_queued(void);
+/* A free pointer in the free object obj of cache `name` decoded to next, not
+ * an object of obj's slab (a write after free, an overflow from a neighbour):
+ * reported (USLAB_ERR_CORRUPT); returns NULL, where the caller cuts the list. */
+USL_HIDDEN void *usl_report_free_list(const char *name, const void *obj, const void *next) __attribute__((cold));
 /* fork(): report_lock and the queue's lock, then init_lock (platform.c), taken
  * by the prepare handler (common/cache.c) and released in parent and child. */
 USL_HIDDEN void usl_report_fork_lock(void);

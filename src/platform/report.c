@@ -180,3 +180,10 @@ static void deliver(enum uslab_error kind, char *line, size_t cap)
 		write_all(2, line, n + 1);
 	}
 }
+
+void *usl_report_free_list(const char *name, const void *obj, const void *next)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: free list corrupted: the free object %p links to %p, not an object of its slab "
+	           "(a write after free?); the rest of the list is dropped", name, obj, next);
+	return NULL;
+}

@@ -19,7 +19,7 @@
  * use-after-free write of an address decodes to noise, and a plain pointer is
  * never found in a freed object. A decoded pointer must be NULL or an object
  * start in the same slab block as obj (usl_fp_ok); one that is not is reported
- * and the list is cut there (usl_fp_corrupt returns NULL): never followed. */
+ * and the list is cut there (usl_report_free_list returns NULL): never followed. */
 static inline void *usl_fp_decode(const struct kmem_cache *s, void *obj, uintptr_t word)
 {
 	return (void *)(word ^ usl_cache_key(s, (char *)obj + s->offset));
@@ -38,13 +38,11 @@ static inline bool usl_fp_ok(const struct kmem_cache *s, const void *obj, const 
 	return usl_obj_index(d, s->div_inv, s->div_shift) < s->objects;
 }
 
-USL_HIDDEN void *usl_fp_corrupt(const struct kmem_cache *s, const void *obj, const void *next);
-
 static inline void *usl_get_freepointer(const struct kmem_cache *s, void *obj)
 {
 	void *next = usl_fp_decode(s, obj, *(uintptr_t *)((char *)obj + s->offset));
 	if (usl_unlikely(!usl_fp_ok(s, obj, next)))
-		return usl_fp_corrupt(s, obj, next);
+		return usl_report_free_list(s->name, obj, next);
 	return next;
 }
 

@@ -786,16 +786,6 @@ bool usl_slub_handed_out(struct kmem_cache *s, const void *x)
 	return !(usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, x));
 }
 
-/* A free pointer that does not decode to an object of obj's slab: a write into
- * a freed object (use after free, overflow from its neighbour). The list is cut
- * at obj; the objects after it are lost, never handed out. */
-__attribute__((noinline, cold)) void *usl_fp_corrupt(const struct kmem_cache *s, const void *obj, const void *next)
-{
-	usl_report(USLAB_ERR_CORRUPT, "%s: free list corrupted: the free object %p links to %p, not an object of its slab "
-	           "(a write after free?); the rest of the list is dropped", s->name, obj, next);
-	return NULL;
-}
-
 __attribute__((noinline)) void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);

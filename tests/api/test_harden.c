@@ -86,17 +86,23 @@ static void free_kept(void **v, size_t n)
 	free(v);
 }
 
+/* The attack on alloc_free's freed objects, then the allocations after it. */
+static void poison_and_take_back(void **v, size_t size, size_t n, const char *route)
+{
+	for (size_t i = 0; i < n; i++)
+		if (i % 10)
+			poison(v[i], size);
+	take_back(size, n, route);
+	free_kept(v, n);
+}
+
 /* The freed objects reached their slabs' free lists by a trim. */
 static void route_trim(void)
 {
 	enum { SIZE = 96, N = 400 };
 	void **v = alloc_free(SIZE, N);
 	uslab_release_free_memory();
-	for (size_t i = 0; i < N; i++)
-		if (i % 10)
-			poison(v[i], SIZE);
-	take_back(SIZE, N, "trim");
-	free_kept(v, N);
+	poison_and_take_back(v, SIZE, N, "trim");
 }
 
 /* ... by the decay sweep (no decay thread: the program's own slow paths
@@ -120,11 +126,7 @@ static void route_decay(void)
 				flushed = true;
 	}
 	CHECK(flushed);
-	for (size_t i = 0; i < N; i++)
-		if (i % 10)
-			poison(v[i], SIZE);
-	take_back(SIZE, N, "decay");
-	free_kept(v, N);
+	poison_and_take_back(v, SIZE, N, "decay");
 }
 
 /* ... directly (USLAB_SHEAVES=0: kfree pushes onto the cpu slab's list or the
@@ -132,12 +134,7 @@ static void route_decay(void)
 static void route_plain(void)
 {
 	enum { SIZE = 128, N = 400 };
-	void **v = alloc_free(SIZE, N);
-	for (size_t i = 0; i < N; i++)
-		if (i % 10)
-			poison(v[i], SIZE);
-	take_back(SIZE, N, "sheaves off");
-	free_kept(v, N);
+	poison_and_take_back(alloc_free(SIZE, N), SIZE, N, "sheaves off");
 }
 
 /* A burst of frees the barn has no arrays for: packed into the freed
