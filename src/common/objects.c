@@ -335,8 +335,9 @@ static __attribute__((noinline)) void free_nonslab(void *x, const char *fn)
 /* usl_free_ptr's slow path, for x at offset off in the range: a slab object of
  * a user or kmalloc cache, its cache from the page map and the object check
  * kmem_cache_free's; anything else is free_nonslab's, a tail call. */
-static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, uintptr_t off, bool marked)
+static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, bool marked)
 {
+	uintptr_t off = (uintptr_t)x - usl_base;   /* below usl_top: the caller checked */
 	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
@@ -383,7 +384,7 @@ void usl_free_ptr(void *x, const char *fn)
 	 * no marker is written into them. */
 	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) >=
 	                 (uint16_t)(w >> 32) || (w & ((uint64_t)USL_PM_INTERNAL << 32)))) {
-		free_ptr_slow(x, fn, off, false);
+		free_ptr_slow(x, fn, false);
 		return;
 	}
 	if (usl_opt.harden && usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
@@ -395,7 +396,7 @@ void usl_free_ptr(void *x, const char *fn)
 			free_sample_id(id);
 		return;
 	}
-	free_ptr_slow(x, fn, off, true);
+	free_ptr_slow(x, fn, true);
 }
 
 /* ===========================================================================
