@@ -542,11 +542,11 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 			struct kmem_cache_cpu *c = &s->cpu_slab[i];
 			if (!usl_rseq_mode)
-				usl_spin_lock(&c->sheaf_lock);
+				usl_spin_lock_leaf(&c->sheaf_lock);
 			struct slab_sheaf *sh[2] = { usl_slot_main_detach(c), c->spare };
 			c->spare = NULL;
 			if (!usl_rseq_mode)
-				usl_spin_unlock(&c->sheaf_lock);
+				usl_spin_unlock_leaf(&c->sheaf_lock);
 			for (int k = 0; k < 2; k++)
 				if (sh[k] && sh[k] != &usl_empty_sheaf)
 					usl_list_add_tail(&sh[k]->barn_list, &taken);
@@ -631,9 +631,9 @@ static bool slots_hold_objects(struct kmem_cache *s)
 		if (usl_rseq_mode) {
 			some = slot_sheaves_hold(c) || slot_slabs_hold(c);
 		} else {
-			usl_spin_lock(&c->sheaf_lock);
+			usl_spin_lock_leaf(&c->sheaf_lock);
 			some = slot_sheaves_hold(c);
-			usl_spin_unlock(&c->sheaf_lock);
+			usl_spin_unlock_leaf(&c->sheaf_lock);
 			if (!some) {
 				usl_spin_lock(&c->lock);
 				some = slot_slabs_hold(c);
@@ -811,7 +811,7 @@ void usl_sheaf_fork_lock(struct kmem_cache *s)
 		return;
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			usl_spin_lock(&s->cpu_slab[i].sheaf_lock);
+			usl_spin_lock_leaf(&s->cpu_slab[i].sheaf_lock);
 	usl_spin_lock(&usl_get_barn(s)->lock);
 }
 
@@ -822,7 +822,7 @@ void usl_sheaf_fork_unlock(struct kmem_cache *s)
 	usl_spin_unlock(&usl_get_barn(s)->lock);
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			usl_spin_unlock(&s->cpu_slab[i].sheaf_lock);
+			usl_spin_unlock_leaf(&s->cpu_slab[i].sheaf_lock);
 }
 
 void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)

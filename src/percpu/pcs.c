@@ -23,11 +23,11 @@ bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b)
 	b->lc = NULL;
 	if (!usl_rseq_mode) {
 		struct kmem_cache_cpu *c = usl_slub_hint_refresh(s);
-		usl_spin_lock(&c->sheaf_lock);
+		usl_spin_lock_leaf(&c->sheaf_lock);
 		b->main = usl_slot_main_detach(c);
 		b->spare = c->spare;
 		c->spare = NULL;
-		usl_spin_unlock(&c->sheaf_lock);
+		usl_spin_unlock_leaf(&c->sheaf_lock);
 		b->lc = c;
 	} else {
 		unsigned long size;
@@ -58,7 +58,7 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 
 	if (b->lc) {
 		struct kmem_cache_cpu *c = b->lc;
-		usl_spin_lock(&c->sheaf_lock);
+		usl_spin_lock_leaf(&c->sheaf_lock);
 		if (!main_done && c->main == &usl_empty_sheaf) {
 			c->main_size = b->main->size;
 			c->main = b->main;
@@ -68,7 +68,7 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 			c->spare = b->spare;
 			spare_done = true;
 		}
-		usl_spin_unlock(&c->sheaf_lock);
+		usl_spin_unlock_leaf(&c->sheaf_lock);
 	} else {
 		int r;   /* each waits out a flusher's mark; OTHER: the place is taken */
 		if (!main_done) {
@@ -211,9 +211,9 @@ again:
 	if (!usl_rseq_mode) {
 		/* Locked mode's fast path: pop under the slot's sheaf lock. */
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
-		usl_spin_lock(&c->sheaf_lock);
+		usl_spin_lock_leaf(&c->sheaf_lock);
 		obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
-		usl_spin_unlock(&c->sheaf_lock);
+		usl_spin_unlock_leaf(&c->sheaf_lock);
 		if (obj) {
 			if (!pop_ok(s, obj))
 				goto again;
@@ -244,7 +244,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 	if (!usl_rseq_mode) {
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 		int r = USL_RS_MARKED;
-		usl_spin_lock(&c->sheaf_lock);
+		usl_spin_lock_leaf(&c->sheaf_lock);
 		struct slab_sheaf *m = c->main;
 		if (c->main_size < m->capacity) {
 			if (c->main_size && m->objects[c->main_size - 1] == x) {
@@ -254,7 +254,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 				r = USL_RS_OK;
 			}
 		}
-		usl_spin_unlock(&c->sheaf_lock);
+		usl_spin_unlock_leaf(&c->sheaf_lock);
 		if (r == USL_RS_OK)
 			return;
 		if (r == USL_RS_OTHER) {
@@ -304,7 +304,7 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 		return done;
 	}
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
-	usl_spin_lock(&c->sheaf_lock);
+	usl_spin_lock_leaf(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
 	size_t k = push ? m->capacity - c->main_size : c->main_size;
 	if (k > n)
@@ -316,7 +316,7 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 		c->main_size -= k;
 		memcpy(p, &m->objects[c->main_size], k * sizeof(void *));
 	}
-	usl_spin_unlock(&c->sheaf_lock);
+	usl_spin_unlock_leaf(&c->sheaf_lock);
 	return k;
 }
 

@@ -100,5 +100,13 @@ static inline void usl_spin_unlock(int *lock)
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 	usl_report_release();
 }
+/* The same for a leaf lock held only for a copy or a pointer swap, under which
+ * nothing can be reported (a slot's sheaf_lock): reports are not held. */
+static inline void usl_spin_lock_leaf(int *lock)
+{
+	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
+		usl_spin_lock_slow(lock);
+}
+static inline void usl_spin_unlock_leaf(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
 
 #endif /* USL_PLATFORM_H */
