@@ -419,6 +419,7 @@ static void test_packed_burst(void)
 			p[i] = p[j];
 			p[j] = x;
 		}
+		uint64_t t0 = usl_now_ms();
 		for (unsigned i = 0; i < N; i++)
 			kmem_cache_free(s, p[i]);
 		struct usl_sheaf_counts sc;
@@ -454,7 +455,10 @@ static void test_packed_burst(void)
 			ours += bsearch(&q[i], p, N, sizeof(void *), cmp_ptr) != NULL;
 		}
 		CHECK_EQ(dup, 0);
-		if (held >= N)
+		/* (Unless a decay interval went by meanwhile, as on a loaded
+		 * machine under a sanitizer: then the sweep may have given the
+		 * burst's packed sheaves back to slabs, and empty slabs away.) */
+		if (held >= N && (!usl_opt.decay_ms || usl_now_ms() - t0 < usl_opt.decay_ms / 2))
 			CHECK(ours >= N - (held - N));
 		usl_sheaf_counts(s, &sc);
 		CHECK_EQ(sc.packed_objects, 0);
