@@ -97,11 +97,13 @@ void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
 bool usl_cpu_list(const char *path, long *max, long *count)
 {
 	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* open, read and close are cancellation points, and start-up holds
+	 * init_lock (and whatever lock the first call held): plain system calls. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	ssize_t len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
 	if (len <= 0)
 		return false;
 	buf[len] = 0;
@@ -146,6 +148,10 @@ bool usl_cpu_list_parse(const char *buf, long *max, long *count)
 static void count_cpus(void)
 {
 	long max, count, n = 0, online = 0;
+	int cancel;
+
+	/* sysconf reads files (cancellation points) under init_lock. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 
 	if (usl_cpu_list("/sys/devices/system/cpu/possible", &max, &count))
 		n = max + 1;
@@ -161,6 +167,7 @@ static void count_cpus(void)
 	if (online < 1)
 		online = sysconf(_SC_NPROCESSORS_ONLN);
 	usl_online_cpus = online < 1 ? 1 : (online > n ? (unsigned int)n : (unsigned int)online);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 /* The page size from the aux vector (sysconf would pull a cold part of libc in,
@@ -245,7 +252,10 @@ uint64_t usl_random64(void)
 	uint64_t v = 0;
 
 	int saved = errno;
-	ssize_t n = getrandom(&v, sizeof(v), GRND_NONBLOCK);
+	/* The system call, not glibc's getrandom, which is a cancellation point:
+	 * cache creation calls this under slab_mutex, and a thread cancelled
+	 * there would leave every other thread waiting for it. */
+	ssize_t n = (ssize_t)syscall(SYS_getrandom, &v, sizeof(v), GRND_NONBLOCK);
 	errno = saved;
 	if (n != (ssize_t)sizeof(v)) {
 		/* A sandbox without getrandom, or entropy not ready at boot. */
