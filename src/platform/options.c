@@ -49,7 +49,7 @@ static const struct option options[] = {
 	{ "USLAB_NOMERGE", &usl_opt.nomerge, 0, 1, NULL },
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
-	{ "USLAB_HARDEN", &usl_opt.harden, 0, 1, NULL },
+	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 

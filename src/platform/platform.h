@@ -18,7 +18,8 @@ struct usl_options {
 	unsigned int decay_ms;       /* free block age before madvise */
 	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
 	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
-	int harden;                  /* USLAB_HARDEN: 0 = no free markers (docs/ARCHITECTURE.md section 11) */
+	int harden;                  /* USLAB_HARDEN: 0 = no free markers, 2 = and a random carving
+	                                order (docs/ARCHITECTURE.md section 11) */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */

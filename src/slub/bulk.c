@@ -33,8 +33,10 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 	} while (!usl_slab_cas(slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
 	usl_slab_carved(s, slab, usl_counters_set_uncarved(c, u - k));
 	char *q = usl_carve_start(s, slab, c);
-	for (unsigned int i = 0; i < k; i++, q += s->size)
-		p[i] = q;
+	struct usl_carve_order o;
+	usl_carve_order_init(&o, k);
+	for (unsigned int i = 0; i < k; i++)
+		p[i] = q + (size_t)usl_carve_order_next(&o) * s->size;
 	return k;
 }
 

@@ -78,11 +78,53 @@ static inline unsigned int carve_chunk(const struct kmem_cache *s, unsigned int 
 	return k < uncarved ? k : uncarved;
 }
 
-/* Link k objects from p on; the last one's free pointer is NULL. */
-static void link_objects(const struct kmem_cache *s, char *p, unsigned int k)
+static __thread uint64_t order_rng __attribute__((tls_model("initial-exec")));
+
+void usl_carve_order_init(struct usl_carve_order *o, unsigned int k)
 {
-	for (unsigned int i = 0; i < k; i++, p += s->size)
-		usl_set_freepointer(s, p, i + 1 < k ? p + s->size : NULL);
+	o->k = k;
+	o->a = 1;
+	o->x = 0;
+	if (usl_opt.harden < 2 || k < 2)
+		return;
+	uint64_t r = order_rng;
+	if (usl_unlikely(!r))
+		r = usl_random64();
+	r ^= r << 13, r ^= r >> 7, r ^= r << 17;                /* xorshift64 */
+	/* A step prime to k, from a random start; not 1 or k - 1 once k
+	 * allows (those keep neighbours next to each other). */
+	unsigned int lo = k < 5 ? 1 : 2, span = k < 5 ? k - 1 : k - 3;
+	unsigned int start = (unsigned int)((r >> 32) % span);
+	for (unsigned int j = 0; j < span; j++) {
+		unsigned int a = lo + (start + j) % span, g = k, b = a;
+		while (b) {                                       /* gcd(a, k) */
+			unsigned int m = g % b;
+			g = b;
+			b = m;
+		}
+		if (g == 1) {
+			o->a = a;
+			break;
+		}
+	}
+	o->x = (unsigned int)(r % k);
+	order_rng = r;
+}
+
+/* Link k objects from p on, in the carving order; the last one's free
+ * pointer is NULL. Returns the first. */
+static void *link_objects(const struct kmem_cache *s, char *p, unsigned int k)
+{
+	struct usl_carve_order o;
+	usl_carve_order_init(&o, k);
+	char *first = p + (size_t)usl_carve_order_next(&o) * s->size, *cur = first;
+	for (unsigned int i = 1; i < k; i++) {
+		char *next = p + (size_t)usl_carve_order_next(&o) * s->size;
+		usl_set_freepointer(s, cur, next);
+		cur = next;
+	}
+	usl_set_freepointer(s, cur, NULL);
+	return first;
 }
 
 /* For a slab whose freelist is empty and that has uncarved objects: link the
@@ -90,9 +132,8 @@ static void link_objects(const struct kmem_cache *s, char *p, unsigned int k)
 static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, unsigned long c, unsigned long *nc)
 {
 	unsigned int u = usl_counters_uncarved(c), k = carve_chunk(s, u);
-	char *head = usl_carve_start(s, slab, c);
+	void *head = link_objects(s, usl_carve_start(s, slab, c), k);
 
-	link_objects(s, head, k);
 	*nc = usl_counters_set_uncarved(*nc, u - k);
 	return head;
 }
@@ -125,12 +166,13 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	 * without being read. A constructor runs when the slab is made, so such
 	 * slabs are linked whole. */
 	unsigned int linked = 0;
+	void *head = NULL;
 	if (s->ctor) {
 		char *p = addr;
 		for (unsigned int i = 0; i < objects; i++, p += s->size)
 			s->ctor(p);
 		linked = objects;
-		link_objects(s, addr, linked);
+		head = link_objects(s, addr, linked);
 	}
 	slab->freelist = NULL;
 	slab->counters = usl_counters_set_uncarved(usl_counters_make(objects, objects, true), objects - linked);
@@ -142,7 +184,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
 	set_owner(slab, order, s, objects, linked);
-	*freelist = linked ? addr : NULL;
+	*freelist = head;
 	return slab;
 }
 

@@ -291,6 +291,32 @@ static void double_free_cache(void)
 	kmem_cache_destroy(s);
 }
 
+/* With USLAB_HARDEN=2 a new cache's objects do not come in address order:
+ * consecutive allocations are rarely neighbours (otherwise nearly all are). */
+static void carving_order(void)
+{
+	enum { SIZE = 64, N = 256 };
+	struct kmem_cache *s = kmem_cache_create("harden-order", SIZE, 0, SLAB_NO_MERGE, NULL);
+	void *v[N];
+	unsigned int next_to = 0;
+	for (int i = 0; i < N; i++) {
+		v[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(v[i] != NULL);
+		if (i) {
+			long d = (char *)v[i] - (char *)v[i - 1];
+			next_to += d == SIZE || d == -SIZE;
+		}
+	}
+	const char *h = getenv("USLAB_HARDEN");
+	if (h && !strcmp(h, "2"))
+		CHECK(next_to < N / 8);
+	else
+		CHECK(next_to > N / 2);
+	for (int i = 0; i < N; i++)
+		kmem_cache_free(s, v[i]);
+	kmem_cache_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	capture_reports();
@@ -300,6 +326,8 @@ int main(int argc, char **argv)
 	bool all = !strcmp(what, "default");
 	if (all || !strcmp(what, "words"))
 		encoded_words();
+	if (all || !strcmp(what, "order"))
+		carving_order();
 	if (all || !strcmp(what, "trim"))
 		route_trim();
 	if (all || !strcmp(what, "packed"))
