@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	usl_opt = defaults;
 	usl_read_options();
 	if (usl_opt.min_order > usl_opt.max_order || usl_opt.max_order > USL_MAX_ORDER || usl_opt.min_order < 0 ||
-	    (usl_opt.harden != 0 && usl_opt.harden != 1) || usl_opt.decay_ms > 3600u * 1000)
+	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000)
 		abort();
 	for (int i = 0; i < k; i++) {
 		unsetenv(names[i]);
