@@ -258,9 +258,14 @@ struct kmem_cache {
 
 /* The key that hides a word uslab stores in a free object of s (a free
  * pointer, a packed sheaf's word) at address at: stored = value ^ key. */
+static inline uintptr_t usl_key(uintptr_t secret, const void *at)
+{
+	return secret ^ __builtin_bswap64((uintptr_t)at);
+}
+
 static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at)
 {
-	return s->fp_secret ^ __builtin_bswap64((uintptr_t)at);
+	return usl_key(s->fp_secret, at);
 }
 
 /* The free marker (docs/ARCHITECTURE.md section 11) of obj, an object of s in a

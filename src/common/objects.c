@@ -30,16 +30,11 @@
  * nothing written, nothing checked.
  */
 
-static inline __attribute__((always_inline)) uintptr_t marker_key(uintptr_t at, uintptr_t secret)
-{
-	return secret ^ __builtin_bswap64(at);
-}
-
 /* Check x and mark it free: false (nothing written) if it is free already. */
 static inline __attribute__((always_inline)) bool marker_take(uintptr_t x, uint32_t off, uintptr_t secret,
                                                               uint32_t blk_shift)
 {
-	uintptr_t at = x + off, key = marker_key(at, secret);
+	uintptr_t at = x + off, key = usl_key(secret, (const void *)at);
 	uintptr_t dec = *(uintptr_t *)at ^ key;
 	if (usl_unlikely(!((dec ^ x) >> blk_shift) || !dec))
 		return false;
@@ -157,13 +152,9 @@ void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
  * the paths that need it). */
 static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s, void *x)
 {
-	uintptr_t off = (uintptr_t)x - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
-		return false;
 	/* The page map counts the objects carved so far: one beyond fails here
 	 * (never handed out, or the count lags), and the caller's slow path asks. */
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
-	return e.cache == s->id && usl_obj_index_in(s, (uint32_t)off - e.start, USL_PM_OBJECTS(e));
+	return usl_pm_is_object(s, x);
 }
 
 /* obj_check failed for x, an object start of s beyond the page map's count:
@@ -496,9 +487,11 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		if (!x)
 			continue;
 		if (usl_unlikely(!obj_check(s, x))) {
-			if (!usl_pm_is_slot(s, x))
+			if (!usl_pm_is_slot(s, x)) {
 				usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
-			if (!usl_pm_is_slot(s, x) || !uncarved_check(s, x, "kmem_cache_free_bulk"))
+				continue;
+			}
+			if (!uncarved_check(s, x, "kmem_cache_free_bulk"))
 				continue;
 		}
 		if (usl_unlikely((uintptr_t)x == prev)) {

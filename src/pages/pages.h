@@ -124,29 +124,35 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 		return NULL;
 	return &usl_table[usl_table_index(usl_block_offset(off) >> usl_page_shift)];
 }
-/* Is p an object start of a slab of s that was handed out at least once (or
- * linked)? By the page map alone (one entry). */
-static inline bool usl_pm_is_object(const struct kmem_cache *s, const void *p)
+/* The object index of p in a slab of s, by its page-map entry *e; false if p
+ * is outside the committed range or its page is not s's. */
+static inline bool usl_pm_index(const struct kmem_cache *s, const void *p, struct usl_pagemap_entry *e,
+                                uint32_t *idx)
 {
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
-	return e.cache == s->id &&
-	       usl_obj_index((uint32_t)off - e.start, s->div_inv, s->div_shift) < USL_PM_OBJECTS(e);
+	*e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	*idx = usl_obj_index((uint32_t)off - e->start, s->div_inv, s->div_shift);
+	return e->cache == s->id;
+}
+
+/* Is p an object start of a slab of s that was handed out at least once (or
+ * linked)? By the page map alone (one entry). */
+static inline bool usl_pm_is_object(const struct kmem_cache *s, const void *p)
+{
+	struct usl_pagemap_entry e;
+	uint32_t idx;
+	return usl_pm_index(s, p, &e, &idx) && idx < USL_PM_OBJECTS(e);
 }
 
 /* Is p an object start of a slab of s, carved or not? (The slab's count.) */
 static inline bool usl_pm_is_slot(const struct kmem_cache *s, const void *p)
 {
-	uintptr_t off = (uintptr_t)p - usl_base;
-	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
-		return false;
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
-	if (e.cache != s->id)
-		return false;
-	unsigned int objects = usl_counters_objects(__atomic_load_n(&usl_virt_to_slab(p)->counters, __ATOMIC_ACQUIRE));
-	return usl_obj_index((uint32_t)off - e.start, s->div_inv, s->div_shift) < objects;
+	struct usl_pagemap_entry e;
+	uint32_t idx;
+	return usl_pm_index(s, p, &e, &idx) &&
+	       idx < usl_counters_objects(__atomic_load_n(&usl_virt_to_slab(p)->counters, __ATOMIC_ACQUIRE));
 }
 
 /* The page number of a head entry. */
