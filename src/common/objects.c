@@ -99,8 +99,7 @@ static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s,
  * lost: someone may hold it), and the allocation tried again. */
 __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was free twice at once (freed by two threads together, or a "
-	           "sheaf overwritten); not handed out again", fn, s->name, obj);
+	usl_report_pop_refused(s, obj, fn);
 	return kmem_cache_alloc(s, gfp);
 }
 

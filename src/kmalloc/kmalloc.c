@@ -208,12 +208,11 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	if (usl_opt.harden) {
-		/* The free marker (common/objects.c): kmalloc and malloc classes
-		 * keep it in word 0. The cache is loaded for its secret only. */
+		/* The free marker (common/objects.c); the cache is loaded only
+		 * for its key. */
 		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
-		if (usl_unlikely(*(uintptr_t *)obj != ((uintptr_t)obj ^ usl_cache_key(s, obj))))
+		if (usl_unlikely(!usl_marker_pop(s, obj)))
 			return malloc_refused(s, obj);
-		*(uintptr_t *)obj = 0;
 	}
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */

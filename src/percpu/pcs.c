@@ -189,14 +189,19 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
  * Single objects
  */
 
-/* A popped object that does not carry its free marker (usl_marker_pop):
- * reported and kept out of use (someone may hold it). */
+void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was free twice at once (freed by two threads together, or a "
+	           "sheaf overwritten); not handed out again", fn, s->name, obj);
+}
+
+/* A popped object that does not carry its free marker: reported and kept out
+ * of use (someone may hold it). */
 static bool pop_ok(struct kmem_cache *s, void *obj)
 {
 	if (!usl_opt.harden || usl_marker_pop(s, obj))
 		return true;
-	usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_alloc(%s): %p was free twice at once (freed by two threads "
-	           "together, or a sheaf overwritten); not handed out again", s->name, obj);
+	usl_report_pop_refused(s, obj, "kmem_cache_alloc");
 	return false;
 }
 

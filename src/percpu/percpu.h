@@ -39,6 +39,10 @@ USL_HIDDEN void usl_sheaf_cache_init(struct kmem_cache *s);
 /* ---- the slow paths behind the sections (sheaf.c) ---- */
 /* The pop section failed (empty main, marked slot, locked mode, no CPU). */
 USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);
+/* A sheaf pop's object without its free marker (usl_marker_pop, types.h): it
+ * was pushed twice or the sheaf overwritten. Reported under fn; the caller
+ * keeps it out of use and allocates another. */
+USL_HIDDEN void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn) __attribute__((cold));
 /* The push section failed (full main, marked slot, locked mode, no CPU); x is a
  * checked object of s. */
 USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);

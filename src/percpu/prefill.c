@@ -88,8 +88,7 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 	if (usl_opt.harden) {
 		/* Its free marker (common/objects.c), written by the refill. */
 		if (usl_unlikely(!usl_marker_pop(s, obj))) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_alloc_from_sheaf(%s): %p is not free (the sheaf was "
-			           "overwritten, or the object freed while in it); not handed out", s->name, obj);
+			usl_report_pop_refused(s, obj, "kmem_cache_alloc_from_sheaf");
 			return NULL;
 		}
 	}
