@@ -43,6 +43,7 @@ static void fork_prepare(void)
 		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
 		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	}
+	usl_meta_fork_lock();
 	usl_pages_fork_lock();
 	usl_map_fork_lock();
 	usl_platform_fork_lock();
@@ -53,6 +54,7 @@ static void fork_release(void)
 	usl_platform_fork_unlock();
 	usl_map_fork_unlock();
 	usl_pages_fork_unlock();
+	usl_meta_fork_unlock();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
 		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
@@ -184,9 +186,8 @@ static bool slots_map(void)
 		lines++;
 	usl_slot_stride = lines * sizeof(struct kmem_cache_cpu);
 	for (size_t n = USL_MAX_CACHES; n >= 256; n /= 2) {
-		void *p = mmap(NULL, n * usl_slot_stride, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p != MAP_FAILED) {
+		void *p = usl_map_guarded(USL_ALIGN(n * usl_slot_stride, usl_page_size), PROT_READ | PROT_WRITE);
+		if (p) {
 			usl_slots = p;
 			max_ids = n;
 			return true;

@@ -50,8 +50,9 @@ static bool huge_reserve(void)
 	size_t cap = huge_cap ? huge_cap * 2 : 256;
 	if (huge_live * 4 < huge_cap)
 		cap = huge_cap;                     /* mostly deleted entries: rehash in place size */
-	struct huge_entry *t = mmap(NULL, cap * sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED)
+	/* Guarded: its neighbours may be the program's own direct mappings. */
+	struct huge_entry *t = usl_map_guarded(cap * sizeof(*t), PROT_READ | PROT_WRITE);
+	if (!t)
 		return false;
 	for (size_t i = 0; i < huge_cap; i++) {
 		if (huge_tab[i].addr <= HUGE_DELETED)
@@ -62,7 +63,7 @@ static bool huge_reserve(void)
 		t[j] = huge_tab[i];
 	}
 	if (huge_tab)
-		munmap(huge_tab, huge_cap * sizeof(*huge_tab));
+		usl_unmap_guarded(huge_tab, huge_cap * sizeof(*huge_tab));
 	huge_tab = t;
 	huge_cap = cap;
 	huge_used = huge_live;

@@ -257,10 +257,10 @@ static bool side_reserve(size_t range)
 	                    regions * sizeof(struct region_bits), index };
 	for (int i = 0; i < 4; i++) {
 		side_bytes[i] = USL_ALIGN(bytes[i], usl_page_size);
-		side_maps[i] = map_anon(NULL, side_bytes[i], i == 3 ? PROT_READ | PROT_WRITE : PROT_NONE, 0);
+		side_maps[i] = usl_map_guarded(side_bytes[i], i == 3 ? PROT_READ | PROT_WRITE : PROT_NONE);
 		if (!side_maps[i]) {
 			while (i--)
-				munmap(side_maps[i], side_bytes[i]);
+				usl_unmap_guarded(side_maps[i], side_bytes[i]);
 			return false;
 		}
 	}
@@ -307,7 +307,7 @@ static bool range_unreserved(size_t limit, size_t max_block)
 			munmap(r, max_block);
 	}
 	for (int i = 0; i < 4; i++)
-		munmap(side_maps[i], side_bytes[i]);
+		usl_unmap_guarded(side_maps[i], side_bytes[i]);
 	return false;
 }
 
@@ -430,6 +430,27 @@ static bool grow(void)
 	return true;
 }
 
+/* Make the 2^order pages at pfn a block of this kind: every page-map entry
+ * points at its head, whose table entry is set up. Under pages_lock. */
+static void *claim(size_t pfn, unsigned int order, enum usl_page_kind kind)
+{
+	struct slab *e = &usl_table[usl_table_index(pfn)];
+	size_t n = (size_t)1 << order;
+	for (size_t i = 0; i < n; i++)
+		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)(pfn << usl_page_shift), 0, 0);
+	count_head(pfn, 1);
+	e->slab_cache = NULL;
+	e->kind = (uint8_t)kind;
+	e->order = (uint8_t)order;
+	e->addr = usl_slab_address(e);
+	e->freelist = NULL;
+	e->counters = 0;
+	e->node_partial = 0;
+	e->next = NULL;
+	e->slabs = 0;
+	return e->addr;
+}
+
 void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
 {
 	return usl_pages_alloc_z(order, kind, NULL);
@@ -480,22 +501,32 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 		k--;
 		mark_free(pfn + ((size_t)1 << k), k, dirty, young);
 	}
-	struct slab *e = &usl_table[usl_table_index(pfn)];
-	size_t n = (size_t)1 << order;
-	for (size_t i = 0; i < n; i++)
-		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)(pfn << usl_page_shift), 0, 0);
-	count_head(pfn, 1);
-	e->slab_cache = NULL;
-	e->kind = (uint8_t)kind;
-	e->order = (uint8_t)order;
-	e->addr = usl_slab_address(e);
-	e->freelist = NULL;
-	e->counters = 0;
-	e->node_partial = 0;
-	e->next = NULL;
-	e->slabs = 0;
+	void *addr = claim(pfn, order, kind);
 	usl_unlock(&pages_lock);
-	return usl_slab_address(e);
+	return addr;
+}
+
+void usl_pages_head(void *addr, unsigned int order, enum usl_page_kind kind)
+{
+	usl_lock(&pages_lock);
+	claim(((uintptr_t)addr - usl_base) >> usl_page_shift, order, kind);
+	usl_unlock(&pages_lock);
+}
+
+void usl_pages_unhead(void *addr, const void *owner)
+{
+	size_t pfn = ((uintptr_t)addr - usl_base) >> usl_page_shift;
+	struct slab *e = &usl_table[usl_table_index(pfn)];
+	size_t n = (size_t)1 << e->order;
+	uint32_t start = (uint32_t)((uintptr_t)owner - usl_base);
+
+	usl_lock(&pages_lock);
+	for (size_t i = 0; i < n; i++)
+		usl_pm_write(&usl_pagemap[pfn + i], start, 0, 0);
+	e->kind = USL_PAGE_UNUSED;
+	e->slab_cache = NULL;
+	count_head(pfn, -1);
+	usl_unlock(&pages_lock);
 }
 
 /* madvise the whole OS pages of [from, to): they read as zeros afterwards. */
@@ -748,22 +779,4 @@ size_t usl_pages_release(void)
 {
 	usl_ensure_init();
 	return usl_pages_purge(true);
-}
-
-void *usl_meta_alloc(size_t size)
-{
-	unsigned int order = usl_bytes_order(size);
-	void *p;
-
-	if (order > USL_MAX_ORDER)
-		return NULL;
-	p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
-	if (p)
-		memset(p, 0, size);
-	return p;
-}
-
-void usl_meta_free(void *p)
-{
-	usl_pages_free(p);
 }

@@ -1,9 +1,10 @@
 /* pages.h - the pages layer (src/pages/): the library's start-up, the reserved
  * range, the struct slab table and the page map, buddy blocks of 2^order pages
- * given back to the OS by decay (pages.c), and large blocks by pointer: page
+ * given back to the OS by decay (pages.c), large blocks by pointer: page
  * blocks of kmalloc above 8 KiB and direct mappings beyond the largest block
- * (large.c). Calls only the platform layer. Locks: pages_lock, then map_lock
- * (the mapping table), the innermost locks of the library. */
+ * (large.c), and the metadata regions for uslab's own structures (meta.c).
+ * Calls only the platform layer. Locks: meta_lock, then pages_lock, then
+ * map_lock (the mapping table), the innermost locks of the library. */
 #ifndef USL_PAGES_H
 #define USL_PAGES_H
 
@@ -173,10 +174,25 @@ static inline unsigned int usl_bytes_order(size_t size)
 }
 
 
-/* uslab's own metadata: a zeroed page block of at least size bytes (NULL above
- * the largest block), and its free. */
+/* Make addr, inside a block already handed out, the head of a block of 2^order
+ * pages of this kind (its page-map entries point at it), and undo that: its
+ * entries point at owner, the enclosing block, again. For meta.c. */
+USL_HIDDEN void usl_pages_head(void *addr, unsigned int order, enum usl_page_kind kind);
+USL_HIDDEN void usl_pages_unhead(void *addr, const void *owner);
+
+/* ---- uslab's own structures (meta.c) ---- */
+/* Blocks in metadata regions: whole regions of the range that hold no user
+ * block, with a PROT_NONE page at each end (docs/ARCHITECTURE.md section 3).
+ * usl_meta_block: 2^order pages, naturally aligned if aligned (slabs of
+ * uslab's own caches: up to 2^8 pages), else up to 2^9; its head entry of
+ * this kind. usl_meta_alloc: a zeroed block of at least size bytes (NULL
+ * above 2^9 pages). usl_meta_free frees either, its pages back to the OS. */
+USL_HIDDEN void *usl_meta_block(unsigned int order, bool aligned, enum usl_page_kind kind);
 USL_HIDDEN void *usl_meta_alloc(size_t size);
 USL_HIDDEN void usl_meta_free(void *p);
+USL_HIDDEN bool usl_meta_contains(const void *addr);   /* in a metadata region? */
+USL_HIDDEN void usl_meta_fork_lock(void);       /* meta_lock, before pages_lock */
+USL_HIDDEN void usl_meta_fork_unlock(void);
 
 /* ---- large blocks (large.c) ---- */
 /* A direct mapping of size bytes aligned to align (a power of two; at least a

@@ -1,12 +1,13 @@
 /* platform.c - CPU and page facts, the clock, the spin lock, membarrier, and the
- * once-per-process choice of per-CPU mode (rseq or locked). Locks: init_lock
- * (start-up); never allocates. */
+ * once-per-process choice of per-CPU mode (rseq or locked), guarded mappings.
+ * Locks: init_lock (start-up); never allocates. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
@@ -176,6 +177,25 @@ size_t usl_os_page_size(void)
 {
 	unsigned long ps = getauxval(AT_PAGESZ);
 	return ps ? (size_t)ps : (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void *usl_map_guarded(size_t bytes, int prot)
+{
+	size_t pg = usl_os_page_size();
+	char *p = mmap(NULL, bytes + 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (prot != PROT_NONE && mprotect(p + pg, bytes, prot) != 0) {
+		munmap(p, bytes + 2 * pg);
+		return NULL;
+	}
+	return p + pg;
+}
+
+void usl_unmap_guarded(void *p, size_t bytes)
+{
+	size_t pg = usl_os_page_size();
+	munmap((char *)p - pg, bytes + 2 * pg);
 }
 
 static bool rseq_usable(void)

@@ -81,6 +81,12 @@ extern unsigned int usl_rseq_nr USL_HIDDEN;     /* usl_nr_cpus in rseq mode, 0 i
  * start-up (usl_ensure_init, pages/pages.h) calls it first. */
 USL_HIDDEN void usl_platform_init(void);
 USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before start-up */
+/* A private anonymous mapping of bytes (a multiple of the page size) with a
+ * PROT_NONE page on each side, so an overflow out of a neighbouring mapping
+ * faults before it reaches it: for uslab's own structures (MAP_NORESERVE:
+ * pages count as they are touched). NULL if the kernel refuses. */
+USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
+USL_HIDDEN void usl_unmap_guarded(void *p, size_t bytes);
 USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
 USL_HIDDEN uint64_t usl_now_ms(void);
 USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */

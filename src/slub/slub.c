@@ -149,11 +149,14 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 	 * structures' own caches: they grow because barns park sheaves. */
 	if (!(s->flags & USL_SLAB_INTERNAL) && usl_pages_short(order))
 		__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
-	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+	/* uslab's own caches take their slabs from the metadata regions, apart
+	 * from user blocks. */
+	bool own = s->flags & USL_SLAB_INTERNAL;
+	void *addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
 
 	if (!addr && s->min_order < order) {
 		order = s->min_order;          /* the kernel's ORDER_FALLBACK */
-		addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
 	}
 	if (!addr)
 		return NULL;
@@ -197,7 +200,10 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
 	set_owner(slab, slab->order, NULL, 0, 0);
-	usl_pages_free(usl_slab_address(slab));
+	if (s->flags & USL_SLAB_INTERNAL)
+		usl_meta_free(usl_slab_address(slab));
+	else
+		usl_pages_free(usl_slab_address(slab));
 }
 
 /* ===========================================================================

@@ -6,7 +6,8 @@
  * themselves. And the words uslab keeps in freed objects are never plain
  * addresses. Double frees are refused wherever the first free left the
  * object. Arguments: "trim", "decay", "packed", "plain" (sheaves off: run
- * with USLAB_SHEAVES=0), "words", "double"; none runs words, trim, packed and
+ * with USLAB_SHEAVES=0), "words", "double", "meta" (uslab's own structures
+ * apart from user blocks); none runs words, order, meta, trim, packed and
  * double. */
 #include <stdint.h>
 #include <time.h>
@@ -317,6 +318,103 @@ static void carving_order(void)
 	kmem_cache_destroy(s);
 }
 
+/* uslab's own structures (a cache structure, a prefilled sheaf, an oversize
+ * one) apart from user blocks: in /proc/self/maps, the accessible run of
+ * mappings around each holds no user block, so no linear overflow out of a
+ * user block reaches them without faulting first. And kfree of one is
+ * refused. */
+struct vma {
+	uintptr_t lo, hi;
+	bool rw;
+};
+
+static size_t read_maps(struct vma *v, size_t max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	size_t n = 0;
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		v[n].lo = lo;
+		v[n].hi = hi;
+		v[n].rw = perms[0] == 'r' || perms[1] == 'w';
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The accessible, contiguous run of mappings holding p: [*lo, *hi). */
+static bool run_around(const struct vma *v, size_t n, const void *p, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t a = (uintptr_t)p;
+	size_t i = 0;
+	while (i < n && !(v[i].lo <= a && a < v[i].hi))
+		i++;
+	if (i == n || !v[i].rw)
+		return false;
+	size_t j = i;
+	while (i > 0 && v[i - 1].hi == v[i].lo && v[i - 1].rw)
+		i--;
+	while (j + 1 < n && v[j + 1].lo == v[j].hi && v[j + 1].rw)
+		j++;
+	*lo = v[i].lo;
+	*hi = v[j].hi;
+	return true;
+}
+
+static void metadata_apart(void)
+{
+	enum { NU = 3000 };
+	static void *user[NU];
+	static struct vma maps[8192];
+	struct kmem_cache *s = kmem_cache_create("harden-meta", 200, &(struct kmem_cache_args){ .sheaf_capacity = 16 }, 0);
+	CHECK(s != NULL);
+	size_t nu = 0;
+	for (; nu < 2000; nu++)
+		user[nu] = kmem_cache_alloc(s, GFP_KERNEL);
+	for (size_t size = 8; nu < NU; nu++, size = size * 5 / 4 + 8)
+		user[nu] = kmalloc(size % (2u << 20), GFP_KERNEL);
+	struct slab_sheaf *sh = kmem_cache_prefill_sheaf(s, GFP_KERNEL, 10);
+	struct slab_sheaf *big = kmem_cache_prefill_sheaf(s, GFP_KERNEL, 300);   /* oversize */
+	CHECK(sh != NULL && big != NULL);
+	size_t nm = read_maps(maps, sizeof(maps) / sizeof(maps[0]));
+	CHECK(nm > 0);
+	const void *own[] = { s, sh, big };
+	for (int k = 0; k < 3; k++) {
+		uintptr_t lo, hi;
+		bool found = run_around(maps, nm, own[k], &lo, &hi);
+		CHECK(found);
+		size_t beside = 0;
+		for (size_t i = 0; found && i < nu; i++)
+			beside += user[i] && (uintptr_t)user[i] >= lo && (uintptr_t)user[i] < hi;
+		if (beside)
+			fprintf(stderr, "structure %d at %p: %zu user blocks in its mapping run %#lx-%#lx\n", k, own[k],
+			        beside, (unsigned long)lo, (unsigned long)hi);
+		CHECK(beside == 0);
+	}
+	/* A pointer to a structure is not a block to free. */
+	unsigned long before = uslab_error_count();
+	kfree(s);
+	kfree(sh);
+	CHECK(uslab_error_count() == before + 2);
+	void *o = kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh);
+	CHECK(o != NULL);
+	kmem_cache_free(s, o);
+	kmem_cache_return_sheaf(s, GFP_KERNEL, sh);
+	kmem_cache_return_sheaf(s, GFP_KERNEL, big);
+	for (size_t i = 0; i < 2000; i++)
+		kmem_cache_free(s, user[i]);
+	for (size_t i = 2000; i < nu; i++)
+		kfree(user[i]);
+	kmem_cache_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	capture_reports();
@@ -328,6 +426,8 @@ int main(int argc, char **argv)
 		encoded_words();
 	if (all || !strcmp(what, "order"))
 		carving_order();
+	if (all || !strcmp(what, "meta"))
+		metadata_apart();
 	if (all || !strcmp(what, "trim"))
 		route_trim();
 	if (all || !strcmp(what, "packed"))
