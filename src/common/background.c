@@ -6,7 +6,7 @@
  *
  * Started lazily, by the first slow-path tick (usl_decay_tick: every 16th slow
  * path, every 4096th free by pointer) once the page provider has committed
- * MIN_HEAP: a small program never has it. Off with USLAB_BACKGROUND=0 or USLAB_DECAY_MS=0, and
+ * MIN_HEAP outside the metadata regions: a small program never has it. Off with USLAB_BACKGROUND=0 or USLAB_DECAY_MS=0, and
  * when pthread_create fails (a sandbox that forbids threads): then the slow
  * paths sweep, as without it. It parks (no wake-up at all) once sweeps find
  * nothing to give back, no barn holds sheaves and no free page block waits to
@@ -105,7 +105,7 @@ static void background_start(void)
 	enum bg_state none = BG_NONE;
 
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_NONE || !usl_opt.background ||
-	    usl_opt.decay_ms == 0 || __atomic_load_n(&usl_top, __ATOMIC_RELAXED) < MIN_HEAP ||
+	    usl_opt.decay_ms == 0 || __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() < MIN_HEAP ||
 	    !__atomic_compare_exchange_n(&bg_state, &none, BG_STARTING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	/* pthread_create may allocate (under LD_PRELOAD, from uslab): bg_state

@@ -134,12 +134,6 @@ static struct meta_region *region_of(const void *addr)
 	return NULL;
 }
 
-bool usl_meta_contains(const void *addr)
-{
-	uintptr_t off = (uintptr_t)addr - usl_base;
-	return off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) && region_of(addr);
-}
-
 void usl_meta_free(void *addr)
 {
 	usl_lock(&meta_lock);
@@ -166,6 +160,11 @@ void *usl_meta_alloc(size_t size)
 	if (p)
 		memset(p, 0, size);
 	return p;
+}
+
+size_t usl_meta_reserved(void)
+{
+	return (size_t)__atomic_load_n(&nr_meta, __ATOMIC_ACQUIRE) << (usl_page_shift + USL_MAX_ORDER);
 }
 
 void usl_meta_fork_lock(void) { usl_lock(&meta_lock); }

@@ -190,7 +190,7 @@ USL_HIDDEN void usl_pages_unhead(void *addr, const void *owner);
 USL_HIDDEN void *usl_meta_block(unsigned int order, bool aligned, enum usl_page_kind kind);
 USL_HIDDEN void *usl_meta_alloc(size_t size);
 USL_HIDDEN void usl_meta_free(void *p);
-USL_HIDDEN bool usl_meta_contains(const void *addr);   /* in a metadata region? */
+USL_HIDDEN size_t usl_meta_reserved(void);      /* bytes of the range in metadata regions */
 USL_HIDDEN void usl_meta_fork_lock(void);       /* meta_lock, before pages_lock */
 USL_HIDDEN void usl_meta_fork_unlock(void);
 
