@@ -52,6 +52,9 @@ static const struct option options[] = {
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
+/* Options whose value is not a number, parsed by their own files. */
+static const char *const text_options[] = { "USLAB_DEBUG" };
+#define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
 {
@@ -86,21 +89,22 @@ static void unknown_options(void)
 		while (v[len] && v[len] != '=')
 			len++;
 		bool known = false;
-		for (size_t i = 0; i < NR_OPTIONS && !known; i++) {
-			const char *n = options[i].name;
+		for (size_t i = 0; i < NR_OPTIONS + NR_TEXT_OPTIONS && !known; i++) {
+			const char *n = i < NR_OPTIONS ? options[i].name : text_options[i - NR_OPTIONS];
 			size_t k = 0;
 			while (k < len && n[k] == v[k])
 				k++;
 			known = k == len && !n[k];
 		}
 		if (!known) {
-			char names[NR_OPTIONS * 24];     /* "A, B, ... and Z", from the table */
-			size_t n = 0;
-			for (size_t i = 0; i < NR_OPTIONS; i++) {
-				const char *sep = i == 0 ? "" : i + 1 == NR_OPTIONS ? " and " : ", ";
+			char names[(NR_OPTIONS + NR_TEXT_OPTIONS) * 24];   /* "A, B, ... and Z", from the tables */
+			size_t n = 0, all = NR_OPTIONS + NR_TEXT_OPTIONS;
+			for (size_t i = 0; i < all; i++) {
+				const char *sep = i == 0 ? "" : i + 1 == all ? " and " : ", ";
 				for (const char *c = sep; *c && n + 1 < sizeof(names); c++)
 					names[n++] = *c;
-				for (const char *c = options[i].name; *c && n + 1 < sizeof(names); c++)
+				for (const char *c = i < NR_OPTIONS ? options[i].name : text_options[i - NR_OPTIONS];
+				     *c && n + 1 < sizeof(names); c++)
 					names[n++] = *c;
 			}
 			names[n] = 0;
@@ -122,5 +126,6 @@ void usl_read_options(void)
 		           usl_opt.min_order, usl_opt.max_order);
 		usl_opt.max_order = usl_opt.min_order;
 	}
+	usl_debug_parse(getenv("USLAB_DEBUG"));
 	unknown_options();
 }

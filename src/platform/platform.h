@@ -23,6 +23,12 @@ struct usl_options {
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
+/* USLAB_DEBUG (debugopt.c): parsed by usl_read_options (v NULL: unset); the
+ * SLAB_* debug flags a cache of this name gets from it (0 when unset), and
+ * whether 'O' asked to spare caches whose slab order debugging would raise. */
+USL_HIDDEN void usl_debug_parse(const char *v);
+USL_HIDDEN uint32_t usl_debug_flags_for(const char *name);
+USL_HIDDEN bool usl_debug_order_off(void);
 
 /* ---- reports (report.c) ---- */
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)

@@ -1,7 +1,8 @@
 /* fuzz_parsers.c - libFuzzer target for what uslab parses from outside: the
  * USLAB_* environment options (every variable read from the input, as
  * NAME=VALUE lines, then usl_read_options), an option's number
- * (usl_parse_int) and a sysfs CPU list (usl_cpu_list_parse). Each result is
+ * (usl_parse_int), a sysfs CPU list (usl_cpu_list_parse) and USLAB_DEBUG's
+ * blocks (usl_debug_parse, usl_debug_flags_for). Each result is
  * checked against what the parser promises; reports go to a handler that
  * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
  * AddressSanitizer build (tests/CMakeLists.txt). */
@@ -38,6 +39,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	long v;
 	if (usl_parse_int(buf, -1000, 1000, &v) && (v < -1000 || v > 1000))
+		abort();
+
+	/* The whole input as USLAB_DEBUG: only debug flags, for any name. */
+	static const char *const cache_names[] = { "kmalloc-64", "malloc-112", "conn", "", "uslab-sheaf-64", "*" };
+	const uint32_t debug = SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE;
+	usl_debug_parse(buf);
+	for (size_t i = 0; i < sizeof(cache_names) / sizeof(cache_names[0]); i++)
+		if (usl_debug_flags_for(cache_names[i]) & ~debug)
+			abort();
+	if (usl_debug_flags_for(buf) & ~debug)
+		abort();
+	usl_debug_parse(NULL);
+	if (usl_debug_flags_for("kmalloc-64"))
 		abort();
 
 	/* NAME=VALUE lines into the environment, read as start-up reads them. */
