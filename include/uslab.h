@@ -222,6 +222,9 @@ enum uslab_error {
 	USLAB_ERR_OPTION,       /* malformed USLAB_* environment variable */
 	USLAB_ERR_CORRUPT,      /* uslab's word in a freed object overwritten (a write after
 	                           free): the free list or packed sheaf is cut there */
+	USLAB_ERR_SLAB_BUG,     /* a debug cache's check failed (USLAB_DEBUG, SLAB_RED_ZONE, ...):
+	                           the kernel's "BUG <cache>: ..." report, several lines */
+	USLAB_ERR_SLAB_FIX,     /* what uslab did about it: the kernel's "FIX <cache>: ..." line */
 };
 
 /* Every report is one line on stderr ("uslab: ..."). A handler, if set, receives
@@ -233,9 +236,21 @@ enum uslab_error {
  * handler is thread-safe; a report already under way may still go to the
  * previous one. uslab_error_count() counts reports since start-up (kind
  * USLAB_ERR_NONE lines, notices such as SLAB_PANIC's, are not counted). */
+/* Debug caches' reports (USLAB_ERR_SLAB_BUG) are in the kernel's shape, not
+ * prefixed "uslab: ", and span several lines: one call, the lines separated by
+ * '\n'. A FIX line (USLAB_ERR_SLAB_FIX) follows each problem uslab repaired;
+ * both count, as the kernel's KUnit tests count them. */
 typedef void (*uslab_report_fn)(enum uslab_error kind, const char *line, void *arg);
 USLAB_API void uslab_set_report_handler(uslab_report_fn fn, void *arg);
 USLAB_API unsigned long uslab_error_count(void);
+
+/* Check every slab of a debug cache (one created with SLAB_CONSISTENCY_CHECKS,
+ * SLAB_RED_ZONE, SLAB_POISON or SLAB_STORE_USER, or named by USLAB_DEBUG):
+ * each object's red zones, poison, padding and free pointer, each slab's free
+ * list and counts, as the kernel's validate_slab_cache. Problems are reported
+ * and repaired; returns the number of reports (BUG and FIX lines), 0 when all
+ * is well, -1 for a cache without debugging (nothing to check against). */
+USLAB_API int kmem_cache_validate(struct kmem_cache *s);
 
 /* Per-CPU mode chosen at start-up: "rseq" (restartable sequences) or "locked"
  * (a lock per CPU slot: valgrind, USLAB_RSEQ=0, no rseq). Never changes. */

@@ -213,6 +213,7 @@ struct kmem_cache_node {
 	unsigned long nr_slabs;      /* atomic: slabs allocated for this node */
 	unsigned long total_objects; /* atomic: objects in those slabs */
 	struct usl_barn barn;
+	struct usl_list full;        /* debug caches: their full slabs (under list_lock) */
 } __attribute__((aligned(64)));
 
 #define USL_NAME_MAX 48
@@ -220,6 +221,8 @@ struct kmem_cache_node {
  * and their growth does not reclaim the barns their sheaves serve. */
 #define USL_SLAB_INTERNAL 0x80000000U
 #define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, a merge target */
+/* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
+#define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */
@@ -253,6 +256,8 @@ struct kmem_cache {
 	char name[USL_NAME_MAX];
 	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
 	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
+	unsigned int red_left_pad;   /* debug caches (slub/debug.c): bytes of left red zone before each object */
+	unsigned int info_end;       /* debug: offset from an object of its tracks (after the free pointer) */
 	struct kmem_cache_node *node[1];
 };
 

@@ -249,7 +249,7 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
 	return NULL;
 }
 
-#define SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
+#define SLAB_DEBUG_FLAGS USL_SLAB_DEBUG_FLAGS
 
 /* Cache merging (the kernel's find_mergeable): a new cache without a
  * constructor, debug flags, SLAB_NO_MERGE or creator's layout arguments becomes
@@ -345,6 +345,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 			return create_failed(name, flags, "freeptr_offset is not a word-aligned offset inside the object",
 			                     args->freeptr_offset);
 	}
+	/* USLAB_DEBUG's letters for this name (debug caches are never merged). */
+	slab_flags_t env_debug = internal ? 0 : usl_debug_flags_for(name) & ~flags;
+	flags |= env_debug;
 	/* Layout the creator chose (user-copy window, free pointer place, sheaf
 	 * capacity) keeps a cache to itself, as in the kernel (7.0: an explicit
 	 * sheaf capacity sets SLAB_NO_MERGE). */
@@ -397,6 +400,14 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	if (usl_slub_cache_init(s, args) != 0) {
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size", size);
+	}
+	/* USLAB_DEBUG's 'O': no red zones, poison or tracks from it where they
+	 * would raise the slab order an object needs (the kernel's
+	 * disable_higher_order_debug). */
+	if ((env_debug & (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER)) && usl_debug_order_off() &&
+	    usl_bytes_order(s->size) > usl_bytes_order(s->object_size)) {
+		s->flags &= ~(env_debug & (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER));
+		usl_slub_cache_init(s, args);    /* a smaller stride fits where the larger did */
 	}
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
@@ -480,6 +491,8 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		cache_unlock();
 		usl_report(USLAB_ERR_LEAK, "kmem_cache_destroy(%s): Objects remaining: %lu; cache not destroyed",
 		           s->name, remaining);
+		if (s->flags & USL_SLAB_DEBUG_FLAGS)
+			usl_debug_leaks(s);      /* each object, with its owner */
 		return;
 	}
 	usl_list_del(&s->list);
@@ -514,6 +527,21 @@ int kmem_cache_shrink(struct kmem_cache *s)
 	bool left = usl_slub_release(s);
 	usl_pages_purge(true);
 	return left ? 1 : 0;
+}
+
+int kmem_cache_validate(struct kmem_cache *s)
+{
+	if (!s) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_validate: NULL cache");
+		return -1;
+	}
+	if (!usl_cache_live(s)) {
+		usl_report_dead_cache("kmem_cache_validate", s, "nothing done");
+		return -1;
+	}
+	if (!(s->flags & USL_SLAB_DEBUG_FLAGS))
+		return -1;
+	return usl_debug_validate(s);
 }
 
 unsigned int kmem_cache_size(struct kmem_cache *s)

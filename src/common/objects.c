@@ -66,6 +66,11 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 			usl_report_dead_cache("kmem_cache_alloc", s, "no object");
 			return NULL;
 		}
+		/* A debug cache has no cpu slab: every allocation comes here. Reached
+		 * by tail calls from kmem_cache_alloc, so the return address is its
+		 * caller's (the owner track). */
+		if (s->flags & USL_SLAB_DEBUG_FLAGS)
+			return usl_debug_alloc(s, gfp, 0, (uintptr_t)__builtin_return_address(0));
 		obj = usl_slub_alloc_slow(s, gfp);
 	}
 	marker_clear(obj, s->offset);
@@ -255,9 +260,11 @@ static inline __attribute__((always_inline)) void free_checked(struct kmem_cache
 
 /* Why x cannot be freed to s: a destroyed cache (its id is 0, so no object
  * passes the check), or the engine's reasons. */
-static __attribute__((noinline, cold)) void bad_free(struct kmem_cache *s, void *x)
+static __attribute__((noinline, cold)) void bad_free(struct kmem_cache *s, void *x, uintptr_t caller)
 {
-	if (!usl_cache_live(s))
+	if (s->flags & USL_SLAB_DEBUG_FLAGS)      /* no debug object passes obj_check */
+		usl_debug_free(s, x, "kmem_cache_free", caller);
+	else if (!usl_cache_live(s))
 		usl_report_dead_cache("kmem_cache_free", s, "object not freed");
 	else if (usl_pm_is_slot(s, x)) {       /* beyond the carved count */
 		if (uncarved_check(s, x, "kmem_cache_free"))
@@ -275,7 +282,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		return;
 	}
 	if (usl_unlikely(!obj_check(s, x))) {
-		bad_free(s, x);
+		bad_free(s, x, (uintptr_t)__builtin_return_address(0));
 		return;
 	}
 	free_checked(s, x, "kmem_cache_free", false);
@@ -332,6 +339,13 @@ static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, boo
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		free_nonslab(x, fn);
+		return;
+	}
+	/* A debug cache's objects all come here (its page-map count is 0).
+	 * Reached by tail calls from free and kfree: the return address is
+	 * their caller's. */
+	if (s->flags & USL_SLAB_DEBUG_FLAGS) {
+		usl_debug_free(s, x, fn, (uintptr_t)__builtin_return_address(0));
 		return;
 	}
 	/* A user cache's entry: objects has no USL_PM_INTERNAL bit to mask. */
@@ -417,6 +431,17 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	if (usl_unlikely(!usl_cache_live(s))) {
 		usl_report_dead_cache("kmem_cache_alloc_bulk", s, "no object");
 		return 0;
+	}
+	if (usl_unlikely(s->flags & USL_SLAB_DEBUG_FLAGS)) {
+		/* Debug caches: one checked allocation at a time. */
+		uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+		for (size_t i = 0; i < nr; i++)
+			if (!(p[i] = usl_debug_alloc(s, gfp | __GFP_NOWARN, 0, caller))) {
+				for (size_t j = 0; j < i; j++)
+					usl_debug_free(s, p[j], "kmem_cache_alloc_bulk", caller);
+				return alloc_bulk_failed(s, gfp, i, nr);
+			}
+		return (int)nr;
 	}
 	if (nr <= SMALL_BULK && s->sheaf_capacity) {
 		/* The single-object path is cheaper for a few objects. */
@@ -542,6 +567,13 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		kfree_bulk(nr, p);
 		return;
 	}
+	if ((s->flags & USL_SLAB_DEBUG_FLAGS) && p) {
+		uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+		for (size_t i = 0; i < nr; i++)
+			if (p[i])       /* checked there: a pointer of another cache is reported */
+				usl_debug_free(s, p[i], "kmem_cache_free_bulk", caller);
+		return;
+	}
 	if (usl_opt.harden && p)
 		bulk_markers_take(s, nr, p, "kmem_cache_free_bulk");
 	usl_slub_free_bulk_as("kmem_cache_free_bulk", s, nr, p);
@@ -560,6 +592,11 @@ void kfree_bulk(size_t nr, void **p)
 			uintptr_t off = (uintptr_t)p[i] - usl_base;
 			struct kmem_cache *s = off < top ? usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]))
 			                                 : NULL;
+			if (s && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
+				usl_debug_free(s, p[i], "kfree_bulk", (uintptr_t)__builtin_return_address(0));
+				p[i] = NULL;
+				continue;
+			}
 			if (s) {
 				/* To the engine's detached freelists, past any sheaf the
 				 * object may sit in: the marker tells. */

@@ -166,7 +166,11 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 				/* the cache first: malloc's slow path reads it
 				 * after it has seen the slots */
 				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
-				__atomic_store_n(&usl_malloc_slots[j], s->cpu_slab, __ATOMIC_RELEASE);
+				/* A debug class publishes no slots: malloc's fast path
+				 * then sends its sizes to alloc_bytes, which passes the
+				 * size asked for to the checked path. */
+				if (!(s->flags & USL_SLAB_DEBUG_FLAGS))
+					__atomic_store_n(&usl_malloc_slots[j], s->cpu_slab, __ATOMIC_RELEASE);
 			}
 	}
 	usl_cache_classes_unlock();
@@ -219,10 +223,12 @@ slow:   /* the class was published before its slots (malloc_make_class) */
 	return malloc_slow(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE));
 }
 
-void *usl_malloc_bytes(size_t n, gfp_t gfp)
+void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
 		struct kmem_cache *s = malloc_cache(n);
+		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS))
+			return usl_kmalloc_debug(s, n, gfp, caller ? caller : (uintptr_t)__builtin_return_address(0));
 		return s ? kmem_cache_alloc(s, gfp) : NULL;
 	}
 	return kmalloc(n, gfp);
@@ -261,6 +267,8 @@ static size_t block_size(const void *p)
 
 	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
 		struct kmem_cache *s = page_owner(off);
+		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS))
+			return usl_debug_is_object(s, p) ? usl_debug_ksize(s, (void *)p) : 0;
 		if (s)   /* an object's start, not inside one */
 			return usl_cache_obj_ok(s, p) ? slab_ksize(s) : 0;
 	}
@@ -296,12 +304,19 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 	return p;
 }
 
+void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp, uintptr_t caller)
+{
+	return usl_debug_alloc(s, gfp, size, caller);
+}
+
 void *kmalloc(size_t size, gfp_t gfp)
 {
 	if (usl_unlikely(!size))
 		return ZERO_SIZE_PTR;
 	if (usl_likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
 		struct kmem_cache *s = kmalloc_cache(size);
+		if (usl_unlikely(s && (s->flags & USL_SLAB_DEBUG_FLAGS)))
+			return usl_kmalloc_debug(s, size, gfp, (uintptr_t)__builtin_return_address(0));
 		return s ? kmem_cache_alloc(s, gfp) : NULL;
 	}
 	return kmalloc_large(size, gfp);
@@ -365,6 +380,15 @@ void *krealloc(const void *p, size_t n, gfp_t gfp)
 		if (!ks) {
 			usl_report_bad_ptr("krealloc", p);
 			return NULL;
+		}
+		struct kmem_cache *s = page_owner((uintptr_t)p - usl_base);
+		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS) && n <= s->object_size) {
+			/* In place: the size asked for, and the kmalloc red zone
+			 * after it, follow (the kernel's krealloc with orig_size). */
+			usl_debug_resize(s, (void *)p, n);
+			if ((gfp & __GFP_ZERO) && n > ks)
+				memset((char *)p + ks, 0, n - ks);
+			return (void *)p;
 		}
 		if (ks >= n) {
 			/* Fits: in place, as the kernel does. */

@@ -22,7 +22,10 @@ extern struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB] USL_HIDDEN;
 USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i);
 /* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
  * 32 bytes to 256, then eight a doubling), each made on first use. */
-USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp);
+USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller);   /* caller: for debug classes' owner track (0: this call's) */
+/* An allocation of size bytes from s, a class with debugging (no slots are
+ * published for it), for the caller at address caller. */
+USL_HIDDEN void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp, uintptr_t caller);
 /* ksize, with reports naming fn (0 for a pointer that starts no block). */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 

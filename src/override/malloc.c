@@ -60,7 +60,7 @@ static __attribute__((noinline, cold)) bool startup(void)
 {
 	usl_free_ignore_area(boot_area, sizeof(boot_area));   /* free() of a boot block is no error */
 	in_startup = 1;
-	void *p = usl_malloc_bytes(16, GFP_KERNEL | __GFP_NOWARN);  /* the kmalloc classes */
+	void *p = usl_malloc_bytes(16, GFP_KERNEL | __GFP_NOWARN, 0);  /* the kmalloc classes */
 	kfree(p);
 	in_startup = 0;
 	if (p)
@@ -95,7 +95,11 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
 		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[(n + 15) >> 4], __ATOMIC_ACQUIRE);
 		if (usl_likely(s != NULL)) {
-			void *p = kmem_cache_alloc(s, gfp | __GFP_NOWARN);
+			/* A debug class (USLAB_DEBUG) learns the size asked for. */
+			void *p = usl_unlikely(s->flags & USL_SLAB_DEBUG_FLAGS)
+			                  ? usl_kmalloc_debug(s, n ? n : 1, gfp | __GFP_NOWARN,
+			                                      (uintptr_t)__builtin_return_address(0))
+			                  : kmem_cache_alloc(s, gfp | __GFP_NOWARN);
 			if (usl_unlikely(!p))
 				errno = ENOMEM;
 			return p;
@@ -103,7 +107,8 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 	}
 	if (usl_unlikely(!ready()))
 		return not_ready(n, MALLOC_ALIGN);
-	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN);
+	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN,
+	                           (uintptr_t)__builtin_return_address(0));
 	if (usl_unlikely(!p))
 		errno = ENOMEM;
 	return p;

@@ -51,6 +51,18 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 {
 	if (sh->size >= want)
 		return 0;
+	if (s->flags & USL_SLAB_DEBUG_FLAGS) {
+		/* A debug cache's prefilled sheaf: checked allocations, all or none. */
+		unsigned int from = sh->size;
+		for (; sh->size < want; sh->size++)
+			if (!(sh->objects[sh->size] = usl_debug_alloc(s, gfp | __GFP_NOWARN, 0,
+			                                              (uintptr_t)__builtin_return_address(0)))) {
+				while (sh->size > from)
+					usl_debug_free(s, sh->objects[--sh->size], "kmem_cache_refill_sheaf", 0);
+				return -ENOMEM;
+			}
+		return 0;
+	}
 	if (!usl_slub_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
 	/* Hardening: every object in a sheaf carries its free marker (its word
@@ -67,8 +79,12 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
  * they were pushed. */
 void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 {
-	if (sh->size)
+	if (sh->size && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
+		for (unsigned int i = 0; i < sh->size; i++)
+			usl_debug_free(s, sh->objects[i], "kmem_cache_return_sheaf", 0);
+	} else if (sh->size) {
 		usl_slub_free_bulk(s, sh->size, sh->objects);
+	}
 	sh->size = 0;
 }
 

@@ -33,6 +33,10 @@ USL_HIDDEN bool usl_debug_order_off(void);
 /* ---- reports (report.c) ---- */
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* A report of several lines as they are (no "uslab: " prefix, '\n' between
+ * lines, none at the end): the debug caches' reports in the kernel's shape.
+ * Made with no uslab lock held. */
+USL_HIDDEN void usl_report_text(enum uslab_error kind, const char *text);
 /* A report made while its thread holds any uslab lock (counted by usl_lock and
  * usl_spin_lock: locks, slot locks, flush marks under flush_mutex) is queued and
  * delivered when the thread's last lock is released, so a report handler may
@@ -92,6 +96,10 @@ USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before st
  * faults before it reaches it: for uslab's own structures (MAP_NORESERVE:
  * pages count as they are touched). NULL if the kernel refuses. */
 USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
+/* A code address as the kernel's %pS prints it: "function+0xoff", else
+ * "object+0xoff" (a module without that symbol), else "0xaddr"; dladdr only
+ * (exported and dynamic symbols). */
+USL_HIDDEN void usl_symbolize(uintptr_t addr, char *buf, size_t n);
 USL_HIDDEN void usl_unmap_guarded(void *p, size_t bytes);
 USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
 USL_HIDDEN uint64_t usl_now_ms(void);

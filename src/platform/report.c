@@ -181,6 +181,30 @@ static void deliver(enum uslab_error kind, char *line, size_t cap)
 	}
 }
 
+void usl_report_text(enum uslab_error kind, const char *text)
+{
+	int saved = errno;
+	if (usl_report_holds) {
+		/* Debug reports are made with no lock held (slub/debug.c); were one
+		 * not, its first line still gets through the queue. */
+		enqueue(kind, text);
+	} else {
+		if (kind != USLAB_ERR_NONE)
+			__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&report_lock);
+		uslab_report_fn fn = report_fn;
+		void *arg = report_arg;
+		pthread_mutex_unlock(&report_lock);
+		if (fn) {
+			fn(kind, text, arg);
+		} else {
+			write_all(2, text, strlen(text));
+			write_all(2, "\n", 1);
+		}
+	}
+	errno = saved;
+}
+
 void *usl_report_free_list(const char *name, const void *obj, const void *next)
 {
 	usl_report(USLAB_ERR_CORRUPT, "%s: free list corrupted: the free object %p links to %p, not an object of its slab "

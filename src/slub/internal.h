@@ -181,6 +181,10 @@ USL_HIDDEN void usl_report_loop(struct kmem_cache *s, const struct slab *slab);
 /* A chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
 USL_HIDDEN void usl_put_partials(struct kmem_cache *s, struct slab *chain);
 USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
+/* A new slab of s from the page provider (the kernel's new_slab): its objects
+ * uncarved, or with a constructor linked whole into *freelist. NULL if there
+ * is no memory. */
+USL_HIDDEN struct slab *usl_new_slab(struct kmem_cache *s, void **freelist);
 /* One object from a node partial slab under list_lock (a thread without rseq). */
 USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
 

@@ -108,6 +108,9 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	unsigned int size = USL_ALIGN(s->object_size, (unsigned int)sizeof(void *));
 	unsigned int align = s->align;
 
+	s->red_left_pad = 0;
+	s->info_end = 0;
+
 	s->inuse = size;
 	s->fp_secret = (uintptr_t)usl_random64();
 	if (args && args->use_freeptr_offset) {
@@ -129,6 +132,8 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 	align = usl_slub_alignment(s->flags, align, s->object_size);
 	s->align = align;
 	size = USL_ALIGN(size, align);
+	if (s->flags & USL_SLAB_DEBUG_FLAGS)
+		size = usl_debug_layout(s, args && args->use_freeptr_offset);
 	s->size = size;
 
 	if (usl_slub_set_order(s, usl_calculate_order(size)) != 0)
@@ -159,5 +164,6 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		s->cpu_slab[i].tid = i & (step - 1);
 	pthread_mutex_init(&s->node[0]->list_lock, NULL);
 	usl_list_init(&s->node[0]->partial);
+	usl_list_init(&s->node[0]->full);
 	return 0;
 }

@@ -141,7 +141,7 @@ static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, u
  * New and discarded slabs
  */
 
-static struct slab *new_slab(struct kmem_cache *s, void **freelist)
+struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 {
 	unsigned int order = s->order;
 	/* Before the range grows, take back the barns' surplus: their objects
@@ -167,10 +167,12 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 
 	/* Nothing written: objects are carved as they are taken, a sheaf refill's
 	 * without being read. A constructor runs when the slab is made, so such
-	 * slabs are linked whole. */
+	 * slabs are linked whole. A debug cache's slab is set up by its caller
+	 * (slub/debug.c); its page-map count stays 0, so every free of its
+	 * objects misses the fast paths' object test. */
 	unsigned int linked = 0;
 	void *head = NULL;
-	if (s->ctor) {
+	if (s->ctor && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
 		char *p = addr;
 		for (unsigned int i = 0; i < objects; i++, p += s->size)
 			s->ctor(p);
@@ -578,7 +580,7 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	}
 	usl_unlock(&n->list_lock);
 
-	slab = new_slab(s, &fl);
+	slab = usl_new_slab(s, &fl);
 	if (!slab)
 		return NULL;
 	obj = take_one(s, slab, fl, slab->counters, 1, &next, &nc);
@@ -637,7 +639,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 			slab = NULL;  /* full after all: it stays off the list */
 	}
 	if (!slab)
-		slab = new_slab(s, fl);
+		slab = usl_new_slab(s, fl);
 	if (lc)
 		usl_spin_lock(&lc->lock);
 	while (extra) {

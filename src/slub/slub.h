@@ -48,6 +48,27 @@ USL_HIDDEN void usl_report_bad_free(const char *fn, struct kmem_cache *s, const 
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
 
+/* ---- debug caches (debug.c) ---- */
+/* The layout of a debug cache (object_size, align, flags and ctor set): red
+ * zones, free pointer, tracks, padding; its stride. creator_fp: the creator
+ * placed the free pointer (kmem_cache_args.freeptr_offset). */
+USL_HIDDEN unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp);
+/* Allocation and free of a debug cache's object, checked: orig is the size the
+ * caller asked for (kmalloc, malloc; 0: the object size), caller the address
+ * the allocator's entry point was called from (the owner track). */
+USL_HIDDEN void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t caller);
+USL_HIDDEN void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t caller);
+/* Every slab checked; the number of reports made. */
+USL_HIDDEN int usl_debug_validate(struct kmem_cache *s);
+/* kmem_cache_destroy found objects in use: each one reported with its owner. */
+USL_HIDDEN void usl_debug_leaks(struct kmem_cache *s);
+/* The usable bytes of x, an allocated object of a debug kmalloc cache (its
+ * requested size when kept), and a new requested size for it (krealloc in
+ * place: the kmalloc red zone follows). */
+USL_HIDDEN size_t usl_debug_ksize(struct kmem_cache *s, void *x);
+USL_HIDDEN bool usl_debug_is_object(struct kmem_cache *s, const void *x);   /* an object start of s? */
+USL_HIDDEN void usl_debug_resize(struct kmem_cache *s, void *x, size_t n);
+
 /* ---- bulk (bulk.c) ---- */
 /* All or nothing (no zeroing): nr, or 0 with nothing kept. */
 USL_HIDDEN int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);

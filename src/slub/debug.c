@@ -1,0 +1,795 @@
+/* debug.c - debug caches: those created with SLAB_CONSISTENCY_CHECKS,
+ * SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER or SLAB_TRACE, or named by
+ * USLAB_DEBUG. Their object layout (docs/ARCHITECTURE.md section 9), and
+ * every allocation and free of them: under the node's list_lock, with no cpu
+ * slab and no sheaves, each object checked (red zones, poison, padding, free
+ * pointer), its owner recorded, and what was overwritten reported in the
+ * kernel's shape and repaired (the kernel's alloc_debug_processing,
+ * free_debug_processing, check_object, print_trailer, restore_bytes);
+ * validation of every slab (validate_slab_cache). Objects come from slabs
+ * set up whole (no lazy carving), linked through their free pointers.
+ * Locks: the node's list_lock; reports are collected while it is held and
+ * delivered after it is released (a handler may allocate). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "slub.h"
+
+#define POISON_INUSE 0x5a   /* padding, and objects never handed out */
+#define POISON_FREE 0x6b    /* the body of a free object */
+#define POISON_END 0xa5     /* its last byte */
+#define RED_INACTIVE 0xbb   /* red zones of a free object */
+#define RED_ACTIVE 0xcc     /* red zones of an allocated one */
+
+/* The owner of an object's last allocation and last free (SLAB_STORE_USER). */
+struct usl_track {
+	uintptr_t addr;     /* the caller of the allocator's entry point */
+	uint64_t when;      /* ms, usl_now_ms */
+	int32_t cpu, pid;
+	uint64_t pad;
+};
+enum { TRACK_ALLOC, TRACK_FREE };
+
+static inline bool orig_size_kept(const struct kmem_cache *s)
+{
+	return (s->flags & SLAB_STORE_USER) && (s->flags & USL_SLAB_KMALLOC);
+}
+
+static inline bool fp_outside(const struct kmem_cache *s)
+{
+	return s->offset >= s->inuse;
+}
+
+/* Object poisoning: P, and no constructor (its state must survive a free). */
+static inline bool poisons(const struct kmem_cache *s)
+{
+	return (s->flags & SLAB_POISON) && !s->ctor;
+}
+
+/* Bytes from an object to the next slot (its metadata and padding included). */
+static inline unsigned int size_from_object(const struct kmem_cache *s)
+{
+	return s->size - s->red_left_pad;
+}
+
+static inline struct usl_track *track_of(const struct kmem_cache *s, void *obj, int which)
+{
+	return (struct usl_track *)((char *)obj + s->info_end) + which;
+}
+
+static inline unsigned long *orig_word(const struct kmem_cache *s, void *obj)
+{
+	unsigned int off = s->info_end + ((s->flags & SLAB_STORE_USER) ? 2 * (unsigned int)sizeof(struct usl_track) : 0);
+	return (unsigned long *)((char *)obj + off);
+}
+
+/* Where the padding after the metadata starts (offset from the object). */
+static inline unsigned int pad_start(const struct kmem_cache *s)
+{
+	unsigned int off = s->info_end;
+	if (s->flags & SLAB_STORE_USER)
+		off += 2 * (unsigned int)sizeof(struct usl_track);
+	if (orig_size_kept(s))
+		off += (unsigned int)sizeof(unsigned long);
+	return off;
+}
+
+static inline unsigned int orig_size(const struct kmem_cache *s, void *obj)
+{
+	if (!orig_size_kept(s))
+		return s->object_size;
+	unsigned long v = *orig_word(s, obj);
+	return v <= s->object_size ? (unsigned int)v : s->object_size;
+}
+
+/* ===========================================================================
+ * Layout (the kernel's calculate_sizes, for the debug flags)
+ */
+
+unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp)
+{
+	const unsigned int word = sizeof(void *);
+	slab_flags_t f = s->flags;
+	unsigned int size = USL_ALIGN(s->object_size, word);
+
+	/* A right red zone of at least a word, even when the size is aligned. */
+	if ((f & SLAB_RED_ZONE) && size == s->object_size)
+		size += word;
+	s->inuse = size;
+	/* The free pointer leaves the object when the object's bytes must keep
+	 * something while free: poison, constructed state, a kmalloc red zone. */
+	if (!creator_fp && ((f & SLAB_POISON) || s->ctor ||
+	                    ((f & SLAB_RED_ZONE) && (s->object_size < word || orig_size_kept(s))))) {
+		s->offset = size;
+		size += word;
+	} else if (!creator_fp) {
+		s->offset = (s->object_size / 2) & ~(word - 1);
+	}
+	s->info_end = size;
+	if (f & SLAB_STORE_USER)
+		size += 2 * (unsigned int)sizeof(struct usl_track);
+	if (orig_size_kept(s))
+		size += (unsigned int)sizeof(unsigned long);
+	s->red_left_pad = 0;
+	if (f & SLAB_RED_ZONE) {
+		size += word;          /* a word of padding after the metadata */
+		s->red_left_pad = USL_ALIGN(word, s->align);
+		size += s->red_left_pad;
+	}
+	return USL_ALIGN(size, s->align);
+}
+
+/* ===========================================================================
+ * Reports, collected under list_lock and delivered after it
+ */
+
+#define OUT_CAP (64 * 1024)
+struct dbg_out {
+	char *buf;          /* records: kind byte, text, NUL */
+	size_t len, rec;    /* bytes used; start of the open record */
+	int reports;
+	bool open;
+};
+
+static void out_begin(struct dbg_out *o, enum uslab_error kind)
+{
+	if (!o->buf) {
+		o->buf = usl_map_guarded(OUT_CAP, PROT_READ | PROT_WRITE);
+		o->len = 0;
+	}
+	if (!o->buf || o->len + 2 >= OUT_CAP)
+		return;
+	o->rec = o->len;
+	o->buf[o->len++] = (char)kind;
+	o->open = true;
+	o->reports++;
+}
+
+static void out_printf(struct dbg_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_printf(struct dbg_out *o, const char *fmt, ...)
+{
+	if (!o->buf || !o->open)
+		return;
+	size_t room = OUT_CAP - 1 - o->len;
+	if (room < 2)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(o->buf + o->len, room, fmt, ap);
+	va_end(ap);
+	o->len += n < 0 ? 0 : ((size_t)n < room ? (size_t)n : room - 1);
+}
+
+static void out_end(struct dbg_out *o)
+{
+	if (!o->buf || !o->open)
+		return;
+	while (o->len > o->rec + 1 && o->buf[o->len - 1] == '\n')
+		o->len--;
+	o->buf[o->len++] = 0;
+	o->open = false;
+}
+
+/* After list_lock is released: each record as one report. */
+static int out_deliver(struct dbg_out *o)
+{
+	int n = o->reports;
+	if (o->buf) {
+		for (size_t i = 0; i < o->len;) {
+			enum uslab_error kind = (enum uslab_error)(unsigned char)o->buf[i];
+			const char *text = o->buf + i + 1;
+			usl_report_text(kind, text);
+			i += 2 + strlen(text);
+		}
+		usl_unmap_guarded(o->buf, OUT_CAP);
+	}
+	o->buf = NULL;
+	o->len = 0;
+	o->reports = 0;
+	return n;
+}
+
+/* The kernel's print_hex_dump with DUMP_PREFIX_ADDRESS, 16 bytes a line. */
+static void out_section(struct dbg_out *o, const char *text, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 16) {
+		size_t k = n - i < 16 ? n - i : 16;
+		char hex[16 * 3 + 1], asc[17];
+		for (size_t j = 0; j < k; j++) {
+			snprintf(hex + 3 * j, 4, "%02x%s", p[i + j], j + 1 < k ? " " : "");
+			asc[j] = p[i + j] >= ' ' && p[i + j] < 0x7f ? (char)p[i + j] : '.';
+		}
+		asc[k] = 0;
+		/* pad the hex column so the ASCII lines up on a short last line */
+		out_printf(o, "%s%016lx: %-47s  %s\n", text, (unsigned long)(uintptr_t)(p + i), hex, asc);
+	}
+}
+
+static void out_bug(struct dbg_out *o, const struct kmem_cache *s, const char *msg)
+{
+	out_printf(o, "=============================================================================\n"
+	              "BUG %s (Not tainted): %s\n"
+	              "-----------------------------------------------------------------------------\n\n",
+	           s->name, msg);
+}
+
+static void out_track(struct dbg_out *o, const struct kmem_cache *s, void *obj, int which, uint64_t now)
+{
+	const struct usl_track *t = track_of(s, obj, which);
+	if (!t->addr)
+		return;
+	out_printf(o, "%s in ", which == TRACK_ALLOC ? "Allocated" : "Freed");
+	char sym[256];
+	usl_symbolize(t->addr, sym, sizeof(sym));
+	out_printf(o, "%s age=%llu cpu=%d pid=%d\n", sym, (unsigned long long)(now - t->when), t->cpu, t->pid);
+}
+
+/* The free pointer of obj as stored, decoded (no check). */
+static void *fp_raw(const struct kmem_cache *s, void *obj)
+{
+	return usl_fp_decode(s, obj, usl_fp_word(s, obj));
+}
+
+static void out_trailer(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p)
+{
+	uint64_t now = usl_now_ms();
+	uint8_t *addr = (uint8_t *)slab->addr;
+	if (s->flags & SLAB_STORE_USER) {
+		out_track(o, s, p, TRACK_ALLOC, now);
+		out_track(o, s, p, TRACK_FREE, now);
+	}
+	unsigned long c = slab->counters;
+	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)addr,
+	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
+	           (unsigned long)s->flags & 0xffffffUL);
+	out_printf(o, "Object 0x%lx @offset=%lu fp=0x%lx\n\n", (unsigned long)(uintptr_t)p,
+	           (unsigned long)(p - addr), (unsigned long)(uintptr_t)fp_raw(s, p));
+	if (s->flags & SLAB_RED_ZONE)
+		out_section(o, "Redzone  ", p - s->red_left_pad, s->red_left_pad);
+	else if (p >= addr + 16)
+		out_section(o, "Bytes b4 ", p - 16, 16);
+	size_t shown = s->object_size < usl_page_size ? s->object_size : usl_page_size;
+	out_section(o, "Object   ", p, shown);
+	if (s->flags & SLAB_RED_ZONE)
+		out_section(o, "Redzone  ", p + s->object_size, s->inuse - s->object_size);
+	unsigned int off = pad_start(s);
+	if (off != size_from_object(s))
+		out_section(o, "Padding  ", p + off, size_from_object(s) - off);
+}
+
+/* One problem of one object: the BUG report with its trailer. */
+static void object_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, const char *lead,
+                       const char *msg)
+{
+	out_begin(o, USLAB_ERR_SLAB_BUG);
+	if (lead)
+		out_printf(o, "%s\n", lead);
+	out_bug(o, s, msg);
+	out_trailer(o, s, slab, p);
+	out_end(o);
+}
+
+static void slab_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void slab_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
+{
+	char msg[192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	out_begin(o, USLAB_ERR_SLAB_BUG);
+	out_bug(o, s, msg);
+	unsigned long c = slab->counters;
+	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)slab->addr,
+	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
+	           (unsigned long)s->flags & 0xffffffUL);
+	out_end(o);
+}
+
+static void slab_fix(struct dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void slab_fix(struct dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
+{
+	char msg[192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	out_begin(o, USLAB_ERR_SLAB_FIX);
+	out_printf(o, "FIX %s: %s", s->name, msg);
+	out_end(o);
+}
+
+/* ===========================================================================
+ * Checks
+ */
+
+/* An object's problems, gathered so that it gets one BUG report with every
+ * overwritten range named, then a FIX line each. */
+struct obj_check {
+	char lines[512];
+	size_t n;
+	struct {
+		const char *what;
+		uint8_t *from, *to;
+		uint8_t value;
+	} fix[6];
+	int nfix;
+};
+
+/* [start, start + n) of obj must all be value: else noted (and restored by
+ * finish_object). */
+static bool check_bytes(struct obj_check *c, uint8_t *obj, const char *what, uint8_t *start, uint8_t value, size_t n)
+{
+	size_t i = 0;
+	while (i < n && start[i] == value)
+		i++;
+	if (i == n)
+		return true;
+	uint8_t *fault = start + i, *end = start + n;
+	while (end > fault && end[-1] == value)
+		end--;
+	if (c->n < sizeof(c->lines))
+		c->n += (size_t)snprintf(c->lines + c->n, sizeof(c->lines) - c->n,
+		                         "%s[%s overwritten] 0x%lx-0x%lx @offset=%lu. First byte 0x%x instead of 0x%x",
+		                         c->n ? "\n" : "", what, (unsigned long)(uintptr_t)fault,
+		                         (unsigned long)(uintptr_t)(end - 1), (unsigned long)(fault - obj), *fault, value);
+	if (c->n > sizeof(c->lines))
+		c->n = sizeof(c->lines);
+	if (c->nfix < 6) {
+		c->fix[c->nfix].what = what;
+		c->fix[c->nfix].from = fault;
+		c->fix[c->nfix].to = end;
+		c->fix[c->nfix].value = value;
+		c->nfix++;
+	}
+	return false;
+}
+
+/* Report what check_object found, then restore it. */
+static void finish_object(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, struct obj_check *c)
+{
+	object_err(o, s, slab, p, c->lines, "Object corrupt");
+	for (int i = 0; i < c->nfix; i++) {
+		memset(c->fix[i].from, c->fix[i].value, (size_t)(c->fix[i].to - c->fix[i].from));
+		slab_fix(o, s, "Restoring %s 0x%lx-0x%lx=0x%x", c->fix[i].what, (unsigned long)(uintptr_t)c->fix[i].from,
+		         (unsigned long)(uintptr_t)(c->fix[i].to - 1), c->fix[i].value);
+	}
+}
+
+/* Is x an object start of slab? */
+static bool valid_pointer(const struct kmem_cache *s, const struct slab *slab, const void *x)
+{
+	if (!x)
+		return true;
+	uintptr_t base = (uintptr_t)slab->addr + s->red_left_pad;
+	if ((uintptr_t)x < base)
+		return false;
+	uintptr_t off = (uintptr_t)x - base;
+	return off % s->size == 0 && off / s->size < usl_counters_objects(slab->counters);
+}
+
+/* The kernel's check_object: val RED_ACTIVE for an allocated object,
+ * RED_INACTIVE for a free one. False (reported and repaired) on a problem. */
+static bool check_object(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, uint8_t val)
+{
+	struct obj_check c;
+	c.n = 0;
+	c.nfix = 0;
+	c.lines[0] = 0;
+	uint8_t *endobject = p + s->object_size;
+	bool ok = true;
+
+	if (s->flags & SLAB_RED_ZONE) {
+		ok &= check_bytes(&c, p, "Left Redzone", p - s->red_left_pad, val, s->red_left_pad);
+		ok &= check_bytes(&c, p, "Right Redzone", endobject, val, s->inuse - s->object_size);
+		if (orig_size_kept(s) && val == RED_ACTIVE) {
+			unsigned int orig = orig_size(s, p);
+			if (orig < s->object_size)
+				ok &= check_bytes(&c, p, "kmalloc Redzone", p + orig, val, s->object_size - orig);
+		}
+	} else if ((s->flags & SLAB_POISON) && s->object_size < s->inuse) {
+		ok &= check_bytes(&c, p, "Alignment padding", endobject, POISON_INUSE, s->inuse - s->object_size);
+	}
+	if (s->flags & SLAB_POISON) {
+		if (val != RED_ACTIVE && poisons(s) && s->object_size) {
+			ok &= check_bytes(&c, p, "Poison", p, POISON_FREE, s->object_size - 1);
+			ok &= check_bytes(&c, p, "End Poison", p + s->object_size - 1, POISON_END, 1);
+		}
+		unsigned int off = pad_start(s), end = size_from_object(s);
+		if (off < end)
+			ok &= check_bytes(&c, p, "Object padding", p + off, POISON_INUSE, end - off);
+	}
+	if (!ok)
+		finish_object(o, s, slab, p, &c);
+	/* The free pointer, where it is not the object's own data. */
+	if ((fp_outside(s) || val == RED_INACTIVE) && !valid_pointer(s, slab, fp_raw(s, p))) {
+		object_err(o, s, slab, p, NULL, "Freepointer corrupt");
+		usl_set_freepointer(s, p, NULL);   /* the rest of that list is lost */
+		ok = false;
+	}
+	return ok;
+}
+
+/* The kernel's check_slab. */
+static bool check_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab)
+{
+	unsigned int max = (unsigned int)(usl_order_bytes(slab->order) / s->size);
+	unsigned long c = slab->counters;
+	if (slab->slab_cache != s || slab->kind != USL_PAGE_SLAB) {
+		slab_err(o, s, slab, "Not a valid slab page");
+		return false;
+	}
+	if (usl_counters_objects(c) > max) {
+		slab_err(o, s, slab, "objects %u > max %u", usl_counters_objects(c), max);
+		return false;
+	}
+	if (usl_counters_inuse(c) > usl_counters_objects(c)) {
+		slab_err(o, s, slab, "inuse %u > max %u", usl_counters_inuse(c), usl_counters_objects(c));
+		return false;
+	}
+	return true;
+}
+
+static inline uint8_t *object_at(const struct kmem_cache *s, const struct slab *slab, unsigned int i)
+{
+	return (uint8_t *)slab->addr + (size_t)i * s->size + s->red_left_pad;
+}
+
+/* The kernel's on_freelist: walk slab's free list; true if search is on it.
+ * Repairs a corrupt link (cuts the list there) and a wrong in-use count. */
+static bool on_freelist(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, void *search)
+{
+	unsigned int objects = usl_counters_objects(slab->counters), nr = 0;
+	void *fp = slab->freelist, *prev = NULL;
+
+	while (fp && nr <= objects) {
+		if (fp == search)
+			return true;
+		if (!valid_pointer(s, slab, fp)) {
+			if (prev) {
+				object_err(o, s, slab, prev, NULL, "Freechain corrupt");
+				usl_set_freepointer(s, prev, NULL);
+			} else {
+				slab_err(o, s, slab, "Freepointer corrupt");
+				slab->freelist = NULL;
+				slab->counters = usl_counters_remake(slab->counters, objects, false);
+				slab_fix(o, s, "Isolate corrupted freechain");
+				return false;
+			}
+			break;
+		}
+		prev = fp;
+		fp = fp_raw(s, fp);
+		nr++;
+	}
+	if (nr > objects) {
+		slab_err(o, s, slab, "Freelist cycle detected");
+		slab->freelist = NULL;
+		slab->counters = usl_counters_remake(slab->counters, objects, false);
+		slab_fix(o, s, "Freelist cleared");
+		return false;
+	}
+	unsigned int inuse = usl_counters_inuse(slab->counters);
+	if (inuse != objects - nr) {
+		slab_err(o, s, slab, "Wrong object count. Counter is %u but counted were %u", inuse, objects - nr);
+		slab->counters = usl_counters_remake(slab->counters, objects - nr, false);
+		slab_fix(o, s, "Object count adjusted");
+	}
+	return search == NULL;
+}
+
+/* ===========================================================================
+ * Object set-up: new slabs, allocation, free
+ */
+
+static void init_object(struct kmem_cache *s, uint8_t *p, uint8_t val)
+{
+	unsigned int poison_size = s->object_size;
+	if (s->flags & SLAB_RED_ZONE) {
+		memset(p - s->red_left_pad, val, s->red_left_pad);
+		if (orig_size_kept(s) && val == RED_ACTIVE)
+			poison_size = orig_size(s, p);
+		memset(p + poison_size, val, s->inuse - poison_size);
+	}
+	if (poisons(s) && poison_size) {
+		memset(p, POISON_FREE, poison_size - 1);
+		p[poison_size - 1] = POISON_END;
+	}
+}
+
+static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller)
+{
+	struct usl_track *t = track_of(s, obj, which);
+	t->addr = caller;
+	t->when = usl_now_ms();
+	t->cpu = usl_current_cpu();
+	t->pid = (int32_t)getpid();
+}
+
+/* A new slab, every object set up and on its free list, in order. */
+static struct slab *debug_new_slab(struct kmem_cache *s)
+{
+	void *unused;
+	struct slab *slab = usl_new_slab(s, &unused);
+	if (!slab)
+		return NULL;
+	unsigned int objects = usl_counters_objects(slab->counters);
+	if (s->flags & SLAB_POISON)
+		memset(slab->addr, POISON_INUSE, usl_order_bytes(slab->order));
+	void *head = NULL;
+	for (unsigned int i = objects; i-- > 0;) {
+		uint8_t *p = object_at(s, slab, i);
+		init_object(s, p, RED_INACTIVE);
+		if (s->flags & SLAB_STORE_USER)
+			memset(track_of(s, p, TRACK_ALLOC), 0, 2 * sizeof(struct usl_track));
+		if (s->ctor)
+			s->ctor(p);
+		usl_set_freepointer(s, p, head);
+		head = p;
+	}
+	slab->freelist = head;
+	slab->counters = usl_counters_make(0, objects, false);
+	return slab;
+}
+
+static void trace(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, void *obj, bool alloc)
+{
+	out_begin(o, USLAB_ERR_NONE);
+	out_printf(o, "TRACE %s %s 0x%lx inuse=%u fp=0x%lx\n", s->name, alloc ? "alloc" : "free",
+	           (unsigned long)(uintptr_t)obj, usl_counters_inuse(slab->counters),
+	           (unsigned long)(uintptr_t)slab->freelist);
+	if (!alloc)
+		out_section(o, "Object   ", obj, s->object_size < usl_page_size ? s->object_size : usl_page_size);
+	out_end(o);
+	o->reports--;    /* a trace is no problem */
+}
+
+void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t caller)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct dbg_out o = { 0 };
+	void *obj = NULL;
+
+	for (;;) {
+		usl_lock(&n->list_lock);
+		struct slab *slab = NULL;
+		if (!usl_list_empty(&n->partial))
+			slab = usl_container_of(n->partial.next, struct slab, slab_list);
+		if (!slab) {
+			usl_unlock(&n->list_lock);
+			slab = debug_new_slab(s);
+			if (!slab)
+				break;
+			usl_lock(&n->list_lock);
+			usl_add_partial(n, slab, false);
+		}
+		obj = slab->freelist;
+		bool ok = true;
+		if (s->flags & SLAB_CONSISTENCY_CHECKS) {
+			ok = check_slab(&o, s, slab) && valid_pointer(s, slab, obj) && obj;
+			if (ok && !check_object(&o, s, slab, obj, RED_INACTIVE))
+				ok = false;
+		}
+		void *next = obj ? fp_raw(s, obj) : NULL;
+		if (ok && !valid_pointer(s, slab, next)) {
+			object_err(&o, s, slab, obj, NULL, "Freepointer corrupt");
+			ok = false;
+		}
+		if (!ok) {
+			/* Nothing of this slab is handed out again (the kernel's
+			 * "Marking all objects used"): it leaves the lists. */
+			slab_fix(&o, s, "Marking all objects used");
+			slab->freelist = NULL;
+			slab->counters = usl_counters_remake(slab->counters, usl_counters_objects(slab->counters), false);
+			usl_remove_partial(n, slab);
+			usl_list_add_tail(&slab->slab_list, &n->full);
+			usl_unlock(&n->list_lock);
+			obj = NULL;
+			continue;
+		}
+		slab->freelist = next;
+		slab->counters = usl_counters_remake(slab->counters, usl_counters_inuse(slab->counters) + 1, false);
+		if (!next) {
+			usl_remove_partial(n, slab);
+			usl_list_add_tail(&slab->slab_list, &n->full);
+		}
+		if (s->flags & SLAB_STORE_USER)
+			set_track(s, obj, TRACK_ALLOC, caller);
+		if (orig_size_kept(s))
+			*orig_word(s, obj) = orig ? orig : s->object_size;
+		init_object(s, obj, RED_ACTIVE);
+		if (s->flags & SLAB_TRACE)
+			trace(&o, s, slab, obj, true);
+		usl_unlock(&n->list_lock);
+		break;
+	}
+	out_deliver(&o);
+	if (!obj) {
+		if (!(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory", s->name);
+		return NULL;
+	}
+	if (gfp & __GFP_ZERO)
+		memset(obj, 0, orig && orig < s->object_size ? orig : s->object_size);
+	return obj;
+}
+
+void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t caller)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct slab *slab = usl_virt_to_slab(x);
+	struct dbg_out o = { 0 };
+	struct slab *discard = NULL;
+
+	usl_lock(&n->list_lock);
+	bool ok = slab && slab->slab_cache == s && slab->kind == USL_PAGE_SLAB && valid_pointer(s, slab, x) && x;
+	if (!ok) {
+		usl_unlock(&n->list_lock);
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not an object of this cache; not freed", fn, s->name, x);
+		return;
+	}
+	if (s->flags & SLAB_CONSISTENCY_CHECKS)
+		ok = check_slab(&o, s, slab);
+	if (ok && on_freelist(&o, s, slab, x)) {
+		object_err(&o, s, slab, x, NULL, "Object already free");
+		ok = false;
+	}
+	if (ok && (s->flags & SLAB_CONSISTENCY_CHECKS) && !check_object(&o, s, slab, x, RED_ACTIVE))
+		ok = false;
+	if (!ok) {
+		/* Kept out of use: it may be damaged, or still someone's. */
+		slab_fix(&o, s, "Object at 0x%lx not freed", (unsigned long)(uintptr_t)x);
+		usl_unlock(&n->list_lock);
+		out_deliver(&o);
+		return;
+	}
+	if (s->flags & SLAB_STORE_USER)
+		set_track(s, x, TRACK_FREE, caller);
+	if (s->flags & SLAB_TRACE)
+		trace(&o, s, slab, x, false);
+	init_object(s, x, RED_INACTIVE);
+	bool was_full = !slab->freelist;
+	usl_set_freepointer(s, x, slab->freelist);
+	slab->freelist = x;
+	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
+	slab->counters = usl_counters_remake(slab->counters, inuse, false);
+	if (was_full) {
+		usl_list_del(&slab->slab_list);
+		usl_add_partial(n, slab, true);
+	}
+	if (inuse == 0 && n->nr_partial > s->min_partial) {
+		usl_remove_partial(n, slab);
+		discard = slab;
+	}
+	usl_unlock(&n->list_lock);
+	out_deliver(&o);
+	if (discard)
+		usl_discard_slab(s, discard);
+}
+
+/* ===========================================================================
+ * Validation and leaks
+ */
+
+static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *map)
+{
+	if (!check_slab(o, s, slab) || !on_freelist(o, s, slab, NULL))
+		return;
+	unsigned int objects = usl_counters_objects(slab->counters);
+	memset(map, 0, objects);
+	unsigned int guard = 0;
+	for (void *p = slab->freelist; p && guard++ < objects; p = fp_raw(s, p))
+		map[((uintptr_t)p - (uintptr_t)slab->addr - s->red_left_pad) / s->size] = 1;
+	for (unsigned int i = 0; i < objects; i++)
+		check_object(o, s, slab, object_at(s, slab, i), map[i] ? RED_INACTIVE : RED_ACTIVE);
+	if ((s->flags & SLAB_POISON)) {
+		/* The slab's tail after its last object (the kernel's slab_pad_check). */
+		uint8_t *end = (uint8_t *)slab->addr + usl_order_bytes(slab->order);
+		uint8_t *tail = (uint8_t *)slab->addr + (size_t)objects * s->size;
+		uint8_t *q = tail;
+		while (q < end && *q == POISON_INUSE)
+			q++;
+		if (q < end) {
+			uint8_t *last = end;
+			while (last > q && last[-1] == POISON_INUSE)
+				last--;
+			slab_err(o, s, slab, "Padding overwritten. 0x%lx-0x%lx @offset=%lu", (unsigned long)(uintptr_t)q,
+			         (unsigned long)(uintptr_t)(last - 1), (unsigned long)(q - (uint8_t *)slab->addr));
+			memset(q, POISON_INUSE, (size_t)(last - q));
+			slab_fix(o, s, "Restoring slab padding 0x%lx-0x%lx=0x%x", (unsigned long)(uintptr_t)q,
+			         (unsigned long)(uintptr_t)(last - 1), POISON_INUSE);
+		}
+	}
+}
+
+int usl_debug_validate(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct dbg_out o = { 0 };
+	static uint8_t map[USL_MAX_OBJS_PER_SLAB + 1];   /* under list_lock of one cache at a time */
+	static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+	usl_lock(&map_lock);
+	usl_lock(&n->list_lock);
+	struct usl_list *lists[2] = { &n->partial, &n->full };
+	for (int l = 0; l < 2; l++)
+		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next)
+			validate_slab(&o, s, usl_container_of(it, struct slab, slab_list), map);
+	usl_unlock(&n->list_lock);
+	usl_unlock(&map_lock);
+	return out_deliver(&o);
+}
+
+void usl_debug_leaks(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct dbg_out o = { 0 };
+	uint64_t now = usl_now_ms();
+
+	usl_lock(&n->list_lock);
+	out_begin(&o, USLAB_ERR_SLAB_BUG);
+	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
+	struct usl_list *lists[2] = { &n->partial, &n->full };
+	unsigned int shown = 0;
+	for (int l = 0; l < 2; l++)
+		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next) {
+			struct slab *slab = usl_container_of(it, struct slab, slab_list);
+			unsigned int objects = usl_counters_objects(slab->counters);
+			for (unsigned int i = 0; i < objects && shown < 64; i++) {
+				uint8_t *p = object_at(s, slab, i);
+				bool free_obj = false;
+				unsigned int guard = 0;
+				for (void *f = slab->freelist; f && guard++ < objects; f = fp_raw(s, f))
+					if (f == p) {
+						free_obj = true;
+						break;
+					}
+				if (free_obj)
+					continue;
+				out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
+				           (unsigned long)(p - (uint8_t *)slab->addr));
+				if (s->flags & SLAB_STORE_USER)
+					out_track(&o, s, p, TRACK_ALLOC, now);
+				shown++;
+			}
+		}
+	out_end(&o);
+	usl_unlock(&n->list_lock);
+	out_deliver(&o);
+}
+
+/* ===========================================================================
+ * kmalloc's view: usable size and resizing in place
+ */
+
+size_t usl_debug_ksize(struct kmem_cache *s, void *x)
+{
+	return orig_size_kept(s) ? orig_size(s, x) : s->object_size;
+}
+
+void usl_debug_resize(struct kmem_cache *s, void *x, size_t n)
+{
+	if (!orig_size_kept(s) || n > s->object_size)
+		return;
+	struct kmem_cache_node *n_ = s->node[0];
+	usl_lock(&n_->list_lock);
+	*orig_word(s, x) = n;
+	if (s->flags & SLAB_RED_ZONE)
+		memset((uint8_t *)x + n, RED_ACTIVE, s->object_size - n);
+	usl_unlock(&n_->list_lock);
+}
+
+bool usl_debug_is_object(struct kmem_cache *s, const void *x)
+{
+	struct slab *slab = usl_virt_to_slab(x);
+	return x && slab && slab->kind == USL_PAGE_SLAB && slab->slab_cache == s && valid_pointer(s, slab, x);
+}

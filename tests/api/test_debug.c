@@ -1,0 +1,267 @@
+/* test_debug.c - debug caches: the kernel's slub_kunit.c scenarios with its
+ * expected counts (a count is uslab_error_count()'s growth: one per BUG report
+ * and one per FIX line, as the kernel's KUnit tests count slab_errors), and
+ * misuse through the kmem_cache API. Adapted where user space differs:
+ * the kmalloc scenarios use the kmalloc classes named by USLAB_DEBUG (set by
+ * CTest: "ZU,kmalloc-32,kmalloc-64") instead of a cache created with
+ * SLAB_KMALLOC; the leak scenario needs a debug cache (the per-object
+ * listing), where the kernel lists any cache's objects; KASAN and RCU
+ * scenarios have no counterpart. */
+#define _GNU_SOURCE
+#include <stdint.h>
+
+#include "../harness.h"
+#include "testing.h"
+#include "types.h"
+
+static unsigned long errs(void)
+{
+	return uslab_error_count();
+}
+
+static struct kmem_cache *make(const char *name, unsigned int size, slab_flags_t flags)
+{
+	struct kmem_cache *s = kmem_cache_create(name, size, 0, flags | SLAB_NO_MERGE, NULL);
+	CHECK(s != NULL);
+	return s;
+}
+
+/* 1. A live object's right red zone clobbered: validate finds it (2). */
+static void clobber_zone(void)
+{
+	struct kmem_cache *s = make("TestSlub_RZ_alloc", 64, SLAB_RED_ZONE);
+	uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+	unsigned long e0 = errs();
+	p[64] = 0x12;
+	CHECK_EQ(kmem_cache_validate(s), 2);
+	CHECK_EQ(errs() - e0, 2);
+	CHECK(strstr(last_report, "FIX TestSlub_RZ_alloc: Restoring Right Redzone") != NULL);
+	CHECK_EQ(p[64], 0xcc);                    /* restored */
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	kmem_cache_free(s, p);
+	kmem_cache_destroy(s);
+}
+
+/* 2. A free object's free pointer corrupted (3), put back (2), then clean. */
+static void next_pointer(void)
+{
+	struct kmem_cache *s = make("TestSlub_next_ptr_free", 64, SLAB_POISON);
+	uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_free(s, p);
+	uint8_t *at = p + s->offset;
+	uintptr_t saved;
+	memcpy(&saved, at, sizeof(saved));
+	at[0] = (uint8_t)~at[0];
+	CHECK_EQ(kmem_cache_validate(s), 3);       /* Freechain corrupt, Wrong object count, fix */
+	memcpy(at, &saved, sizeof(saved));
+	CHECK_EQ(kmem_cache_validate(s), 2);       /* the count is wrong the other way, fix */
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	kmem_cache_destroy(s);
+}
+
+/* 3, 4. A free object's first word, its 50th byte (2 each). */
+static void poison_clobber(const char *name, size_t at, uint8_t v)
+{
+	struct kmem_cache *s = make(name, 64, SLAB_POISON);
+	uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_free(s, p);
+	p[at] = v;
+	CHECK_EQ(kmem_cache_validate(s), 2);
+	CHECK(p[at] == 0x6b);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	kmem_cache_destroy(s);
+}
+
+/* 5. A free object's red zone (2). */
+static void clobber_redzone_free(void)
+{
+	struct kmem_cache *s = make("TestSlub_RZ_free", 64, SLAB_RED_ZONE);
+	uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_free(s, p);
+	p[64] = 0xab;
+	CHECK_EQ(kmem_cache_validate(s), 2);
+	CHECK_EQ(p[64], 0xbb);
+	kmem_cache_destroy(s);
+}
+
+/* 6. kmalloc's red zone past the requested size (2). */
+static void kmalloc_redzone(void)
+{
+	struct kmem_cache *s = usl_kmalloc_cache_for(18);
+	CHECK(s && (s->flags & SLAB_RED_ZONE) && (s->flags & SLAB_STORE_USER));
+	if (!s)
+		return;
+	uint8_t *p = kmalloc(18, GFP_KERNEL);
+	CHECK_EQ(ksize(p), 18);
+	p[18] = 0xab;
+	p[19] = 0xab;
+	CHECK_EQ(kmem_cache_validate(s), 2);
+	CHECK(strstr(last_report, "Restoring kmalloc Redzone") != NULL);
+	kfree(p);
+}
+
+/* 9. An object left at destroy: the cache's report and the debug listing. */
+static void leak_destroy(void)
+{
+	struct kmem_cache *s = make("TestSlub_leak_destroy", 64, SLAB_RED_ZONE | SLAB_STORE_USER);
+	void *p = kmem_cache_alloc(s, GFP_KERNEL);
+	unsigned long e0 = errs();
+	kmem_cache_destroy(s);
+	CHECK_EQ(errs() - e0, 2);
+	CHECK(strstr(last_report, "Objects remaining") != NULL);
+	kmem_cache_free(s, p);                     /* the cache stayed alive */
+	kmem_cache_destroy(s);
+	CHECK_EQ(errs() - e0, 2);
+}
+
+/* 10. krealloc in place keeps the kmalloc red zone after the new size. */
+static void krealloc_redzone_zeroing(void)
+{
+	struct kmem_cache *s = usl_kmalloc_cache_for(48);
+	CHECK(s && (s->flags & SLAB_RED_ZONE));
+	uint8_t *p = kmalloc(48, GFP_KERNEL);
+	memset(p, 0xff, 48);
+	uint8_t *q = krealloc(p, 40, GFP_KERNEL | __GFP_ZERO);
+	CHECK(q == p);
+	CHECK(all_bytes(p + 40, 0xcc, 24));
+	q = krealloc(p, 56, GFP_KERNEL | __GFP_ZERO);
+	CHECK(q == p);
+	CHECK(all_bytes(p + 40, 0, 16));
+	CHECK(all_bytes(p + 56, 0xcc, 8));
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	memset(p, 0xff, 56);
+	q = krealloc(p, 112, GFP_KERNEL | __GFP_ZERO);
+	CHECK(q != p && q);
+	CHECK(all_bytes(q, 0xff, 56));
+	CHECK(all_bytes(q + 56, 0, 56));
+	kfree(q);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+}
+
+/* Misuse through the API: each reported, the program goes on, nothing lost. */
+static void misuse(void)
+{
+	struct kmem_cache *s = make("debug-misuse", 100, SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON |
+	                                                  SLAB_STORE_USER);
+	uint8_t *a = kmem_cache_alloc(s, GFP_KERNEL), *b = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(a && b);
+
+	/* Double free, not at a list head: refused (BUG, FIX "not freed"). */
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	unsigned long e0 = errs();
+	kmem_cache_free(s, a);
+	CHECK_EQ(errs() - e0, 2);
+	CHECK(reports_by_kind[USLAB_ERR_SLAB_BUG] > 0);
+
+	/* A one-byte overflow of a live object: found at its free, which is
+	 * refused (BUG, FIX restore, FIX not freed). */
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	a[100] = 0;
+	e0 = errs();
+	kmem_cache_free(s, a);
+	CHECK_EQ(errs() - e0, 3);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+
+	/* An underflow. */
+	b = kmem_cache_alloc(s, GFP_KERNEL);
+	b[-1] = 0x41;
+	e0 = errs();
+	kmem_cache_free(s, b);
+	CHECK(errs() - e0 >= 2);
+	CHECK(strstr(last_report, "not freed") != NULL);
+
+	/* A write after free: found by validation (and by the next allocation
+	 * that would hand it out). */
+	uint8_t *c = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_free(s, c);
+	c[10] = 0x42;
+	CHECK_EQ(kmem_cache_validate(s), 2);
+
+	/* An interior pointer and another cache's object. */
+	uint8_t *d = kmem_cache_alloc(s, GFP_KERNEL);
+	e0 = errs();
+	kmem_cache_free(s, d + 8);
+	CHECK_EQ(errs() - e0, 1);
+	struct kmem_cache *t = make("debug-other", 100, SLAB_RED_ZONE);
+	uint8_t *o = kmem_cache_alloc(t, GFP_KERNEL);
+	e0 = errs();
+	kmem_cache_free(s, o);
+	CHECK_EQ(errs() - e0, 1);
+	kmem_cache_free(t, o);
+	kmem_cache_free(s, d);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	CHECK_EQ(kmem_cache_validate(t), 0);
+	kmem_cache_destroy(t);
+
+	/* The owner track names where it was allocated. */
+	uint8_t *x = kmem_cache_alloc(s, GFP_KERNEL);
+	x[100] = 1;
+	kmem_cache_validate(s);
+	x[100] = 0xcc;
+	kmem_cache_free(s, x);
+
+	/* Bulk calls take the checked path one object at a time. */
+	void *v[16];
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 16, v), 16);
+	kmem_cache_free_bulk(s, 16, v);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	kmem_cache_destroy(s);
+}
+
+/* Many objects, several slabs, constructors: validation stays clean, and
+ * a non-debug cache has nothing to validate. */
+static int ctor_calls;
+static void ctor(void *p)
+{
+	ctor_calls++;
+	memset(p, 0x33, 40);
+}
+
+static void many(void)
+{
+	struct kmem_cache *s = kmem_cache_create("debug-ctor", 40, 0, SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER |
+	                                                                SLAB_CONSISTENCY_CHECKS, ctor);
+	enum { N = 3000 };
+	static void *v[N];
+	for (int i = 0; i < N; i++) {
+		v[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(v[i] && all_bytes(v[i], 0x33, 40));
+		if (!v[i])
+			return;
+	}
+	CHECK(ctor_calls >= N);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	for (int i = 0; i < N; i += 2)
+		kmem_cache_free(s, v[i]);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	for (int i = 1; i < N; i += 2)
+		kmem_cache_free(s, v[i]);
+	CHECK_EQ(kmem_cache_validate(s), 0);
+	CHECK_EQ(kmem_cache_shrink(s), 0);
+	kmem_cache_destroy(s);
+
+	struct kmem_cache *plain = kmem_cache_create("debug-none", 40, 0, SLAB_NO_MERGE, NULL);
+	CHECK_EQ(kmem_cache_validate(plain), -1);
+	kmem_cache_destroy(plain);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	capture_reports();
+	unsigned long e0 = errs();
+	clobber_zone();
+	next_pointer();
+	poison_clobber("TestSlub_1th_word_free", 0, 0x78);
+	poison_clobber("TestSlub_50th_word_free", 50, 0x9a);
+	clobber_redzone_free();
+	kmalloc_redzone();
+	leak_destroy();
+	krealloc_redzone_zeroing();
+	misuse();
+	many();
+	printf("%lu reports in all\n", errs() - e0);
+	return test_summary();
+}
