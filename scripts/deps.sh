@@ -24,6 +24,9 @@ lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libjemalloc.so.2 ] || pkgs+=(libjemalloc2)
 [ -e $lib/libtcmalloc_minimal.so.4 ] || pkgs+=(libtcmalloc-minimal4)
 [ -e $lib/libmimalloc.so.2 ] || pkgs+=(libmimalloc2.0)
+# Debug reports' call stacks and names (optional: the build works without).
+[ -e /usr/include/x86_64-linux-gnu/libunwind.h ] || [ -e /usr/include/libunwind.h ] || pkgs+=(libunwind-dev)
+[ -e /usr/include/elfutils/libdwfl.h ] || pkgs+=(libdw-dev)
 if [ "$want" = test ]; then
   command -v clang >/dev/null || pkgs+=(clang)
   command -v valgrind >/dev/null || pkgs+=(valgrind)

@@ -34,6 +34,7 @@ static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
  * free. */
 static void fork_prepare(void)
 {
+	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
 	usl_lock(&classes_lock);
 	usl_lock(&sheaf_classes_lock);
 	usl_lock(&cache_cache_lock);
@@ -64,6 +65,7 @@ static void fork_release(void)
 	usl_unlock(&cache_cache_lock);
 	usl_unlock(&sheaf_classes_lock);
 	usl_unlock(&classes_lock);
+	usl_stack_fork_unlock();
 }
 
 /* The child has no decay thread (fork copies only the calling thread). */
@@ -443,12 +445,16 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 struct kmem_cache *(kmem_cache_create)(const char *name, unsigned int size, unsigned int align,
                                        slab_flags_t flags, void (*ctor)(void *))
 {
+	if (flags & USL_SLAB_DEBUG_FLAGS)
+		usl_stack_init();        /* its owner tracks' stacks and names; no lock held */
 	return usl_cache_create(name, size, align, flags, ctor, NULL, USL_CACHE_USER, 0);
 }
 
 struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int size,
                                                 struct kmem_cache_args *args, slab_flags_t flags)
 {
+	if (flags & USL_SLAB_DEBUG_FLAGS)
+		usl_stack_init();
 	if (!args)
 		return usl_cache_create(name, size, 0, flags, NULL, NULL, USL_CACHE_USER, 0);
 	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER, 0);

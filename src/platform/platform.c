@@ -2,7 +2,6 @@
  * once-per-process choice of per-CPU mode (rseq or locked), guarded mappings.
  * Locks: init_lock (start-up); never allocates. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,20 +198,6 @@ void usl_unmap_guarded(void *p, size_t bytes)
 {
 	size_t pg = usl_os_page_size();
 	munmap((char *)p - pg, bytes + 2 * pg);
-}
-
-void usl_symbolize(uintptr_t addr, char *buf, size_t n)
-{
-	Dl_info info = { 0 };
-	int found = dladdr((void *)addr, &info);
-	if (found && info.dli_sname && info.dli_saddr) {
-		snprintf(buf, n, "%s+0x%lx", info.dli_sname, (unsigned long)(addr - (uintptr_t)info.dli_saddr));
-	} else if (found && info.dli_fname && info.dli_fbase) {
-		const char *base = info.dli_fname, *slash = strrchr(base, '/');
-		snprintf(buf, n, "%s+0x%lx", slash ? slash + 1 : base, (unsigned long)(addr - (uintptr_t)info.dli_fbase));
-	} else {
-		snprintf(buf, n, "0x%lx", (unsigned long)addr);
-	}
 }
 
 static bool rseq_usable(void)

@@ -96,10 +96,25 @@ USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before st
  * faults before it reaches it: for uslab's own structures (MAP_NORESERVE:
  * pages count as they are touched). NULL if the kernel refuses. */
 USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
-/* A code address as the kernel's %pS prints it: "function+0xoff", else
- * "object+0xoff" (a module without that symbol), else "0xaddr"; dladdr only
- * (exported and dynamic symbols). */
+/* ---- call stacks (stack.c) ---- */
+/* Load the unwinder and the symbolizer (libunwind, libdw: dlopen), once; at
+ * start-up when USLAB_DEBUG is set, else by the first kmem_cache_create of a
+ * cache that tracks owners, outside every uslab lock (dlopen allocates). */
+#define USL_STACK_MAX 16
+USL_HIDDEN void usl_stack_init(void);
+/* The current call stack from caller (the return address where the
+ * allocator's entry point was called) on, kept once in the depot: its handle,
+ * 0 if there is none (no unwinder: the caller alone is kept). */
+USL_HIDDEN uint32_t usl_stack_save(unsigned int skip, uintptr_t caller);
+USL_HIDDEN unsigned int usl_stack_get(uint32_t handle, uintptr_t *pc, unsigned int max);
+/* A code address as the kernel's %pS prints it: "function+0xoff/0xsize
+ * (file:line)" with libdw, else dladdr's "function+0xoff" or "object+0xoff",
+ * else "0xaddr". Call it with no uslab lock held (libdw allocates). */
 USL_HIDDEN void usl_symbolize(uintptr_t addr, char *buf, size_t n);
+/* fork(): libdw's session lock and the depot's, taken first by fork_prepare
+ * (a thread symbolizing allocates, so under its lock it takes uslab's). */
+USL_HIDDEN void usl_stack_fork_lock(void);
+USL_HIDDEN void usl_stack_fork_unlock(void);
 USL_HIDDEN void usl_unmap_guarded(void *p, size_t bytes);
 USL_HIDDEN void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n);
 USL_HIDDEN uint64_t usl_now_ms(void);

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ struct usl_track {
 	uintptr_t addr;     /* the caller of the allocator's entry point */
 	uint64_t when;      /* ms, usl_now_ms */
 	int32_t cpu, pid;
-	uint64_t pad;
+	uint32_t handle;    /* its call stack in the depot (platform/stack.c); 0: none */
+	uint32_t pad;
 };
 enum { TRACK_ALLOC, TRACK_FREE };
 
@@ -177,17 +179,65 @@ static void out_end(struct dbg_out *o)
 	o->open = false;
 }
 
+/* Names are looked up only after list_lock is released (the symbolizer
+ * allocates): the text holds tokens, TOK_ADDR and 16 hex digits for an
+ * address, TOK_STACK and 8 for a depot handle (a line per frame). */
+#define TOK_ADDR '\001'
+#define TOK_STACK '\002'
+
+static size_t expand(char *out, size_t cap, const char *text)
+{
+	size_t n = 0;
+	char sym[320];
+	for (const char *t = text; *t && n + 1 < cap;) {
+		if (*t != TOK_ADDR && *t != TOK_STACK) {
+			out[n++] = *t++;
+			continue;
+		}
+		char kind = *t++, hex[17];
+		size_t digits = kind == TOK_ADDR ? 16 : 8, k = 0;
+		for (; k < digits && t[k]; k++)
+			hex[k] = t[k];
+		hex[k] = 0;
+		t += k;
+		unsigned long v = strtoul(hex, NULL, 16);
+		if (kind == TOK_ADDR) {
+			usl_symbolize(v, sym, sizeof(sym));
+			n += (size_t)snprintf(out + n, cap - n, "%s", sym);
+		} else {
+			uintptr_t pc[USL_STACK_MAX];
+			unsigned int depth = usl_stack_get((uint32_t)v, pc, USL_STACK_MAX);
+			for (unsigned int i = 0; i < depth && n + 1 < cap; i++) {
+				usl_symbolize(pc[i], sym, sizeof(sym));
+				n += (size_t)snprintf(out + n, cap - n, " %s\n", sym);
+			}
+		}
+		if (n >= cap)
+			n = cap - 1;
+	}
+	out[n] = 0;
+	return n;
+}
+
 /* After list_lock is released: each record as one report. */
 static int out_deliver(struct dbg_out *o)
 {
 	int n = o->reports;
 	if (o->buf) {
+		char *x = usl_map_guarded(OUT_CAP, PROT_READ | PROT_WRITE);
 		for (size_t i = 0; i < o->len;) {
 			enum uslab_error kind = (enum uslab_error)(unsigned char)o->buf[i];
 			const char *text = o->buf + i + 1;
-			usl_report_text(kind, text);
+			if (x) {
+				size_t len = expand(x, OUT_CAP, text);
+				while (len && x[len - 1] == '\n')
+					x[--len] = 0;
+			}
+			usl_report_text(kind, x ? x : text);
 			i += 2 + strlen(text);
 		}
+		if (x)
+			usl_unmap_guarded(x, OUT_CAP);
 		usl_unmap_guarded(o->buf, OUT_CAP);
 	}
 	o->buf = NULL;
@@ -225,10 +275,10 @@ static void out_track(struct dbg_out *o, const struct kmem_cache *s, void *obj, 
 	const struct usl_track *t = track_of(s, obj, which);
 	if (!t->addr)
 		return;
-	out_printf(o, "%s in ", which == TRACK_ALLOC ? "Allocated" : "Freed");
-	char sym[256];
-	usl_symbolize(t->addr, sym, sizeof(sym));
-	out_printf(o, "%s age=%llu cpu=%d pid=%d\n", sym, (unsigned long long)(now - t->when), t->cpu, t->pid);
+	out_printf(o, "%s in %c%016lx age=%llu cpu=%d pid=%d\n", which == TRACK_ALLOC ? "Allocated" : "Freed", TOK_ADDR,
+	           (unsigned long)t->addr, (unsigned long long)(now - t->when), t->cpu, t->pid);
+	if (t->handle)
+		out_printf(o, "%c%08x", TOK_STACK, t->handle);
 }
 
 /* The free pointer of obj as stored, decoded (no check). */
@@ -506,10 +556,11 @@ static void init_object(struct kmem_cache *s, uint8_t *p, uint8_t val)
 	}
 }
 
-static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller)
+static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller, uint32_t handle)
 {
 	struct usl_track *t = track_of(s, obj, which);
 	t->addr = caller;
+	t->handle = handle;
 	t->when = usl_now_ms();
 	t->cpu = usl_current_cpu();
 	t->pid = (int32_t)getpid();
@@ -558,6 +609,8 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 	struct kmem_cache_node *n = s->node[0];
 	struct dbg_out o = { 0 };
 	void *obj = NULL;
+	/* The call stack before any lock (the depot takes a leaf lock). */
+	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
 
 	for (;;) {
 		usl_lock(&n->list_lock);
@@ -603,7 +656,7 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 			usl_list_add_tail(&slab->slab_list, &n->full);
 		}
 		if (s->flags & SLAB_STORE_USER)
-			set_track(s, obj, TRACK_ALLOC, caller);
+			set_track(s, obj, TRACK_ALLOC, caller, handle);
 		if (orig_size_kept(s))
 			*orig_word(s, obj) = orig ? orig : s->object_size;
 		init_object(s, obj, RED_ACTIVE);
@@ -629,6 +682,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	struct slab *slab = usl_virt_to_slab(x);
 	struct dbg_out o = { 0 };
 	struct slab *discard = NULL;
+	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
 
 	usl_lock(&n->list_lock);
 	bool ok = slab && slab->slab_cache == s && slab->kind == USL_PAGE_SLAB && valid_pointer(s, slab, x) && x;
@@ -653,7 +707,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		return;
 	}
 	if (s->flags & SLAB_STORE_USER)
-		set_track(s, x, TRACK_FREE, caller);
+		set_track(s, x, TRACK_FREE, caller, handle);
 	if (s->flags & SLAB_TRACE)
 		trace(&o, s, slab, x, false);
 	init_object(s, x, RED_INACTIVE);
