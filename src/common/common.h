@@ -112,6 +112,9 @@ USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
 /* Free a slab object, a large block or a mapping known only by its pointer
  * (kfree, free); anything else is reported under fn and ignored. */
 USL_HIDDEN void usl_free_ptr(void *x, const char *fn);
+/* The same for a free that names the block's size (free_sized, sized
+ * operator delete): a debug cache's block is checked against it. */
+USL_HIDDEN void usl_free_sized(void *x, size_t size, const char *fn);
 /* A sheaf pop's object that does not carry its free marker: reported under
  * fn, kept out of use, and another allocated instead (objects.c). */
 USL_HIDDEN void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn) __attribute__((cold));

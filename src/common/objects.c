@@ -357,6 +357,20 @@ static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, boo
 		free_checked_as(s, x, fn, true, marked);
 }
 
+/* free_sized and sized operator delete: a debug cache's block is checked
+ * against the size given; then the free as usl_free_ptr (a tail call, so
+ * the owner track's caller stays the program's). */
+void usl_free_sized(void *x, size_t size, const char *fn)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
+		struct kmem_cache *s = usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]));
+		if (usl_unlikely(s && (s->flags & USL_SLAB_DEBUG_FLAGS)))
+			usl_debug_check_size(s, x, size, fn);
+	}
+	usl_free_ptr(x, fn);
+}
+
 /* The marker said x is free already. */
 static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const char *fn, unsigned int id)
 {

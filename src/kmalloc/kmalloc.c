@@ -304,6 +304,16 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 	return p;
 }
 
+void usl_kmalloc_note_size(void *p, size_t n)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
+		return;
+	struct kmem_cache *s = page_owner(off);
+	if (s && (s->flags & USL_SLAB_DEBUG_FLAGS) && usl_debug_is_object(s, p))
+		usl_debug_resize(s, p, n);
+}
+
 void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp, uintptr_t caller)
 {
 	return usl_debug_alloc(s, gfp, size, caller);

@@ -26,6 +26,10 @@ USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller);   /* c
 /* An allocation of size bytes from s, a class with debugging (no slots are
  * published for it), for the caller at address caller. */
 USL_HIDDEN void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp, uintptr_t caller);
+/* p, a block of a debug class, now holds n bytes for its user (an aligned
+ * allocation from a larger class, a shrink in place): its kept size and
+ * kmalloc red zone follow. Nothing for any other block. */
+USL_HIDDEN void usl_kmalloc_note_size(void *p, size_t n);
 /* ksize, with reports naming fn (0 for a pointer that starts no block). */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 

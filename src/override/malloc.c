@@ -134,6 +134,8 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		while (pow2 < want)
 			pow2 <<= 1;
 		p = kmalloc(pow2, gfp | __GFP_NOWARN);
+		if (p && pow2 != n)
+			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
 	} else {
 		p = usl_map_alloc(n, align);
 	}
@@ -214,8 +216,11 @@ EXPORT void *realloc(void *p, size_t n)
 	}
 	/* In place while it fits and the block is not more than twice too big
 	 * (a shrink to a much smaller size moves, so memory is given back). */
-	if (n <= old && (n > old / 2 || old <= 2 * MALLOC_ALIGN) && !is_boot(p))
+	if (n <= old && (n > old / 2 || old <= 2 * MALLOC_ALIGN) && !is_boot(p)) {
+		if (n < old)
+			usl_kmalloc_note_size(p, n);     /* a debug class red-zones the rest */
 		return p;
+	}
 	void *q = malloc(n);
 	if (!q)
 		return NULL;
@@ -297,15 +302,13 @@ EXPORT size_t malloc_usable_size(void *p)
 
 EXPORT void free_sized(void *p, size_t size)
 {
-	(void)size;
-	free(p);
+	usl_free_sized(p, size, "free_sized");
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
 	(void)align;
-	(void)size;
-	free(p);
+	usl_free_sized(p, size, "free_aligned_sized");
 }
 
 EXPORT void cfree(void *p)
@@ -461,8 +464,11 @@ static void *op_new_3(size_t n, size_t al) { return op_new_aligned(n, al); }
 static void *op_new_4(size_t n, size_t al, const void *nt) { (void)nt; return op_new_aligned_nothrow(n, al); }
 /* delete: (p), (p, size), (p, align), (p, size, align), (p, nothrow), (p, align, nothrow). */
 static void op_del_1(void *p) { op_delete(p); }
-static void op_del_2(void *p, size_t x) { (void)x; op_delete(p); }
-static void op_del_3(void *p, size_t x, size_t y) { (void)x; (void)y; op_delete(p); }
+/* (p, size) and (p, size, align) name the size: checked for debug caches. The
+ * (p, align) forms share op_del_2's signature but not its meaning. */
+static void op_del_2(void *p, size_t x) { usl_free_sized(p, x, "operator delete"); }
+static void op_del_al(void *p, size_t al) { (void)al; op_delete(p); }
+static void op_del_3(void *p, size_t x, size_t y) { (void)y; usl_free_sized(p, x, "operator delete"); }
 static void op_del_nt(void *p, const void *nt) { (void)nt; op_delete(p); }
 static void op_del_al_nt(void *p, size_t al, const void *nt) { (void)al; (void)nt; op_delete(p); }
 CXX(_Znwm, op_new_1, void *, (size_t));
@@ -477,8 +483,8 @@ CXX(_ZdlPv, op_del_1, void, (void *));
 CXX(_ZdaPv, op_del_1, void, (void *));
 CXX(_ZdlPvm, op_del_2, void, (void *, size_t));
 CXX(_ZdaPvm, op_del_2, void, (void *, size_t));
-CXX(_ZdlPvSt11align_val_t, op_del_2, void, (void *, size_t));
-CXX(_ZdaPvSt11align_val_t, op_del_2, void, (void *, size_t));
+CXX(_ZdlPvSt11align_val_t, op_del_al, void, (void *, size_t));
+CXX(_ZdaPvSt11align_val_t, op_del_al, void, (void *, size_t));
 CXX(_ZdlPvmSt11align_val_t, op_del_3, void, (void *, size_t, size_t));
 CXX(_ZdaPvmSt11align_val_t, op_del_3, void, (void *, size_t, size_t));
 CXX(_ZdlPvRKSt9nothrow_t, op_del_nt, void, (void *, const void *));

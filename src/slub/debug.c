@@ -847,3 +847,23 @@ bool usl_debug_is_object(struct kmem_cache *s, const void *x)
 	struct slab *slab = usl_virt_to_slab(x);
 	return x && slab && slab->kind == USL_PAGE_SLAB && slab->slab_cache == s && valid_pointer(s, slab, x);
 }
+
+void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char *fn)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct slab *slab = usl_virt_to_slab(x);
+	struct dbg_out o = { 0 };
+
+	usl_lock(&n->list_lock);
+	if (slab && slab->slab_cache == s && valid_pointer(s, slab, x) && x) {
+		size_t have = orig_size(s, x);
+		if (orig_size_kept(s) ? size != have : size > have) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "%s with size %zu, allocated with %s%zu", fn, size,
+			         orig_size_kept(s) ? "" : "at most ", have);
+			object_err(&o, s, slab, x, NULL, msg);
+		}
+	}
+	usl_unlock(&n->list_lock);
+	out_deliver(&o);
+}

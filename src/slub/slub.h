@@ -67,6 +67,10 @@ USL_HIDDEN void usl_debug_leaks(struct kmem_cache *s);
  * place: the kmalloc red zone follows). */
 USL_HIDDEN size_t usl_debug_ksize(struct kmem_cache *s, void *x);
 USL_HIDDEN bool usl_debug_is_object(struct kmem_cache *s, const void *x);   /* an object start of s? */
+/* A sized free (free_sized, sized operator delete) of x with size: reported,
+ * with x's owner, when it is not the size x was allocated with (kept for
+ * kmalloc and malloc classes with U; else more than the object). */
+USL_HIDDEN void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char *fn);
 USL_HIDDEN void usl_debug_resize(struct kmem_cache *s, void *x, size_t n);
 
 /* ---- bulk (bulk.c) ---- */

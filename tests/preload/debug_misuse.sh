@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# debug_misuse.sh LIBUSLAB DEBUG_PROG HAVE_LIBDW - each misuse of debug_prog.c
+# under LD_PRELOAD=LIBUSLAB with USLAB_DEBUG=FZPU: the report's own words,
+# the allocating function named (with libdw: a program's functions are not
+# exported, so dladdr cannot name them), and "survived".
+set -uo pipefail
+lib=$(realpath "$1")
+prog=$(realpath "$2")
+have_dw=${3:-0}
+fail=0
+# scenario | text that must appear | allocating function
+cases=(
+	"overflow|[Right Redzone overwritten]|alloc_overflow"
+	"kmalloc-redzone|[kmalloc Redzone overwritten]|alloc_kmalloc_rz"
+	"underflow|[Left Redzone overwritten]|alloc_underflow"
+	"use-after-free|[Poison overwritten]|alloc_after_free"
+	"double-free|Object already free|alloc_twice_freed"
+	"interior|is not an object of this cache|"
+	"free-sized|free_sized with size 30, allocated with 24|alloc_sized"
+	"delete-size|operator delete with size 64, allocated with 56|alloc_for_delete"
+)
+for c in "${cases[@]}"; do
+	IFS='|' read -r name want fn <<<"$c"
+	out=$(USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" "$name" 2>&1)
+	rc=$?
+	ok=1
+	[ "$rc" -eq 0 ] || { echo "FAIL $name: exit status $rc"; ok=0; }
+	grep -qF -- "$want" <<<"$out" || { echo "FAIL $name: no '$want' in the report"; ok=0; }
+	tail -1 <<<"$out" | grep -qx survived || { echo "FAIL $name: the program did not go on"; ok=0; }
+	if [ -n "$fn" ] && [ "$have_dw" = 1 ]; then
+		grep -q "^Allocated in $fn+" <<<"$out" || { echo "FAIL $name: the report does not name $fn"; ok=0; }
+	fi
+	if [ "$ok" = 1 ]; then
+		echo "ok   $name"
+	else
+		fail=1
+		sed 's/^/    | /' <<<"$out" | head -30
+	fi
+done
+# The interior free also reports a pointer that is not uslab's at all.
+out=$(USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" interior 2>&1)
+grep -q "is not a uslab pointer" <<<"$out" || { echo "FAIL interior: a stack pointer's free not reported"; fail=1; }
+exit $fail
