@@ -40,6 +40,7 @@ static void fork_prepare(void)
 	usl_lock(&cache_cache_lock);
 	usl_lock(&slab_mutex);
 	usl_slub_fork_lock_global();
+	usl_debug_fork_lock();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
 		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
 		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
@@ -60,6 +61,7 @@ static void fork_release(void)
 		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 	}
+	usl_debug_fork_unlock();
 	usl_slub_fork_unlock_global();
 	usl_unlock(&slab_mutex);
 	usl_unlock(&cache_cache_lock);
@@ -472,6 +474,10 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 	if (!s)
 		return;
+	/* A debug cache's quarantined objects go back first, with no lock held
+	 * (their release may report). */
+	if (s && usl_cache_live(s) && (s->flags & USL_SLAB_DEBUG_FLAGS))
+		usl_debug_quarantine_flush(s);
 	cache_lock();
 	if (!usl_cache_live(s)) {
 		cache_unlock();
@@ -529,6 +535,8 @@ int kmem_cache_shrink(struct kmem_cache *s)
 		usl_report_dead_cache("kmem_cache_shrink", s, "nothing done");
 		return -1;
 	}
+	if (s->flags & USL_SLAB_DEBUG_FLAGS)
+		usl_debug_quarantine_flush(s);
 	usl_cache_flush_all(s);
 	bool left = usl_slub_release(s);
 	usl_pages_purge(true);

@@ -212,3 +212,43 @@ bool usl_debug_order_off(void)
 {
 	return dbg.order_off;
 }
+
+/* USLAB_QUARANTINE: bytes, with an optional k, m or g (powers of 1024). */
+static size_t quarantine_bytes;
+
+size_t usl_debug_quarantine(void)
+{
+	return quarantine_bytes;
+}
+
+void usl_quarantine_parse(const char *v)
+{
+	quarantine_bytes = 0;
+	if (!v)
+		return;
+	size_t n = 0, i = 0;
+	bool ok = v[0] >= '0' && v[0] <= '9';
+	for (; ok && v[i] >= '0' && v[i] <= '9'; i++) {
+		if (n > ((size_t)1 << 40))
+			ok = false;
+		n = n * 10 + (size_t)(v[i] - '0');
+	}
+	unsigned int shift = 0;
+	if (ok && v[i]) {
+		char c = (char)(v[i] | 0x20);
+		shift = c == 'k' ? 10 : c == 'm' ? 20 : c == 'g' ? 30 : 99;
+		ok = shift != 99 && !v[i + 1];
+	}
+	if (ok && shift)
+		n <<= shift;
+	if (!ok || n > ((size_t)1 << 40)) {
+		char sn[52];
+		size_t len = 0;
+		while (v[len])
+			len++;
+		usl_report(USLAB_ERR_OPTION, "USLAB_QUARANTINE='%s' is not a size in bytes (a number, with k, m or g, "
+		           "up to 1 TiB); no quarantine", snippet(sn, v, 0, len));
+		return;
+	}
+	quarantine_bytes = n;
+}

@@ -53,7 +53,7 @@ static const struct option options[] = {
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */
-static const char *const text_options[] = { "USLAB_DEBUG" };
+static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE" };
 #define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
@@ -127,5 +127,6 @@ void usl_read_options(void)
 		usl_opt.max_order = usl_opt.min_order;
 	}
 	usl_debug_parse(getenv("USLAB_DEBUG"));
+	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
 	unknown_options();
 }

@@ -29,6 +29,10 @@ USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init
 USL_HIDDEN void usl_debug_parse(const char *v);
 USL_HIDDEN uint32_t usl_debug_flags_for(const char *name);
 USL_HIDDEN bool usl_debug_order_off(void);
+/* USLAB_QUARANTINE (debugopt.c): bytes of freed debug-cache objects held back
+ * from reuse (0: none). */
+USL_HIDDEN void usl_quarantine_parse(const char *v);
+USL_HIDDEN size_t usl_debug_quarantine(void);
 
 /* ---- reports (report.c) ---- */
 USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)

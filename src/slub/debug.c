@@ -604,6 +604,103 @@ static void trace(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, vo
 	o->reports--;    /* a trace is no problem */
 }
 
+/* ===========================================================================
+ * The quarantine (USLAB_QUARANTINE): freed objects wait, poisoned and marked
+ * (their free pointer links to themselves), until the bytes waiting pass the
+ * budget; the oldest are then checked again (a write after free while they
+ * waited is reported) and put on their slab's free list. A ring under
+ * q_lock, taken with no list_lock held.
+ */
+
+#define Q_SLOTS (1u << 16)
+struct q_entry {
+	void *obj;
+	struct kmem_cache *s;
+};
+static struct q_entry *q_ring;
+static unsigned int q_head, q_count;
+static size_t q_bytes;
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline bool quarantined(const struct kmem_cache *s, void *obj)
+{
+	return fp_raw(s, obj) == obj;
+}
+
+/* Put obj (marked, poisoned, counted in use) on its slab's free list, after
+ * checking it once more. Takes and releases its list_lock. */
+static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o);
+
+static void release_batch(struct q_entry *batch, unsigned int n, struct dbg_out *o)
+{
+	for (unsigned int i = 0; i < n; i++)
+		link_free(batch[i].s, batch[i].obj, o);
+}
+
+/* Hold x back; the oldest beyond the budget are released. */
+static void quarantine_put(struct kmem_cache *s, void *x, struct dbg_out *o)
+{
+	struct q_entry batch[32];
+	unsigned int nb = 0;
+	size_t budget = usl_debug_quarantine();
+
+	usl_lock(&q_lock);
+	if (!q_ring)
+		q_ring = usl_map_guarded(Q_SLOTS * sizeof(struct q_entry), PROT_READ | PROT_WRITE);
+	if (!q_ring) {
+		usl_unlock(&q_lock);
+		link_free(s, x, o);
+		return;
+	}
+	q_ring[(q_head + q_count) % Q_SLOTS] = (struct q_entry){ x, s };
+	q_count++;
+	q_bytes += s->size;
+	while ((q_bytes > budget || q_count == Q_SLOTS) && q_count && nb < 32) {
+		batch[nb++] = q_ring[q_head];
+		q_bytes -= q_ring[q_head].s->size;
+		q_head = (q_head + 1) % Q_SLOTS;
+		q_count--;
+	}
+	usl_unlock(&q_lock);
+	release_batch(batch, nb, o);
+}
+
+/* Every object of s out of the quarantine (destroy, shrink, validation of
+ * what waits is done in place). */
+static void quarantine_flush(struct kmem_cache *s, struct dbg_out *o)
+{
+	for (;;) {
+		struct q_entry batch[32];
+		unsigned int nb = 0;
+		usl_lock(&q_lock);
+		/* Compact the ring: s's entries out, the others kept in order. */
+		unsigned int keep = 0;
+		for (unsigned int i = 0; i < q_count; i++) {
+			struct q_entry e = q_ring[(q_head + i) % Q_SLOTS];
+			if (e.s == s && nb < 32) {
+				batch[nb++] = e;
+				q_bytes -= s->size;
+			} else {
+				q_ring[(q_head + keep) % Q_SLOTS] = e;
+				keep++;
+			}
+		}
+		q_count = keep;
+		usl_unlock(&q_lock);
+		if (!nb)
+			return;
+		release_batch(batch, nb, o);
+	}
+}
+
+void usl_debug_quarantine_flush(struct kmem_cache *s)
+{
+	struct dbg_out o = { 0 };
+	if (q_ring)
+		quarantine_flush(s, &o);
+	out_deliver(&o);
+}
+
 void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t caller)
 {
 	struct kmem_cache_node *n = s->node[0];
@@ -693,7 +790,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	}
 	if (s->flags & SLAB_CONSISTENCY_CHECKS)
 		ok = check_slab(&o, s, slab);
-	if (ok && on_freelist(&o, s, slab, x)) {
+	if (ok && (on_freelist(&o, s, slab, x) || (usl_debug_quarantine() && quarantined(s, x)))) {
 		object_err(&o, s, slab, x, NULL, "Object already free");
 		ok = false;
 	}
@@ -711,6 +808,13 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	if (s->flags & SLAB_TRACE)
 		trace(&o, s, slab, x, false);
 	init_object(s, x, RED_INACTIVE);
+	if (usl_debug_quarantine()) {
+		usl_set_freepointer(s, x, x);     /* the mark: waiting in the quarantine */
+		usl_unlock(&n->list_lock);
+		quarantine_put(s, x, &o);
+		out_deliver(&o);
+		return;
+	}
 	bool was_full = !slab->freelist;
 	usl_set_freepointer(s, x, slab->freelist);
 	slab->freelist = x;
@@ -730,6 +834,34 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		usl_discard_slab(s, discard);
 }
 
+static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct slab *slab = usl_virt_to_slab(x), *discard = NULL;
+
+	usl_lock(&n->list_lock);
+	/* Written while it waited? Checked as free, then unmarked. */
+	usl_set_freepointer(s, x, NULL);
+	if (!check_object(o, s, slab, x, RED_INACTIVE))
+		slab_fix(o, s, "Object at 0x%lx released from the quarantine, repaired", (unsigned long)(uintptr_t)x);
+	bool was_full = !slab->freelist;
+	usl_set_freepointer(s, x, slab->freelist);
+	slab->freelist = x;
+	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
+	slab->counters = usl_counters_remake(slab->counters, inuse, false);
+	if (was_full) {
+		usl_list_del(&slab->slab_list);
+		usl_add_partial(n, slab, true);
+	}
+	if (inuse == 0 && n->nr_partial > s->min_partial) {
+		usl_remove_partial(n, slab);
+		discard = slab;
+	}
+	usl_unlock(&n->list_lock);
+	if (discard)
+		usl_discard_slab(s, discard);
+}
+
 /* ===========================================================================
  * Validation and leaks
  */
@@ -743,8 +875,13 @@ static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *
 	unsigned int guard = 0;
 	for (void *p = slab->freelist; p && guard++ < objects; p = fp_raw(s, p))
 		map[((uintptr_t)p - (uintptr_t)slab->addr - s->red_left_pad) / s->size] = 1;
-	for (unsigned int i = 0; i < objects; i++)
-		check_object(o, s, slab, object_at(s, slab, i), map[i] ? RED_INACTIVE : RED_ACTIVE);
+	for (unsigned int i = 0; i < objects; i++) {
+		uint8_t *p = object_at(s, slab, i);
+		bool waiting = !map[i] && usl_debug_quarantine() && quarantined(s, p);
+		check_object(o, s, slab, p, map[i] || waiting ? RED_INACTIVE : RED_ACTIVE);
+		if (waiting)
+			usl_set_freepointer(s, p, p);     /* check_object may have judged the mark */
+	}
 	if ((s->flags & SLAB_POISON)) {
 		/* The slab's tail after its last object (the kernel's slab_pad_check). */
 		uint8_t *end = (uint8_t *)slab->addr + usl_order_bytes(slab->order);
@@ -807,7 +944,7 @@ void usl_debug_leaks(struct kmem_cache *s)
 						free_obj = true;
 						break;
 					}
-				if (free_obj)
+				if (free_obj || (usl_debug_quarantine() && quarantined(s, p)))
 					continue;
 				out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
 				           (unsigned long)(p - (uint8_t *)slab->addr));
@@ -867,3 +1004,6 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 	usl_unlock(&n->list_lock);
 	out_deliver(&o);
 }
+
+void usl_debug_fork_lock(void) { usl_lock(&q_lock); }
+void usl_debug_fork_unlock(void) { usl_unlock(&q_lock); }

@@ -60,6 +60,10 @@ USL_HIDDEN void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, u
 USL_HIDDEN void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t caller);
 /* Every slab checked; the number of reports made. */
 USL_HIDDEN int usl_debug_validate(struct kmem_cache *s);
+/* The quarantine's objects of s back on their slabs (destroy, shrink). */
+USL_HIDDEN void usl_debug_quarantine_flush(struct kmem_cache *s);
+USL_HIDDEN void usl_debug_fork_lock(void);      /* the quarantine's lock (a leaf for list_locks) */
+USL_HIDDEN void usl_debug_fork_unlock(void);
 /* kmem_cache_destroy found objects in use: each one reported with its owner. */
 USL_HIDDEN void usl_debug_leaks(struct kmem_cache *s);
 /* The usable bytes of x, an allocated object of a debug kmalloc cache (its

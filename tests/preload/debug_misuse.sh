@@ -37,6 +37,27 @@ for c in "${cases[@]}"; do
 		sed 's/^/    | /' <<<"$out" | head -30
 	fi
 done
+# A stale write after the block was reused: unseen without a quarantine,
+# found with one.
+out=$(USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" stale-write 2>&1)
+if grep -q "^reused" <<<"$out" && ! grep -q "Poison overwritten" <<<"$out"; then
+	echo "ok   stale-write without a quarantine: reused, unseen (as expected)"
+else
+	echo "FAIL stale-write without a quarantine: expected reuse and no report"; fail=1
+	sed 's/^/    | /' <<<"$out" | head -20
+fi
+out=$(USLAB_QUARANTINE=8k USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" stale-write 2>&1)
+if grep -q "^not reused" <<<"$out" && grep -qF "[Poison overwritten]" <<<"$out" &&
+   grep -q "released from the quarantine" <<<"$out" && tail -1 <<<"$out" | grep -qx survived &&
+   { [ "$have_dw" != 1 ] || grep -q "^Allocated in alloc_stale+" <<<"$out"; }; then
+	echo "ok   stale-write with USLAB_QUARANTINE=8k: found"
+else
+	echo "FAIL stale-write with USLAB_QUARANTINE=8k"; fail=1
+	sed 's/^/    | /' <<<"$out" | head -30
+fi
+out=$(USLAB_QUARANTINE=lots LD_PRELOAD="$lib" "$prog" overflow 2>&1)
+grep -q "USLAB_QUARANTINE='lots' is not a size" <<<"$out" ||
+	{ echo "FAIL USLAB_QUARANTINE=lots not reported"; fail=1; }
 # The interior free also reports a pointer that is not uslab's at all.
 out=$(USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" interior 2>&1)
 grep -q "is not a uslab pointer" <<<"$out" || { echo "FAIL interior: a stack pointer's free not reported"; fail=1; }

@@ -22,6 +22,7 @@ __attribute__((noinline)) static char *alloc_twice_freed(void) { return malloc(4
 __attribute__((noinline)) static char *alloc_interior(void) { return malloc(40); }
 __attribute__((noinline)) static char *alloc_sized(void) { return malloc(24); }
 __attribute__((noinline)) static char *alloc_for_delete(void) { return malloc(56); }
+__attribute__((noinline)) static char *alloc_stale(void) { return malloc(200); }
 
 int main(int argc, char **argv)
 {
@@ -73,6 +74,20 @@ int main(int argc, char **argv)
 		if (!del)
 			return 3;
 		del(p, 64);
+	} else if (!strcmp(what, "stale-write")) {
+		/* A write through a stale pointer after the block was freed and
+		 * another allocation made: without a quarantine that allocation
+		 * reuses the block and the write lands in it unseen; with one
+		 * (USLAB_QUARANTINE) it lands in poison, found when the block
+		 * leaves the quarantine. */
+		char *p = alloc_stale();
+		free(p);
+		char *q = malloc(200);
+		poke(p, 5, 'X');
+		printf("%s\n", q == p ? "reused" : "not reused");
+		for (int i = 0; i < 200; i++)   /* enough frees to push p out */
+			free(malloc(200));
+		free(q);
 	} else {
 		return 2;
 	}
