@@ -525,16 +525,24 @@ void usl_cache_flush_all(struct kmem_cache *s)
 
 /* 0 when every slab was released, 1 when some remain (slabs with live
  * objects), -1 for a NULL or destroyed cache. */
-int kmem_cache_shrink(struct kmem_cache *s)
+/* A cache argument of fn that is NULL or destroyed: reported, false. */
+static bool cache_arg_ok(struct kmem_cache *s, const char *fn)
 {
 	if (!s) {
-		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_shrink: NULL cache");
-		return -1;
+		usl_report(USLAB_ERR_BAD_ARG, "%s: NULL cache", fn);
+		return false;
 	}
 	if (!usl_cache_live(s)) {
-		usl_report_dead_cache("kmem_cache_shrink", s, "nothing done");
-		return -1;
+		usl_report_dead_cache(fn, s, "nothing done");
+		return false;
 	}
+	return true;
+}
+
+int kmem_cache_shrink(struct kmem_cache *s)
+{
+	if (!cache_arg_ok(s, "kmem_cache_shrink"))
+		return -1;
 	if (s->flags & USL_SLAB_DEBUG_FLAGS)
 		usl_debug_quarantine_flush(s);
 	usl_cache_flush_all(s);
@@ -545,14 +553,8 @@ int kmem_cache_shrink(struct kmem_cache *s)
 
 int kmem_cache_validate(struct kmem_cache *s)
 {
-	if (!s) {
-		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_validate: NULL cache");
+	if (!cache_arg_ok(s, "kmem_cache_validate"))
 		return -1;
-	}
-	if (!usl_cache_live(s)) {
-		usl_report_dead_cache("kmem_cache_validate", s, "nothing done");
-		return -1;
-	}
 	if (!(s->flags & USL_SLAB_DEBUG_FLAGS))
 		return -1;
 	return usl_debug_validate(s);

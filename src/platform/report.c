@@ -160,10 +160,9 @@ void usl_report(enum uslab_error kind, const char *fmt, ...)
 	errno = saved;
 }
 
-static void deliver(enum uslab_error kind, char *line, size_t cap)
+/* To the handler, else to stderr with a newline; counted unless a notice. */
+static void dispatch(enum uslab_error kind, const char *text, size_t len)
 {
-	size_t n;
-
 	if (kind != USLAB_ERR_NONE)
 		__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&report_lock);
@@ -171,37 +170,26 @@ static void deliver(enum uslab_error kind, char *line, size_t cap)
 	void *arg = report_arg;
 	pthread_mutex_unlock(&report_lock);
 	if (fn) {
-		fn(kind, line, arg);
+		fn(kind, text, arg);
 	} else {
-		n = strlen(line);
-		if (n > cap - 2)
-			n = cap - 2;
-		line[n] = '\n';
-		write_all(2, line, n + 1);
+		write_all(2, text, len);
+		write_all(2, "\n", 1);
 	}
+}
+
+static void deliver(enum uslab_error kind, char *line, size_t cap)
+{
+	size_t n = strlen(line);
+	dispatch(kind, line, n < cap ? n : cap - 1);
 }
 
 void usl_report_text(enum uslab_error kind, const char *text)
 {
 	int saved = errno;
-	if (usl_report_holds) {
-		/* Debug reports are made with no lock held (slub/debug.c); were one
-		 * not, its first line still gets through the queue. */
-		enqueue(kind, text);
-	} else {
-		if (kind != USLAB_ERR_NONE)
-			__atomic_fetch_add(&error_count, 1, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&report_lock);
-		uslab_report_fn fn = report_fn;
-		void *arg = report_arg;
-		pthread_mutex_unlock(&report_lock);
-		if (fn) {
-			fn(kind, text, arg);
-		} else {
-			write_all(2, text, strlen(text));
-			write_all(2, "\n", 1);
-		}
-	}
+	if (usl_report_holds)
+		enqueue(kind, text);   /* made under a lock after all: its first line still goes */
+	else
+		dispatch(kind, text, strlen(text));
 	errno = saved;
 }
 

@@ -773,6 +773,27 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 	return obj;
 }
 
+/* x, free and set up, onto slab's free list (under list_lock): the slab
+ * moves from the full list to the partial one, and an empty slab beyond
+ * min_partial is returned for the caller to discard once unlocked. */
+static struct slab *put_free(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *slab, void *x)
+{
+	bool was_full = !slab->freelist;
+	usl_set_freepointer(s, x, slab->freelist);
+	slab->freelist = x;
+	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
+	slab->counters = usl_counters_remake(slab->counters, inuse, false);
+	if (was_full) {
+		usl_list_del(&slab->slab_list);
+		usl_add_partial(n, slab, true);
+	}
+	if (inuse == 0 && n->nr_partial > s->min_partial) {
+		usl_remove_partial(n, slab);
+		return slab;
+	}
+	return NULL;
+}
+
 void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t caller)
 {
 	struct kmem_cache_node *n = s->node[0];
@@ -815,19 +836,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		out_deliver(&o);
 		return;
 	}
-	bool was_full = !slab->freelist;
-	usl_set_freepointer(s, x, slab->freelist);
-	slab->freelist = x;
-	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
-	slab->counters = usl_counters_remake(slab->counters, inuse, false);
-	if (was_full) {
-		usl_list_del(&slab->slab_list);
-		usl_add_partial(n, slab, true);
-	}
-	if (inuse == 0 && n->nr_partial > s->min_partial) {
-		usl_remove_partial(n, slab);
-		discard = slab;
-	}
+	discard = put_free(s, n, slab, x);
 	usl_unlock(&n->list_lock);
 	out_deliver(&o);
 	if (discard)
@@ -844,19 +853,7 @@ static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o)
 	usl_set_freepointer(s, x, NULL);
 	if (!check_object(o, s, slab, x, RED_INACTIVE))
 		slab_fix(o, s, "Object at 0x%lx released from the quarantine, repaired", (unsigned long)(uintptr_t)x);
-	bool was_full = !slab->freelist;
-	usl_set_freepointer(s, x, slab->freelist);
-	slab->freelist = x;
-	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
-	slab->counters = usl_counters_remake(slab->counters, inuse, false);
-	if (was_full) {
-		usl_list_del(&slab->slab_list);
-		usl_add_partial(n, slab, true);
-	}
-	if (inuse == 0 && n->nr_partial > s->min_partial) {
-		usl_remove_partial(n, slab);
-		discard = slab;
-	}
+	discard = put_free(s, n, slab, x);
 	usl_unlock(&n->list_lock);
 	if (discard)
 		usl_discard_slab(s, discard);
