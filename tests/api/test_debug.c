@@ -246,11 +246,62 @@ static void many(void)
 	kmem_cache_destroy(plain);
 }
 
+/* T: every allocation and free traced, as notices (not counted). */
+static char trace_lines[4][160];
+static int ntrace;
+static void trace_handler(enum uslab_error kind, const char *line, void *arg)
+{
+	(void)arg;
+	if (kind == USLAB_ERR_NONE && !strncmp(line, "TRACE ", 6) && ntrace < 4)
+		snprintf(trace_lines[ntrace++], sizeof(trace_lines[0]), "%s", line);
+}
+
+static void trace_flag(void)
+{
+	struct kmem_cache *s = make("debug-trace", 48, SLAB_TRACE);
+	uslab_set_report_handler(trace_handler, NULL);
+	unsigned long e0 = errs();
+	void *p = kmem_cache_alloc(s, GFP_KERNEL);
+	kmem_cache_free(s, p);
+	uslab_set_report_handler(NULL, NULL);
+	capture_reports();
+	CHECK_EQ(errs() - e0, 0);
+	CHECK_EQ(ntrace, 2);
+	CHECK(strncmp(trace_lines[0], "TRACE debug-trace alloc 0x", 26) == 0 && strstr(trace_lines[0], " inuse=1 "));
+	CHECK(strncmp(trace_lines[1], "TRACE debug-trace free 0x", 25) == 0);
+	kmem_cache_destroy(s);
+}
+
+/* Run with USLAB_DEBUG=FZPUO: caches whose slab order debugging would raise
+ * (a 4096-byte object needs one page, with red zones and tracks two) keep F
+ * only; smaller ones get everything. */
+static void order_off(void)
+{
+	struct kmem_cache *big = kmem_cache_create("debug-o-4096", 4096, 0, SLAB_NO_MERGE, NULL);
+	struct kmem_cache *small = kmem_cache_create("debug-o-64", 64, 0, SLAB_NO_MERGE, NULL);
+	CHECK(big && small);
+	CHECK((big->flags & (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER)) == 0);
+	CHECK(big->flags & SLAB_CONSISTENCY_CHECKS);
+	CHECK(big->size == 4096);
+	CHECK((small->flags & (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER)) ==
+	      (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER));
+	void *p = kmem_cache_alloc(big, GFP_KERNEL), *q = kmem_cache_alloc(small, GFP_KERNEL);
+	CHECK(p && q);
+	kmem_cache_free(big, p);
+	kmem_cache_free(small, q);
+	CHECK_EQ(kmem_cache_validate(big), 0);
+	CHECK_EQ(kmem_cache_validate(small), 0);
+	kmem_cache_destroy(big);
+	kmem_cache_destroy(small);
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
 	capture_reports();
+	if (argc > 1 && !strcmp(argv[1], "order")) {
+		order_off();
+		return test_summary();
+	}
 	unsigned long e0 = errs();
 	clobber_zone();
 	next_pointer();
@@ -262,6 +313,7 @@ int main(int argc, char **argv)
 	krealloc_redzone_zeroing();
 	misuse();
 	many();
+	trace_flag();
 	printf("%lu reports in all\n", errs() - e0);
 	return test_summary();
 }
