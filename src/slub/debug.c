@@ -375,9 +375,9 @@ struct obj_check {
 	int nfix;
 };
 
-/* [start, start + n) of obj must all be value: else noted (and restored by
- * finish_object). */
-static bool check_bytes(struct obj_check *c, uint8_t *obj, const char *what, uint8_t *start, uint8_t value, size_t n)
+/* [start, start + n) must all be value: else noted, at its offset from base
+ * (the slab), and restored by finish_object. */
+static bool check_bytes(struct obj_check *c, uint8_t *base, const char *what, uint8_t *start, uint8_t value, size_t n)
 {
 	size_t i = 0;
 	while (i < n && start[i] == value)
@@ -391,7 +391,7 @@ static bool check_bytes(struct obj_check *c, uint8_t *obj, const char *what, uin
 		c->n += (size_t)snprintf(c->lines + c->n, sizeof(c->lines) - c->n,
 		                         "%s[%s overwritten] 0x%lx-0x%lx @offset=%lu. First byte 0x%x instead of 0x%x",
 		                         c->n ? "\n" : "", what, (unsigned long)(uintptr_t)fault,
-		                         (unsigned long)(uintptr_t)(end - 1), (unsigned long)(fault - obj), *fault, value);
+		                         (unsigned long)(uintptr_t)(end - 1), (unsigned long)(fault - base), *fault, value);
 	if (c->n > sizeof(c->lines))
 		c->n = sizeof(c->lines);
 	if (c->nfix < 6) {
@@ -436,27 +436,28 @@ static bool check_object(struct dbg_out *o, struct kmem_cache *s, struct slab *s
 	c.nfix = 0;
 	c.lines[0] = 0;
 	uint8_t *endobject = p + s->object_size;
+	uint8_t *base = (uint8_t *)slab->addr;   /* offsets from the slab, as the kernel prints them */
 	bool ok = true;
 
 	if (s->flags & SLAB_RED_ZONE) {
-		ok &= check_bytes(&c, p, "Left Redzone", p - s->red_left_pad, val, s->red_left_pad);
-		ok &= check_bytes(&c, p, "Right Redzone", endobject, val, s->inuse - s->object_size);
+		ok &= check_bytes(&c, base, "Left Redzone", p - s->red_left_pad, val, s->red_left_pad);
+		ok &= check_bytes(&c, base, "Right Redzone", endobject, val, s->inuse - s->object_size);
 		if (orig_size_kept(s) && val == RED_ACTIVE) {
 			unsigned int orig = orig_size(s, p);
 			if (orig < s->object_size)
-				ok &= check_bytes(&c, p, "kmalloc Redzone", p + orig, val, s->object_size - orig);
+				ok &= check_bytes(&c, base, "kmalloc Redzone", p + orig, val, s->object_size - orig);
 		}
 	} else if ((s->flags & SLAB_POISON) && s->object_size < s->inuse) {
-		ok &= check_bytes(&c, p, "Alignment padding", endobject, POISON_INUSE, s->inuse - s->object_size);
+		ok &= check_bytes(&c, base, "Alignment padding", endobject, POISON_INUSE, s->inuse - s->object_size);
 	}
 	if (s->flags & SLAB_POISON) {
 		if (val != RED_ACTIVE && poisons(s) && s->object_size) {
-			ok &= check_bytes(&c, p, "Poison", p, POISON_FREE, s->object_size - 1);
-			ok &= check_bytes(&c, p, "End Poison", p + s->object_size - 1, POISON_END, 1);
+			ok &= check_bytes(&c, base, "Poison", p, POISON_FREE, s->object_size - 1);
+			ok &= check_bytes(&c, base, "End Poison", p + s->object_size - 1, POISON_END, 1);
 		}
 		unsigned int off = pad_start(s), end = size_from_object(s);
 		if (off < end)
-			ok &= check_bytes(&c, p, "Object padding", p + off, POISON_INUSE, end - off);
+			ok &= check_bytes(&c, base, "Object padding", p + off, POISON_INUSE, end - off);
 	}
 	if (!ok)
 		finish_object(o, s, slab, p, &c);
@@ -723,9 +724,17 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 			usl_add_partial(n, slab, false);
 		}
 		obj = slab->freelist;
+		if (!obj) {
+			/* A repair emptied its list (validation cleared a corrupt
+			 * one): it is full now. */
+			usl_remove_partial(n, slab);
+			usl_list_add_tail(&slab->slab_list, &n->full);
+			usl_unlock(&n->list_lock);
+			continue;
+		}
 		bool ok = true;
 		if (s->flags & SLAB_CONSISTENCY_CHECKS) {
-			ok = check_slab(&o, s, slab) && valid_pointer(s, slab, obj) && obj;
+			ok = check_slab(&o, s, slab) && valid_pointer(s, slab, obj);
 			if (ok && !check_object(&o, s, slab, obj, RED_INACTIVE))
 				ok = false;
 		}
@@ -778,12 +787,13 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
  * min_partial is returned for the caller to discard once unlocked. */
 static struct slab *put_free(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *slab, void *x)
 {
-	bool was_full = !slab->freelist;
+	/* On the full list unless a repair emptied its list in place. */
+	bool on_full = !slab->node_partial;
 	usl_set_freepointer(s, x, slab->freelist);
 	slab->freelist = x;
 	unsigned int inuse = usl_counters_inuse(slab->counters) - 1;
 	slab->counters = usl_counters_remake(slab->counters, inuse, false);
-	if (was_full) {
+	if (on_full) {
 		usl_list_del(&slab->slab_list);
 		usl_add_partial(n, slab, true);
 	}
