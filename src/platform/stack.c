@@ -46,8 +46,15 @@ void usl_stack_init(void)
 	in_capture = true;
 #ifdef USLAB_HAVE_LIBUNWIND
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	if (h)
-		__atomic_store_n(&unw_bt, (int (*)(void **, int))dlsym(h, "unw_backtrace"), __ATOMIC_RELEASE);
+	int (*bt)(void **, int) = h ? (int (*)(void **, int))dlsym(h, "unw_backtrace") : NULL;
+	if (bt) {
+		/* libunwind sets itself up on its first unwind (a flag checked
+		 * before its lock): done here, once, before any thread can race
+		 * on it (ThreadSanitizer saw two workers do it together). */
+		void *warm[4];
+		bt(warm, 4);
+		__atomic_store_n(&unw_bt, bt, __ATOMIC_RELEASE);
+	}
 #endif
 	dw_load();
 	in_capture = false;
