@@ -287,6 +287,15 @@ static void *fp_raw(const struct kmem_cache *s, void *obj)
 	return usl_fp_decode(s, obj, usl_fp_word(s, obj));
 }
 
+/* The kernel's print_slab_info line. */
+static void out_slab_line(struct dbg_out *o, const struct kmem_cache *s, const struct slab *slab)
+{
+	unsigned long c = slab->counters;
+	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)slab->addr,
+	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
+	           (unsigned long)s->flags & 0xffffffUL);
+}
+
 static void out_trailer(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p)
 {
 	uint64_t now = usl_now_ms();
@@ -295,10 +304,7 @@ static void out_trailer(struct dbg_out *o, struct kmem_cache *s, struct slab *sl
 		out_track(o, s, p, TRACK_ALLOC, now);
 		out_track(o, s, p, TRACK_FREE, now);
 	}
-	unsigned long c = slab->counters;
-	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)addr,
-	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
-	           (unsigned long)s->flags & 0xffffffUL);
+	out_slab_line(o, s, slab);
 	out_printf(o, "Object 0x%lx @offset=%lu fp=0x%lx\n\n", (unsigned long)(uintptr_t)p,
 	           (unsigned long)(p - addr), (unsigned long)(uintptr_t)fp_raw(s, p));
 	if (s->flags & SLAB_RED_ZONE)
@@ -337,10 +343,7 @@ static void slab_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab,
 	va_end(ap);
 	out_begin(o, USLAB_ERR_SLAB_BUG);
 	out_bug(o, s, msg);
-	unsigned long c = slab->counters;
-	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)slab->addr,
-	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
-	           (unsigned long)s->flags & 0xffffffUL);
+	out_slab_line(o, s, slab);
 	out_end(o);
 }
 
@@ -873,15 +876,27 @@ static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o)
  * Validation and leaks
  */
 
-static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *map)
+/* One byte per object of slab, set for those on its free list (the walk
+ * stops at a link that is not an object of the slab). Under map_lock and
+ * list_lock. */
+static uint8_t free_objects[USL_MAX_OBJS_PER_SLAB + 1];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint8_t *free_map(const struct kmem_cache *s, const struct slab *slab)
+{
+	unsigned int objects = usl_counters_objects(slab->counters), guard = 0;
+	memset(free_objects, 0, objects);
+	for (void *p = slab->freelist; p && guard++ < objects && valid_pointer(s, slab, p); p = fp_raw(s, p))
+		free_objects[((uintptr_t)p - (uintptr_t)slab->addr - s->red_left_pad) / s->size] = 1;
+	return free_objects;
+}
+
+static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab)
 {
 	if (!check_slab(o, s, slab) || !on_freelist(o, s, slab, NULL))
 		return;
 	unsigned int objects = usl_counters_objects(slab->counters);
-	memset(map, 0, objects);
-	unsigned int guard = 0;
-	for (void *p = slab->freelist; p && guard++ < objects; p = fp_raw(s, p))
-		map[((uintptr_t)p - (uintptr_t)slab->addr - s->red_left_pad) / s->size] = 1;
+	const uint8_t *map = free_map(s, slab);
 	for (unsigned int i = 0; i < objects; i++) {
 		uint8_t *p = object_at(s, slab, i);
 		bool waiting = !map[i] && usl_debug_quarantine() && quarantined(s, p);
@@ -913,15 +928,13 @@ int usl_debug_validate(struct kmem_cache *s)
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct dbg_out o = { 0 };
-	static uint8_t map[USL_MAX_OBJS_PER_SLAB + 1];   /* under list_lock of one cache at a time */
-	static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 	usl_lock(&map_lock);
 	usl_lock(&n->list_lock);
 	struct usl_list *lists[2] = { &n->partial, &n->full };
 	for (int l = 0; l < 2; l++)
 		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next)
-			validate_slab(&o, s, usl_container_of(it, struct slab, slab_list), map);
+			validate_slab(&o, s, usl_container_of(it, struct slab, slab_list));
 	usl_unlock(&n->list_lock);
 	usl_unlock(&map_lock);
 	return out_deliver(&o);
@@ -933,6 +946,7 @@ void usl_debug_leaks(struct kmem_cache *s)
 	struct dbg_out o = { 0 };
 	uint64_t now = usl_now_ms();
 
+	usl_lock(&map_lock);
 	usl_lock(&n->list_lock);
 	out_begin(&o, USLAB_ERR_SLAB_BUG);
 	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
@@ -942,16 +956,10 @@ void usl_debug_leaks(struct kmem_cache *s)
 		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next) {
 			struct slab *slab = usl_container_of(it, struct slab, slab_list);
 			unsigned int objects = usl_counters_objects(slab->counters);
+			const uint8_t *map = free_map(s, slab);
 			for (unsigned int i = 0; i < objects && shown < 64; i++) {
 				uint8_t *p = object_at(s, slab, i);
-				bool free_obj = false;
-				unsigned int guard = 0;
-				for (void *f = slab->freelist; f && guard++ < objects; f = fp_raw(s, f))
-					if (f == p) {
-						free_obj = true;
-						break;
-					}
-				if (free_obj || (usl_debug_quarantine() && quarantined(s, p)))
+				if (map[i] || (usl_debug_quarantine() && quarantined(s, p)))
 					continue;
 				out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
 				           (unsigned long)(p - (uint8_t *)slab->addr));
@@ -962,6 +970,7 @@ void usl_debug_leaks(struct kmem_cache *s)
 		}
 	out_end(&o);
 	usl_unlock(&n->list_lock);
+	usl_unlock(&map_lock);
 	out_deliver(&o);
 }
 
@@ -1012,5 +1021,14 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 	out_deliver(&o);
 }
 
-void usl_debug_fork_lock(void) { usl_lock(&q_lock); }
-void usl_debug_fork_unlock(void) { usl_unlock(&q_lock); }
+void usl_debug_fork_lock(void)
+{
+	usl_lock(&map_lock);
+	usl_lock(&q_lock);
+}
+
+void usl_debug_fork_unlock(void)
+{
+	usl_unlock(&q_lock);
+	usl_unlock(&map_lock);
+}

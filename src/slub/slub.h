@@ -62,7 +62,7 @@ USL_HIDDEN void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, ui
 USL_HIDDEN int usl_debug_validate(struct kmem_cache *s);
 /* The quarantine's objects of s back on their slabs (destroy, shrink). */
 USL_HIDDEN void usl_debug_quarantine_flush(struct kmem_cache *s);
-USL_HIDDEN void usl_debug_fork_lock(void);      /* the quarantine's lock (a leaf for list_locks) */
+USL_HIDDEN void usl_debug_fork_lock(void);      /* map_lock and the quarantine's q_lock */
 USL_HIDDEN void usl_debug_fork_unlock(void);
 /* kmem_cache_destroy found objects in use: each one reported with its owner. */
 USL_HIDDEN void usl_debug_leaks(struct kmem_cache *s);
