@@ -244,6 +244,13 @@ static void many(void)
 	struct kmem_cache *plain = kmem_cache_create("debug-none", 40, 0, SLAB_NO_MERGE, NULL);
 	CHECK_EQ(kmem_cache_validate(plain), -1);
 	kmem_cache_destroy(plain);
+	/* Bad input: no cache, a destroyed one. */
+	unsigned long ba = reports_by_kind[USLAB_ERR_BAD_ARG];
+	CHECK_EQ(kmem_cache_validate(NULL), -1);
+	CHECK_EQ(reports_by_kind[USLAB_ERR_BAD_ARG], ba + 1);
+	unsigned long e0 = errs();
+	CHECK_EQ(kmem_cache_validate(s), -1);          /* s was destroyed above */
+	CHECK(errs() == e0 + 1);
 }
 
 /* T: every allocation and free traced, as notices (not counted). */
