@@ -249,7 +249,8 @@ USLAB_API unsigned long uslab_error_count(void);
  * each object's red zones, poison, padding and free pointer, each slab's free
  * list and counts, as the kernel's validate_slab_cache. Problems are reported
  * and repaired; returns the number of reports (BUG and FIX lines), 0 when all
- * is well, -1 for a cache without debugging (nothing to check against). */
+ * is well, -1 for a cache without debugging (nothing to check against), and
+ * -1 with a report for NULL or a destroyed cache. */
 USLAB_API int kmem_cache_validate(struct kmem_cache *s);
 
 /* Per-CPU mode chosen at start-up: "rseq" (restartable sequences) or "locked"
