@@ -93,21 +93,28 @@ static void *larson_thread(void *arg)
 	return NULL;
 }
 
+/* Prints the ns per operation (a free and a malloc) of the threaded part:
+ * uslab-dbench runs it with fewer operations (MBENCH_LARSON_OPS, per thread)
+ * under slow debug allocators and compares per operation. */
 static void larson(void)
 {
 	pthread_t t[NTHREADS];
-	larson_ops = quick ? 500000 : 2500000;
+	const char *ops = getenv("MBENCH_LARSON_OPS");
+	larson_ops = ops && atol(ops) > 0 ? atol(ops) : quick ? 500000 : 2500000;
+	double t0 = now_s();
 	for (int i = 0; i < NTHREADS; i++)
 		larson_exchange[i] = calloc(LARSON_SLOTS, sizeof(void *));
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&t[i], NULL, larson_thread, (void *)(intptr_t)i);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(t[i], NULL);
+	double ns = (now_s() - t0) * 1e9 / ((double)larson_ops * NTHREADS);
 	for (int i = 0; i < NTHREADS; i++) {
 		for (size_t j = 0; j < LARSON_SLOTS; j++)
 			vfree(larson_exchange[i][j]);
 		free(larson_exchange[i]);
 	}
+	printf("%.2f\n", ns);
 }
 
 /* ---------------------------------------------------------------- xmalloc */

@@ -55,6 +55,24 @@ else
 	echo "FAIL stale-write with USLAB_QUARANTINE=8k"; fail=1
 	sed 's/^/    | /' <<<"$out" | head -30
 fi
+# A quarantine larger than all the program frees: the block never leaves it
+# while the program runs, and the write is found when what waits is checked
+# at exit.
+out=$(USLAB_QUARANTINE=1m USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" stale-write 2>&1)
+if grep -q "^not reused" <<<"$out" && grep -qF "[Poison overwritten]" <<<"$out" &&
+   grep -q "released from the quarantine" <<<"$out" && grep -qx survived <<<"$out"; then
+	echo "ok   stale-write with USLAB_QUARANTINE=1m: found at exit"
+else
+	echo "FAIL stale-write with USLAB_QUARANTINE=1m: not found at exit"; fail=1
+	sed 's/^/    | /' <<<"$out" | head -30
+fi
+out=$(USLAB_QUARANTINE=1m USLAB_DEBUG=FZPU LD_PRELOAD="$lib" "$prog" clean 2>&1)
+if [ "$out" = survived ]; then
+	echo "ok   clean with USLAB_QUARANTINE=1m: nothing reported at exit"
+else
+	echo "FAIL clean with USLAB_QUARANTINE=1m: expected only 'survived'"; fail=1
+	sed 's/^/    | /' <<<"$out" | head -30
+fi
 out=$(USLAB_QUARANTINE=lots LD_PRELOAD="$lib" "$prog" overflow 2>&1)
 grep -q "USLAB_QUARANTINE='lots' is not a size" <<<"$out" ||
 	{ echo "FAIL USLAB_QUARANTINE=lots not reported"; fail=1; }
