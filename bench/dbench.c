@@ -455,13 +455,13 @@ static void detect(int reps)
 	printf("%-16s", "misuse");
 	for (int c = 0; c < NDET; c++)
 		if (det_v[c].present)
-			printf(" %-14s", det_v[c].name);
+			printf(" %-17s", det_v[c].name);
 	printf("\n");
 	for (int s = 0; s < NSCEN; s++) {
 		printf("%-16s", scen[s].name);
 		for (int c = 0; c < NDET; c++)
 			if (det_v[c].present)
-				printf(" %-14s", cells[s][c]);
+				printf(" %-17s", cells[s][c]);
 		printf("\n");
 	}
 	printf("%-16s", "detected");
@@ -469,14 +469,14 @@ static void detect(int reps)
 		if (det_v[c].present) {
 			char b[24];
 			snprintf(b, sizeof(b), "%d of %d", found[c], ran[c]);
-			printf(" %-14s", b);
+			printf(" %-17s", b);
 		}
 	printf("\n%-16s", "ran on");
 	for (int c = 0; c < NDET; c++)
 		if (det_v[c].present) {
 			char b[24];
 			snprintf(b, sizeof(b), "%d of %d", ranon[c], ran[c]);
-			printf(" %-14s", b);
+			printf(" %-17s", b);
 		}
 	printf("\n\nThe misuses:\n");
 	for (int s = 0; s < NSCEN; s++)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - install what uslab needs on Debian, only if missing. "deps.sh bench":
-# the build tools, the peer allocators the benchmarks run against and the real
-# programs they run (python3, sqlite3, perl, redis-server): what scripts/bench.sh
-# needs.
+# the build tools, the peer allocators the benchmarks run against (scudo among
+# them) and the real programs they run (python3, sqlite3, perl, redis-server):
+# what scripts/bench.sh needs.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
 # valgrind, g++, pkg-config and git. Nothing else is downloaded.
 set -euo pipefail
@@ -19,6 +19,9 @@ if [ "$want" = bench ]; then
   # The redis memory scenario (bench/redis/redis_rss.sh).
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+  # scudo, the hardened peer of the debug detection table (bench/dbench.c).
+  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so >/dev/null 2>&1 ||
+    pkgs+=(libclang-rt-14-dev)
 fi
 lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libjemalloc.so.2 ] || pkgs+=(libjemalloc2)
