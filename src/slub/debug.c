@@ -9,7 +9,9 @@
  * validation of every slab (validate_slab_cache). Objects come from slabs
  * set up whole (no lazy carving), linked through their free pointers.
  * Locks: the node's list_lock; reports are collected while it is held and
- * delivered after it is released (a handler may allocate). */
+ * delivered after it is released (a handler may allocate; debug_out.c);
+ * map_lock (validation's free-object map) and q_lock (the quarantine's ring),
+ * ordered as docs/ARCHITECTURE.md section 5 says. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -22,6 +24,7 @@
 
 #include "internal.h"
 #include "slub.h"
+#include "debug_out.h"
 
 #define POISON_INUSE 0x5a   /* padding, and objects never handed out */
 #define POISON_FREE 0x6b    /* the body of a free object */
@@ -128,157 +131,23 @@ unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp)
 	return USL_ALIGN(size, s->align);
 }
 
-/* ===========================================================================
- * Reports, collected under list_lock and delivered after it
- */
-
-#define OUT_CAP (64 * 1024)
-struct dbg_out {
-	char *buf;          /* records: kind byte, text, NUL */
-	size_t len, rec;    /* bytes used; start of the open record */
-	int reports;
-	bool open;
-};
-
-static void out_begin(struct dbg_out *o, enum uslab_error kind)
+static void out_bug(struct usl_dbg_out *o, const struct kmem_cache *s, const char *msg)
 {
-	if (!o->buf) {
-		o->buf = usl_map_guarded(OUT_CAP, PROT_READ | PROT_WRITE);
-		o->len = 0;
-	}
-	if (!o->buf || o->len + 2 >= OUT_CAP)
-		return;
-	o->rec = o->len;
-	o->buf[o->len++] = (char)kind;
-	o->open = true;
-	o->reports++;
-}
-
-static void out_printf(struct dbg_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_printf(struct dbg_out *o, const char *fmt, ...)
-{
-	if (!o->buf || !o->open)
-		return;
-	size_t room = OUT_CAP - 1 - o->len;
-	if (room < 2)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(o->buf + o->len, room, fmt, ap);
-	va_end(ap);
-	o->len += n < 0 ? 0 : ((size_t)n < room ? (size_t)n : room - 1);
-}
-
-static void out_end(struct dbg_out *o)
-{
-	if (!o->buf || !o->open)
-		return;
-	while (o->len > o->rec + 1 && o->buf[o->len - 1] == '\n')
-		o->len--;
-	o->buf[o->len++] = 0;
-	o->open = false;
-}
-
-/* Names are looked up only after list_lock is released (the symbolizer
- * allocates): the text holds tokens, TOK_ADDR and 16 hex digits for an
- * address, TOK_STACK and 8 for a depot handle (a line per frame). */
-#define TOK_ADDR '\001'
-#define TOK_STACK '\002'
-
-static size_t expand(char *out, size_t cap, const char *text)
-{
-	size_t n = 0;
-	char sym[320];
-	for (const char *t = text; *t && n + 1 < cap;) {
-		if (*t != TOK_ADDR && *t != TOK_STACK) {
-			out[n++] = *t++;
-			continue;
-		}
-		char kind = *t++, hex[17];
-		size_t digits = kind == TOK_ADDR ? 16 : 8, k = 0;
-		for (; k < digits && t[k]; k++)
-			hex[k] = t[k];
-		hex[k] = 0;
-		t += k;
-		unsigned long v = strtoul(hex, NULL, 16);
-		if (kind == TOK_ADDR) {
-			usl_symbolize(v, sym, sizeof(sym));
-			n += (size_t)snprintf(out + n, cap - n, "%s", sym);
-		} else {
-			uintptr_t pc[USL_STACK_MAX];
-			unsigned int depth = usl_stack_get((uint32_t)v, pc, USL_STACK_MAX);
-			for (unsigned int i = 0; i < depth && n + 1 < cap; i++) {
-				usl_symbolize(pc[i], sym, sizeof(sym));
-				n += (size_t)snprintf(out + n, cap - n, " %s\n", sym);
-			}
-		}
-		if (n >= cap)
-			n = cap - 1;
-	}
-	out[n] = 0;
-	return n;
-}
-
-/* After list_lock is released: each record as one report. */
-static int out_deliver(struct dbg_out *o)
-{
-	int n = o->reports;
-	if (o->buf) {
-		char *x = usl_map_guarded(OUT_CAP, PROT_READ | PROT_WRITE);
-		for (size_t i = 0; i < o->len;) {
-			enum uslab_error kind = (enum uslab_error)(unsigned char)o->buf[i];
-			const char *text = o->buf + i + 1;
-			if (x) {
-				size_t len = expand(x, OUT_CAP, text);
-				while (len && x[len - 1] == '\n')
-					x[--len] = 0;
-			}
-			usl_report_text(kind, x ? x : text);
-			i += 2 + strlen(text);
-		}
-		if (x)
-			usl_unmap_guarded(x, OUT_CAP);
-		usl_unmap_guarded(o->buf, OUT_CAP);
-	}
-	o->buf = NULL;
-	o->len = 0;
-	o->reports = 0;
-	return n;
-}
-
-/* The kernel's print_hex_dump with DUMP_PREFIX_ADDRESS, 16 bytes a line. */
-static void out_section(struct dbg_out *o, const char *text, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i += 16) {
-		size_t k = n - i < 16 ? n - i : 16;
-		char hex[16 * 3 + 1], asc[17];
-		for (size_t j = 0; j < k; j++) {
-			snprintf(hex + 3 * j, 4, "%02x%s", p[i + j], j + 1 < k ? " " : "");
-			asc[j] = p[i + j] >= ' ' && p[i + j] < 0x7f ? (char)p[i + j] : '.';
-		}
-		asc[k] = 0;
-		/* pad the hex column so the ASCII lines up on a short last line */
-		out_printf(o, "%s%016lx: %-47s  %s\n", text, (unsigned long)(uintptr_t)(p + i), hex, asc);
-	}
-}
-
-static void out_bug(struct dbg_out *o, const struct kmem_cache *s, const char *msg)
-{
-	out_printf(o, "=============================================================================\n"
+	usl_out_printf(o, "=============================================================================\n"
 	              "BUG %s (Not tainted): %s\n"
 	              "-----------------------------------------------------------------------------\n\n",
 	           s->name, msg);
 }
 
-static void out_track(struct dbg_out *o, const struct kmem_cache *s, void *obj, int which, uint64_t now)
+static void out_track(struct usl_dbg_out *o, const struct kmem_cache *s, void *obj, int which, uint64_t now)
 {
 	const struct usl_track *t = track_of(s, obj, which);
 	if (!t->addr)
 		return;
-	out_printf(o, "%s in %c%016lx age=%llu cpu=%d pid=%d\n", which == TRACK_ALLOC ? "Allocated" : "Freed", TOK_ADDR,
+	usl_out_printf(o, "%s in %c%016lx age=%llu cpu=%d pid=%d\n", which == TRACK_ALLOC ? "Allocated" : "Freed", USL_TOK_ADDR,
 	           (unsigned long)t->addr, (unsigned long long)(now - t->when), t->cpu, t->pid);
 	if (t->handle)
-		out_printf(o, "%c%08x", TOK_STACK, t->handle);
+		usl_out_printf(o, "%c%08x", USL_TOK_STACK, t->handle);
 }
 
 /* The free pointer of obj as stored, decoded (no check). */
@@ -288,15 +157,15 @@ static void *fp_raw(const struct kmem_cache *s, void *obj)
 }
 
 /* The kernel's print_slab_info line. */
-static void out_slab_line(struct dbg_out *o, const struct kmem_cache *s, const struct slab *slab)
+static void out_slab_line(struct usl_dbg_out *o, const struct kmem_cache *s, const struct slab *slab)
 {
 	unsigned long c = slab->counters;
-	out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)slab->addr,
+	usl_out_printf(o, "Slab 0x%lx objects=%u used=%u fp=0x%lx flags=0x%lx\n", (unsigned long)(uintptr_t)slab->addr,
 	           usl_counters_objects(c), usl_counters_inuse(c), (unsigned long)(uintptr_t)slab->freelist,
 	           (unsigned long)s->flags & 0xffffffUL);
 }
 
-static void out_trailer(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p)
+static void out_trailer(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p)
 {
 	uint64_t now = usl_now_ms();
 	uint8_t *addr = (uint8_t *)slab->addr;
@@ -305,60 +174,60 @@ static void out_trailer(struct dbg_out *o, struct kmem_cache *s, struct slab *sl
 		out_track(o, s, p, TRACK_FREE, now);
 	}
 	out_slab_line(o, s, slab);
-	out_printf(o, "Object 0x%lx @offset=%lu fp=0x%lx\n\n", (unsigned long)(uintptr_t)p,
+	usl_out_printf(o, "Object 0x%lx @offset=%lu fp=0x%lx\n\n", (unsigned long)(uintptr_t)p,
 	           (unsigned long)(p - addr), (unsigned long)(uintptr_t)fp_raw(s, p));
 	if (s->flags & SLAB_RED_ZONE)
-		out_section(o, "Redzone  ", p - s->red_left_pad, s->red_left_pad);
+		usl_out_section(o, "Redzone  ", p - s->red_left_pad, s->red_left_pad);
 	else if (p >= addr + 16)
-		out_section(o, "Bytes b4 ", p - 16, 16);
+		usl_out_section(o, "Bytes b4 ", p - 16, 16);
 	size_t shown = s->object_size < usl_page_size ? s->object_size : usl_page_size;
-	out_section(o, "Object   ", p, shown);
+	usl_out_section(o, "Object   ", p, shown);
 	if (s->flags & SLAB_RED_ZONE)
-		out_section(o, "Redzone  ", p + s->object_size, s->inuse - s->object_size);
+		usl_out_section(o, "Redzone  ", p + s->object_size, s->inuse - s->object_size);
 	unsigned int off = pad_start(s);
 	if (off != size_from_object(s))
-		out_section(o, "Padding  ", p + off, size_from_object(s) - off);
+		usl_out_section(o, "Padding  ", p + off, size_from_object(s) - off);
 }
 
 /* One problem of one object: the BUG report with its trailer. */
-static void object_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, const char *lead,
+static void object_err(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, const char *lead,
                        const char *msg)
 {
-	out_begin(o, USLAB_ERR_SLAB_BUG);
+	usl_out_begin(o, USLAB_ERR_SLAB_BUG);
 	if (lead)
-		out_printf(o, "%s\n", lead);
+		usl_out_printf(o, "%s\n", lead);
 	out_bug(o, s, msg);
 	out_trailer(o, s, slab, p);
-	out_end(o);
+	usl_out_end(o);
 }
 
-static void slab_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
+static void slab_err(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static void slab_err(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
+static void slab_err(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, const char *fmt, ...)
 {
 	char msg[192];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	out_begin(o, USLAB_ERR_SLAB_BUG);
+	usl_out_begin(o, USLAB_ERR_SLAB_BUG);
 	out_bug(o, s, msg);
 	out_slab_line(o, s, slab);
-	out_end(o);
+	usl_out_end(o);
 }
 
-static void slab_fix(struct dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
+static void slab_fix(struct usl_dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void slab_fix(struct dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
+static void slab_fix(struct usl_dbg_out *o, const struct kmem_cache *s, const char *fmt, ...)
 {
 	char msg[192];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	out_begin(o, USLAB_ERR_SLAB_FIX);
-	out_printf(o, "FIX %s: %s", s->name, msg);
-	out_end(o);
+	usl_out_begin(o, USLAB_ERR_SLAB_FIX);
+	usl_out_printf(o, "FIX %s: %s", s->name, msg);
+	usl_out_end(o);
 }
 
 /* ===========================================================================
@@ -418,7 +287,7 @@ static bool check_bytes(struct obj_check *c, uint8_t *base, const char *what, ui
 }
 
 /* Report what check_object found, then restore it. */
-static void finish_object(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, struct obj_check *c)
+static void finish_object(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, struct obj_check *c)
 {
 	object_err(o, s, slab, p, c->lines, "Object corrupt");
 	for (int i = 0; i < c->nfix; i++) {
@@ -442,7 +311,7 @@ static bool valid_pointer(const struct kmem_cache *s, const struct slab *slab, c
 
 /* The kernel's check_object: val RED_ACTIVE for an allocated object,
  * RED_INACTIVE for a free one. False (reported and repaired) on a problem. */
-static bool check_object(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, uint8_t val)
+static bool check_object(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, uint8_t *p, uint8_t val)
 {
 	struct obj_check c;
 	c.n = 0;
@@ -484,7 +353,7 @@ static bool check_object(struct dbg_out *o, struct kmem_cache *s, struct slab *s
 }
 
 /* The kernel's check_slab. */
-static bool check_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab)
+static bool check_slab(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab)
 {
 	unsigned int max = (unsigned int)(usl_order_bytes(slab->order) / s->size);
 	unsigned long c = slab->counters;
@@ -510,7 +379,7 @@ static inline uint8_t *object_at(const struct kmem_cache *s, const struct slab *
 
 /* The kernel's on_freelist: walk slab's free list; true if search is on it.
  * Repairs a corrupt link (cuts the list there) and a wrong in-use count. */
-static bool on_freelist(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, void *search)
+static bool on_freelist(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, void *search)
 {
 	unsigned int objects = usl_counters_objects(slab->counters), nr = 0;
 	void *fp = slab->freelist, *prev = NULL;
@@ -606,15 +475,15 @@ static struct slab *debug_new_slab(struct kmem_cache *s)
 	return slab;
 }
 
-static void trace(struct dbg_out *o, struct kmem_cache *s, struct slab *slab, void *obj, bool alloc)
+static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, void *obj, bool alloc)
 {
-	out_begin(o, USLAB_ERR_NONE);
-	out_printf(o, "TRACE %s %s 0x%lx inuse=%u fp=0x%lx\n", s->name, alloc ? "alloc" : "free",
+	usl_out_begin(o, USLAB_ERR_NONE);
+	usl_out_printf(o, "TRACE %s %s 0x%lx inuse=%u fp=0x%lx\n", s->name, alloc ? "alloc" : "free",
 	           (unsigned long)(uintptr_t)obj, usl_counters_inuse(slab->counters),
 	           (unsigned long)(uintptr_t)slab->freelist);
 	if (!alloc)
-		out_section(o, "Object   ", obj, s->object_size < usl_page_size ? s->object_size : usl_page_size);
-	out_end(o);
+		usl_out_section(o, "Object   ", obj, s->object_size < usl_page_size ? s->object_size : usl_page_size);
+	usl_out_end(o);
 	o->reports--;    /* a trace is no problem */
 }
 
@@ -643,16 +512,16 @@ static inline bool quarantined(const struct kmem_cache *s, void *obj)
 
 /* Put obj (marked, poisoned, counted in use) on its slab's free list, after
  * checking it once more. Takes and releases its list_lock. */
-static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o);
+static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o);
 
-static void release_batch(struct q_entry *batch, unsigned int n, struct dbg_out *o)
+static void release_batch(struct q_entry *batch, unsigned int n, struct usl_dbg_out *o)
 {
 	for (unsigned int i = 0; i < n; i++)
 		link_free(batch[i].s, batch[i].obj, o);
 }
 
 /* Hold x back; the oldest beyond the budget are released. */
-static void quarantine_put(struct kmem_cache *s, void *x, struct dbg_out *o)
+static void quarantine_put(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
 {
 	struct q_entry batch[32];
 	unsigned int nb = 0;
@@ -681,7 +550,7 @@ static void quarantine_put(struct kmem_cache *s, void *x, struct dbg_out *o)
 
 /* Every object of s out of the quarantine (destroy, shrink, validation of
  * what waits is done in place). */
-static void quarantine_flush(struct kmem_cache *s, struct dbg_out *o)
+static void quarantine_flush(struct kmem_cache *s, struct usl_dbg_out *o)
 {
 	for (;;) {
 		struct q_entry batch[32];
@@ -713,7 +582,7 @@ static void quarantine_flush(struct kmem_cache *s, struct dbg_out *o)
  * preloaded library's last of all), when the program frees no more. */
 __attribute__((destructor)) static void quarantine_at_exit(void)
 {
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 	if (!q_ring)
 		return;
 	for (;;) {
@@ -730,22 +599,22 @@ __attribute__((destructor)) static void quarantine_at_exit(void)
 		if (!nb)
 			break;
 		release_batch(batch, nb, &o);
-		out_deliver(&o);
+		usl_out_deliver(&o);
 	}
 }
 
 void usl_debug_quarantine_flush(struct kmem_cache *s)
 {
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 	if (q_ring)
 		quarantine_flush(s, &o);
-	out_deliver(&o);
+	usl_out_deliver(&o);
 }
 
 void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t caller)
 {
 	struct kmem_cache_node *n = s->node[0];
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 	void *obj = NULL;
 	/* The call stack before any lock (the depot takes a leaf lock). */
 	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
@@ -811,7 +680,7 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 		usl_unlock(&n->list_lock);
 		break;
 	}
-	out_deliver(&o);
+	usl_out_deliver(&o);
 	if (!obj) {
 		if (!(gfp & __GFP_NOWARN))
 			usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory", s->name);
@@ -848,7 +717,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct slab *slab = usl_virt_to_slab(x);
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 	struct slab *discard = NULL;
 	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
 
@@ -871,7 +740,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		/* Kept out of use: it may be damaged, or still someone's. */
 		slab_fix(&o, s, "Object at 0x%lx not freed", (unsigned long)(uintptr_t)x);
 		usl_unlock(&n->list_lock);
-		out_deliver(&o);
+		usl_out_deliver(&o);
 		return;
 	}
 	if (s->flags & SLAB_STORE_USER)
@@ -883,17 +752,17 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		usl_set_freepointer(s, x, x);     /* the mark: waiting in the quarantine */
 		usl_unlock(&n->list_lock);
 		quarantine_put(s, x, &o);
-		out_deliver(&o);
+		usl_out_deliver(&o);
 		return;
 	}
 	discard = put_free(s, n, slab, x);
 	usl_unlock(&n->list_lock);
-	out_deliver(&o);
+	usl_out_deliver(&o);
 	if (discard)
 		usl_discard_slab(s, discard);
 }
 
-static void link_free(struct kmem_cache *s, void *x, struct dbg_out *o)
+static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct slab *slab = usl_virt_to_slab(x), *discard = NULL;
@@ -928,7 +797,7 @@ static uint8_t *free_map(const struct kmem_cache *s, const struct slab *slab)
 	return free_objects;
 }
 
-static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *slab)
+static void validate_slab(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab)
 {
 	if (!check_slab(o, s, slab) || !on_freelist(o, s, slab, NULL))
 		return;
@@ -964,7 +833,7 @@ static void validate_slab(struct dbg_out *o, struct kmem_cache *s, struct slab *
 int usl_debug_validate(struct kmem_cache *s)
 {
 	struct kmem_cache_node *n = s->node[0];
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 
 	usl_lock(&map_lock);
 	usl_lock(&n->list_lock);
@@ -974,18 +843,18 @@ int usl_debug_validate(struct kmem_cache *s)
 			validate_slab(&o, s, usl_container_of(it, struct slab, slab_list));
 	usl_unlock(&n->list_lock);
 	usl_unlock(&map_lock);
-	return out_deliver(&o);
+	return usl_out_deliver(&o);
 }
 
 void usl_debug_leaks(struct kmem_cache *s)
 {
 	struct kmem_cache_node *n = s->node[0];
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 	uint64_t now = usl_now_ms();
 
 	usl_lock(&map_lock);
 	usl_lock(&n->list_lock);
-	out_begin(&o, USLAB_ERR_SLAB_BUG);
+	usl_out_begin(&o, USLAB_ERR_SLAB_BUG);
 	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
 	struct usl_list *lists[2] = { &n->partial, &n->full };
 	unsigned int shown = 0;
@@ -998,17 +867,17 @@ void usl_debug_leaks(struct kmem_cache *s)
 				uint8_t *p = object_at(s, slab, i);
 				if (map[i] || (usl_debug_quarantine() && quarantined(s, p)))
 					continue;
-				out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
+				usl_out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
 				           (unsigned long)(p - (uint8_t *)slab->addr));
 				if (s->flags & SLAB_STORE_USER)
 					out_track(&o, s, p, TRACK_ALLOC, now);
 				shown++;
 			}
 		}
-	out_end(&o);
+	usl_out_end(&o);
 	usl_unlock(&n->list_lock);
 	usl_unlock(&map_lock);
-	out_deliver(&o);
+	usl_out_deliver(&o);
 }
 
 /* ===========================================================================
@@ -1042,7 +911,7 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct slab *slab = usl_virt_to_slab(x);
-	struct dbg_out o = { 0 };
+	struct usl_dbg_out o = { 0 };
 
 	usl_lock(&n->list_lock);
 	if (slab && slab->slab_cache == s && valid_pointer(s, slab, x) && x) {
@@ -1055,7 +924,7 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 		}
 	}
 	usl_unlock(&n->list_lock);
-	out_deliver(&o);
+	usl_out_deliver(&o);
 }
 
 void usl_debug_fork_lock(void)
