@@ -28,6 +28,7 @@
 #define USLAB_H
 
 #include <stddef.h>
+#include <stdio.h>
 #ifndef __cplusplus
 #include <stdbool.h>
 #endif
@@ -264,6 +265,38 @@ USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);
  * and cpu slabs are flushed, empty slabs freed, free pages madvised. Returns the
  * bytes released. Costs a kmem_cache_shrink per cache: call it when idle. */
 USLAB_API size_t uslab_release_free_memory(void);
+
+/* ---- statistics: the kernel's /sys/kernel/slab and /proc/slabinfo ----
+ * Every cache has the attributes of /sys/kernel/slab/<cache>/ under the same
+ * names, with the same text: slab_size, object_size, objs_per_slab, order,
+ * min_partial, cpu_partial, objects, objects_partial, partial, cpu_slabs,
+ * slabs_cpu_partial, ctor, aliases, align, hwcache_align, reclaim_account,
+ * destroy_by_rcu, sheaf_capacity, sanity_checks, trace, red_zone, poison,
+ * store_user, slabs, total_objects, validate, shrink, and with USLAB_STATS set
+ * the CONFIG_SLUB_STATS counters (alloc_fastpath, free_cpu_sheaf, barn_get,
+ * ...: "sum C0=n C1=m", per CPU where not 0). The list, NULL-terminated: */
+USLAB_API const char *const *uslab_cache_attrs(void);
+/* The text of attribute attr of s into buf (NUL-terminated, cut to size);
+ * returns its whole length as snprintf does, or -1 with errno: EINVAL for a
+ * NULL or destroyed cache (reported), ENOENT for an unknown name, EOPNOTSUPP
+ * for a counter without USLAB_STATS. */
+USLAB_API int uslab_cache_attr(struct kmem_cache *s, const char *attr, char *buf, size_t size);
+/* Writes as sysfs does: min_partial and cpu_partial (a whole number), shrink
+ * ("1"), validate ("1", debug caches), a counter ("0" resets it). 0, or -1
+ * with errno: EINVAL (bad value or cache), ENOENT, EACCES (read-only),
+ * EOPNOTSUPP (a counter without USLAB_STATS). */
+USLAB_API int uslab_cache_attr_write(struct kmem_cache *s, const char *attr, const char *value);
+/* Whether USLAB_STATS turned the counters on (fixed at start-up). */
+USLAB_API int uslab_stats_enabled(void);
+/* The live cache of that name (merged caches go by their first name), or NULL. */
+USLAB_API struct kmem_cache *uslab_cache_find(const char *name);
+/* fn(s, arg) for every live cache (uslab's own included), until fn returns
+ * non-zero (returned). fn may read attributes and allocate; it must not
+ * destroy a cache. */
+USLAB_API int uslab_for_each_cache(int (*fn)(struct kmem_cache *s, void *arg), void *arg);
+/* /proc/slabinfo, version 2.1, in the kernel's format, to f. USLAB_STATS=1
+ * prints it on stderr at exit, USLAB_STATS=<path> writes it to that file. */
+USLAB_API void uslab_slabinfo(FILE *f);
 
 #ifdef __cplusplus
 }

@@ -238,6 +238,7 @@ struct kmem_cache {
 	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
 	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
 	                                free pointer lies in its object's block (slub/internal.h) */
+	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (slub/stat.h), else NULL */
 	unsigned int inuse;          /* object_size rounded to a word */
 	unsigned int align;
 	unsigned int order;          /* preferred slab order */
@@ -252,6 +253,7 @@ struct kmem_cache {
 	struct kmem_cache *sheaf_cache; /* where this cache's sheaves come from */
 	void (*ctor)(void *);
 	int refcount;
+	int published;               /* on the registry's list: walks may read it (common/cache.c) */
 	struct usl_list list;        /* registry (slab_mutex) */
 	char name[USL_NAME_MAX];
 	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */

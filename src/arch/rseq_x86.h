@@ -98,6 +98,17 @@
 #define USL_RSEQ_FP_IN(s)                                                              \
 	[sec] "m"((s)->fp_secret), [fmask] "m"((s)->fp_mask)
 
+/* The CPU the kernel last saw this thread on (rseq mode; -1 or a stale
+ * value otherwise): the rseq area's cpu_id. For counters, never for a slot. */
+static inline int usl_rseq_cpu(void)
+{
+	int c;
+	__asm__ __volatile__("movl %%fs:%c[o](%[rs]), %[c]"
+	                     : [c] "=r"(c)
+	                     : [o] "i"(offsetof(struct rseq, cpu_id)), [rs] "r"(usl_rseq_off));
+	return c;
+}
+
 /* Pop one object from this CPU's freelist into obj, or jump to the caller's C
  * label `slow` (also taken in locked mode, where usl_rseq_nr is 0, and for a
  * free pointer that fails its check). */

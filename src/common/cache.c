@@ -16,6 +16,11 @@
 
 static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Walks of the caches (statistics) hold walk_lock for reading while they
+ * call out; a destroyed cache's structure is freed only after its walk_lock
+ * write section, so no walk holds it then. Not slab_mutex: the callback may
+ * allocate, and an allocation may create a class cache. */
+static pthread_rwlock_t walk_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct usl_list cache_list = { &cache_list, &cache_list };
 static struct kmem_cache *cache_cache;          /* holds the other caches' structures */
 static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its creation */
@@ -34,6 +39,7 @@ static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
  * free. */
 static void fork_prepare(void)
 {
+	pthread_rwlock_wrlock(&walk_lock);   /* no walk in progress (outermost: a walk allocates) */
 	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
 	usl_lock(&classes_lock);
 	usl_lock(&sheaf_classes_lock);
@@ -70,10 +76,20 @@ static void fork_release(void)
 	usl_stack_fork_unlock();
 }
 
-/* The child has no decay thread (fork copies only the calling thread). */
+static void fork_release_parent(void)
+{
+	fork_release();
+	pthread_rwlock_unlock(&walk_lock);
+}
+
+/* The child has no decay thread (fork copies only the calling thread), and
+ * its thread is not the one that write-locked walk_lock (glibc's unlock
+ * checks the writer's tid): a fresh lock. */
 static void fork_release_child(void)
 {
 	fork_release();
+	pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+	memcpy(&walk_lock, &fresh, sizeof(fresh));
 	usl_background_after_fork();
 }
 
@@ -83,7 +99,7 @@ static void reclaim_before_grow(void);
 static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
-	pthread_atfork(fork_prepare, fork_release, fork_release_child);
+	pthread_atfork(fork_prepare, fork_release_parent, fork_release_child);
 	usl_background_init(usl_decay_sweep);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
@@ -236,6 +252,10 @@ static void cache_struct_free(struct kmem_cache *s)
 		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
 		cache_unlock();
 		s->id = 0;
+	}
+	if (s->stats) {
+		usl_meta_free(s->stats);
+		s->stats = NULL;
 	}
 	if (s->meta)
 		usl_meta_free(s->meta);
@@ -394,6 +414,14 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 			                     256 * usl_slot_stride);
 		return create_failed(name, flags, "no cache id left: live caches at the limit", max_ids - 1);
 	}
+	if (usl_opt.stats) {                 /* the event counters: a row per CPU */
+		s->stats = usl_meta_alloc((size_t)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t));
+		if (!s->stats) {
+			cache_struct_free(s);
+			return create_failed(name, flags, "out of memory for its counters (USLAB_STATS)",
+			                     (unsigned long)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t));
+		}
+	}
 	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
 	s->object_size = size;
 	s->align = align;
@@ -438,8 +466,23 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	}
 	cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
+	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);
 	cache_unlock();
 	return s;
+}
+
+
+int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
+{
+	int r = 0;
+	pthread_rwlock_rdlock(&walk_lock);
+	for (size_t id = 1; id < USL_MAX_CACHES && !r; id++) {
+		struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
+		if (s && __atomic_load_n(&s->published, __ATOMIC_ACQUIRE))
+			r = fn(s, arg);
+	}
+	pthread_rwlock_unlock(&walk_lock);
+	return r;
 }
 
 /* The name in parentheses: uslab.h also defines kmem_cache_create as a macro
@@ -508,7 +551,11 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	usl_list_del(&s->list);
+	__atomic_store_n(&s->published, 0, __ATOMIC_RELEASE);
 	cache_unlock();
+	/* No walk that may have seen it is still running (walk_lock). */
+	pthread_rwlock_wrlock(&walk_lock);
+	pthread_rwlock_unlock(&walk_lock);
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
 	cache_struct_free(s);

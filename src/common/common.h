@@ -56,6 +56,10 @@ static inline bool usl_cache_live(const struct kmem_cache *s)
 	unsigned int id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
 	return id && id < USL_MAX_CACHES && __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE) == s;
 }
+/* fn(s, arg) for each live cache in creation order, under slab_mutex (fn may
+ * take the locks below it, never create or destroy a cache); stops at the
+ * first non-zero result and returns it. */
+USL_HIDDEN int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg);
 /* "FN(P): not a live cache (destroyed already?)" and what was not done. */
 USL_HIDDEN void usl_report_dead_cache(const char *fn, const struct kmem_cache *s, const char *what)
 	__attribute__((cold));

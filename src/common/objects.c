@@ -119,6 +119,7 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
 		if (usl_opt.harden && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
+		usl_stat(s, USL_ALLOC_PCS);
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return alloc_tail(s, gfp, obj);
 		return obj;
@@ -128,6 +129,7 @@ sheaf_slow:
 	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
 	marker_clear(obj, s->offset);
+	usl_stat(s, USL_ALLOC_FASTPATH);
 	if (usl_unlikely(gfp & __GFP_ZERO))
 		return alloc_tail(s, gfp, obj);
 	return obj;
@@ -231,6 +233,7 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
+			usl_stat(s, USL_FREE_PCS);
 			maybe_sample(s, sample);
 			return;
 		}
@@ -245,6 +248,7 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
+		usl_stat(s, USL_FREE_FASTPATH);
 		maybe_sample(s, sample);
 		return;
 	}
@@ -371,6 +375,15 @@ void usl_free_sized(void *x, size_t size, const char *fn)
 	usl_free_ptr(x, fn);
 }
 
+/* A counter of the cache with this id (usl_free_ptr's fast path has no
+ * struct kmem_cache). */
+static __attribute__((noinline)) void stat_id(unsigned int id, enum usl_stat_item i)
+{
+	struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
+	if (s)
+		usl_stat(s, i);
+}
+
 /* The marker said x is free already. */
 static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const char *fn, unsigned int id)
 {
@@ -410,6 +423,8 @@ void usl_free_ptr(void *x, const char *fn)
 		return;
 	}
 	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
+		if (usl_unlikely(usl_opt.stats))
+			stat_id(id, USL_FREE_PCS);
 		if (sample_due())
 			free_sample_id(id);
 		return;

@@ -217,6 +217,9 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
 		if (usl_unlikely(!usl_marker_pop(s, obj)))
 			return malloc_refused(s, obj);
+		usl_stat(s, USL_ALLOC_PCS);
+	} else if (usl_unlikely(usl_opt.stats)) {
+		usl_stat(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), USL_ALLOC_PCS);
 	}
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */

@@ -367,6 +367,7 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	usl_spin_unlock(&barn->lock);
 	if (!head)
 		return false;
+	usl_stat(s, USL_BARN_GET);
 	if (top) {                       /* the next refill's head, its first lines */
 		unsigned int bytes = s->inuse < 8 * (s->sheaf_capacity + 1) ? s->inuse : 8 * (s->sheaf_capacity + 1);
 		for (unsigned int off = 0; off < bytes && off < 512; off += 64)
@@ -414,6 +415,7 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 		 * them would wait for every one; the unlock is a plain store, which
 		 * the others' view orders after them (x86 and the release order). */
 		unsigned int n = give->size;
+		usl_stat(s, USL_BARN_PUT);
 		usl_spin_lock(&barn->lock);
 		barn->packed = pack_sheaf(s, give, barn->packed);
 		barn->visits++;
@@ -426,14 +428,17 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 		}
 	} else {
 		if (give && give->size && !usl_sheaf_is_oversize(s, give) && usl_opt.decay_ms &&
-		    barn_over_budget(s, barn))
+		    barn_over_budget(s, barn)) {
+			usl_stat(s, USL_BARN_PUT_FAIL);
 			usl_sheaf_flush(s, give);   /* and on as an empty one */
+		}
 		usl_spin_lock(&barn->lock);
 		barn->visits++;
 	}
 	if (want >= 0)
 		got = barn_take_locked(barn, want == 1);
 	if (give && give->size) {
+		usl_stat(s, USL_BARN_PUT);
 		barn->dry_refills = 0;
 		give->next = barn->full;
 		barn->full = give;
@@ -455,6 +460,8 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 		}
 	}
 	usl_spin_unlock(&barn->lock);
+	if (got && want == 1)
+		usl_stat(s, USL_BARN_GET);
 	if (drop)
 		usl_sheaf_dispose(s, drop);
 	if (!usl_list_empty(&decayed))

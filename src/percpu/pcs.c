@@ -124,6 +124,7 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 		}
 		b->main = NULL;                 /* raced: fill an empty one */
 	}
+	/* No full sheaf in the barn (a packed one counts as one). */
 	if (!b->main) {
 		if (b->spare && !b->spare->size) {   /* empty: fill it */
 			b->main = b->spare;
@@ -136,6 +137,7 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 	/* The barn's packed sheaves, into the empty main. */
 	if (usl_barn_unpack(s, b->main))
 		return true;
+	usl_stat(s, USL_BARN_GET_FAIL);
 	/* After a sweep found the class running on its CPUs' own sheaves and
 	 * flushed them, refills start small and double each time (jemalloc's
 	 * adaptive tcache fill): a class in light use holds a few objects per CPU,
@@ -222,6 +224,7 @@ again:
 		if (obj) {
 			if (!pop_ok(s, obj))
 				goto again;
+			usl_stat(s, USL_ALLOC_PCS);
 			return obj;
 		}
 	}
@@ -237,6 +240,8 @@ again:
 	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
 	if (popped && !pop_ok(s, obj))
 		goto again;
+	if (popped)
+		usl_stat(s, USL_ALLOC_PCS);
 	return obj;
 }
 
@@ -260,8 +265,10 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 			}
 		}
 		usl_spin_unlock_leaf(&c->sheaf_lock);
-		if (r == USL_RS_OK)
+		if (r == USL_RS_OK) {
+			usl_stat(s, USL_FREE_PCS);
 			return;
+		}
 		if (r == USL_RS_OTHER) {
 			usl_report_double_free(s, x, "kmem_cache_free");
 			return;
@@ -276,9 +283,10 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		usl_report_double_free(s, x, "kmem_cache_free");
 		return;
 	}
-	if (replace_full_main(s, &b, GFP_NOWAIT))
+	if (replace_full_main(s, &b, GFP_NOWAIT)) {
 		b.main->objects[b.main->size++] = x;
-	else
+		usl_stat(s, USL_FREE_PCS);
+	} else
 		usl_slub_free(s, usl_virt_to_slab(x), x);   /* no memory for a sheaf: straight to the slab */
 	usl_pcs_put(s, &b);
 	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
@@ -306,6 +314,7 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 			         : usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
 			done += k;
 		} while (k == SHEAF_SECTION_MAX && done < n);
+		usl_stat_add(s, push ? USL_FREE_PCS : USL_ALLOC_PCS, done);
 		return done;
 	}
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
@@ -322,6 +331,7 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 		memcpy(p, &m->objects[c->main_size], k * sizeof(void *));
 	}
 	usl_spin_unlock_leaf(&c->sheaf_lock);
+	usl_stat_add(s, push ? USL_FREE_PCS : USL_ALLOC_PCS, k);
 	return k;
 }
 
@@ -343,6 +353,7 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			size_t k = nr - i < b.main->size ? nr - i : b.main->size;
 			b.main->size -= (uint32_t)k;
 			memcpy(p + i, &b.main->objects[b.main->size], k * sizeof(void *));
+			usl_stat_add(s, USL_ALLOC_PCS, k);
 			i += k;
 		}
 		usl_pcs_put(s, &b);
@@ -376,6 +387,7 @@ void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		size_t k = nr - i < room ? nr - i : room;
 		memcpy(&b.main->objects[b.main->size], p + i, k * sizeof(void *));
 		b.main->size += (uint32_t)k;
+		usl_stat_add(s, USL_FREE_PCS, k);
 		i += k;
 	}
 	usl_pcs_put(s, &b);

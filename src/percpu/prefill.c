@@ -45,6 +45,7 @@ struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, uns
 			           s->name, size, USL_SHEAF_MAX_CAPACITY);
 			return NULL;
 		}
+		usl_stat(s, USL_SHEAF_PREFILL_OVERSIZE);
 		sh = usl_sheaf_new(s, size, gfp);
 		if (sh && usl_sheaf_refill(s, sh, size, gfp) != 0) {
 			usl_sheaf_dispose(s, sh);
@@ -60,6 +61,7 @@ struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, uns
 		}
 		usl_pcs_put(s, &b);
 	}
+	usl_stat(s, sh ? USL_SHEAF_PREFILL_FAST : USL_SHEAF_PREFILL_SLOW);
 	if (!sh)
 		sh = usl_barn_get(s, true);
 	if (!sh)
@@ -148,9 +150,12 @@ void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf 
 			sh = NULL;
 		}
 		usl_pcs_put(s, &b);
-		if (!sh)
+		if (!sh) {
+			usl_stat(s, USL_SHEAF_RETURN_FAST);
 			return;
+		}
 	}
+	usl_stat(s, USL_SHEAF_RETURN_SLOW);
 	if (usl_sheaf_refill(s, sh, sh->capacity, gfp | __GFP_NOWARN) == 0) {
 		usl_barn_visit(s, sh, -1);
 		return;

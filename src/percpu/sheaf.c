@@ -27,6 +27,7 @@ struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gf
 		sh = usl_meta_alloc(usl_sheaf_bytes(capacity));
 	if (!sh)
 		return NULL;
+	usl_stat(s, USL_SHEAF_ALLOC);
 	usl_list_init(&sh->barn_list);
 	sh->size = 0;
 	sh->capacity = capacity;
@@ -36,6 +37,7 @@ struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gf
 
 void usl_sheaf_dispose(struct kmem_cache *s, struct slab_sheaf *sh)
 {
+	usl_stat(s, USL_SHEAF_FREE);
 	if (usl_sheaf_is_oversize(s, sh))
 		usl_meta_free(sh);
 	else
@@ -61,6 +63,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 					usl_debug_free(s, sh->objects[--sh->size], "kmem_cache_refill_sheaf", 0);
 				return -ENOMEM;
 			}
+		usl_stat_add(s, USL_SHEAF_REFILL, want - from);
 		return 0;
 	}
 	if (!usl_slub_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
@@ -70,6 +73,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 	if (usl_opt.harden)
 		for (unsigned int i = sh->size; i < want; i++)
 			usl_marker_set(s, sh->objects[i]);
+	usl_stat_add(s, USL_SHEAF_REFILL, want - sh->size);
 	sh->size = want;
 	return 0;
 }
@@ -79,6 +83,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
  * they were pushed. */
 void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 {
+	usl_stat_add(s, USL_SHEAF_FLUSH, sh->size);
 	if (sh->size && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
 		for (unsigned int i = 0; i < sh->size; i++)
 			usl_debug_free(s, sh->objects[i], "kmem_cache_return_sheaf", 0);

@@ -53,7 +53,7 @@ static const struct option options[] = {
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */
-static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE" };
+static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS" };
 #define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
@@ -114,6 +114,38 @@ static void unknown_options(void)
 	}
 }
 
+/* USLAB_STATS: 0 (off), 1 (counters, slabinfo on stderr at exit) or a path
+ * with a '/' (counters, slabinfo written there at exit). */
+static char stats_path[512];
+
+void usl_stats_parse(const char *v)
+{
+	usl_opt.stats = 0;
+	usl_opt.stats_out = NULL;
+	if (!v || (v[0] == '0' && !v[1]))
+		return;
+	if (v[0] == '1' && !v[1]) {
+		usl_opt.stats = 1;
+		usl_opt.stats_out = "";
+		return;
+	}
+	size_t n = 0;
+	bool slash = false;
+	while (v[n] && n < sizeof(stats_path)) {
+		slash |= v[n] == '/';
+		n++;
+	}
+	if (!slash || n >= sizeof(stats_path)) {
+		usl_report(USLAB_ERR_OPTION, "USLAB_STATS='%.64s%s' is neither 0, 1 nor a path (with a '/', under %zu bytes); "
+		           "statistics stay off", v, n > 64 ? "..." : "", sizeof(stats_path));
+		return;
+	}
+	for (size_t i = 0; i <= n; i++)
+		stats_path[i] = v[i];
+	usl_opt.stats = 1;
+	usl_opt.stats_out = stats_path;
+}
+
 void usl_read_options(void)
 {
 	decay_opt = (int)usl_opt.decay_ms;
@@ -128,5 +160,6 @@ void usl_read_options(void)
 	}
 	usl_debug_parse(getenv("USLAB_DEBUG"));
 	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
+	usl_stats_parse(getenv("USLAB_STATS"));
 	unknown_options();
 }

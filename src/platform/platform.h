@@ -20,9 +20,14 @@ struct usl_options {
 	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
 	int harden;                  /* USLAB_HARDEN: 0 = no free markers, 2 = and a random carving
 	                                order (docs/ARCHITECTURE.md section 11) */
+	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
+	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
+/* USLAB_STATS (v NULL: unset) into usl_opt.stats and stats_out; a bad value
+ * is reported and leaves them off. */
+USL_HIDDEN void usl_stats_parse(const char *v);
 /* USLAB_DEBUG (debugopt.c): parsed by usl_read_options (v NULL: unset); the
  * SLAB_* debug flags a cache of this name gets from it (0 when unset), and
  * whether 'O' asked to spare caches whose slab order debugging would raise. */

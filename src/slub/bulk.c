@@ -30,7 +30,7 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 		if (fl || !u)
 			return 0;
 		k = nr < u ? (unsigned int)nr : u;
-	} while (!usl_slab_cas(slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
+	} while (!usl_slab_cas(s, slab, NULL, c, NULL, usl_counters_set_uncarved(c, u - k)));
 	usl_slab_carved(s, slab, usl_counters_set_uncarved(c, u - k));
 	char *q = usl_carve_start(s, slab, c);
 	struct usl_carve_order o;
@@ -53,18 +53,22 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	 * rest takes the slot private below (slot_take). */
 	int st;
 	i = usl_rseq_alloc_bulk(s, nr < BULK_SECTION_MAX ? nr : BULK_SECTION_MAX, p, &st);
+	usl_stat_add(s, USL_ALLOC_FASTPATH, i);
 	if (i == nr)
 		return (int)nr;
 	if (!usl_slot_take(s, &b)) {
 		/* No per-CPU slot for this thread: one object at a time. */
-		for (; i < nr; i++)
+		for (; i < nr; i++) {
+			usl_stat(s, USL_ALLOC_SLOWPATH);
 			if (!(p[i] = usl_alloc_direct(s)))
 				goto fail;
+		}
 	} else {
 		while (i < nr) {
 			if (usl_unlikely(!b.fl)) {
 				unsigned int k = b.slab ? carve_array(s, b.slab, nr - i, p + i) : 0;
 				if (k) {
+					usl_stat_add(s, USL_ALLOC_FASTPATH, k);
 					i += k;
 					continue;
 				}
@@ -76,6 +80,7 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			}
 			p[i++] = b.fl;
 			b.fl = usl_get_freepointer(s, b.fl);
+			usl_stat(s, USL_ALLOC_FASTPATH);
 		}
 		usl_slot_put(s, &b);
 	}
@@ -318,6 +323,8 @@ static void bulk_free_one(struct kmem_cache *s, struct slab *slab, void *x, cons
 	int r = usl_rseq_free(s, slab, x);
 	if (r != USL_RS_OK)
 		usl_slub_free_slow(s, slab, x, r, fn);
+	else
+		usl_stat(s, USL_FREE_FASTPATH);
 }
 
 /* A race: since the pre-check, the linked head started heading a freelist.
@@ -389,8 +396,10 @@ static void free_detached(struct detached_freelist *df, const char *fn)
 	for (;;) {
 		int r = usl_rseq_mode ? usl_rseq_free_chain(s, df->slab, df->head, df->tail)
 		                      : usl_locked_push_chain(s, df->slab, df->head, df->tail);
-		if (r == USL_RS_OK)
+		if (r == USL_RS_OK) {
+			usl_stat_add(s, USL_FREE_FASTPATH, df->cnt);
 			return;
+		}
 		if (r == USL_RS_DOUBLE) {
 			if (!drop_double_head(df, fn))
 				return;

@@ -52,6 +52,7 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 		/* An unfrozen slab with free objects is placed like a cpu partial
 		 * slab (put_partials); a full one stays on no list. */
 		if (slab) {
+			usl_stat(s, USL_CPUSLAB_FLUSH);
 			unsigned long nc = usl_unfreeze_slab(s, slab, fl, &remote, &has_free);
 			if (usl_counters_frozen(nc)) {   /* abandoned: on no list, next is ours */
 				slab->next = looped;
@@ -194,6 +195,35 @@ static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 bool usl_slub_release(struct kmem_cache *s)
 {
 	return shrink_node(s, s->node[0]);
+}
+
+void usl_slub_node_counts(struct kmem_cache *s, struct usl_node_counts *out)
+{
+	struct kmem_cache_node *n = s->node[0];
+
+	memset(out, 0, sizeof(*out));
+	usl_lock(&n->list_lock);
+	out->nr_partial = n->nr_partial;
+	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+		struct slab *slab = usl_container_of(it, struct slab, slab_list);
+		unsigned long c = usl_load(&slab->counters);
+		out->partial_free += usl_counters_objects(c) - usl_counters_inuse(c);
+		out->partial_inuse += usl_counters_inuse(c);
+	}
+	out->nr_slabs = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
+	out->total_objects = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
+	usl_unlock(&n->list_lock);
+}
+
+void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab, unsigned int *partial_slabs)
+{
+	struct kmem_cache_cpu *c = &s->cpu_slab[cpu];
+	/* Racy reads, as the kernel's: a slab is never freed under a reader
+	 * (struct slab entries are permanent), and the chain's head holds its
+	 * length. */
+	*has_slab = __atomic_load_n(&c->slab, __ATOMIC_RELAXED) != NULL;
+	struct slab *p = __atomic_load_n(&c->partial, __ATOMIC_RELAXED);
+	*partial_slabs = p ? __atomic_load_n(&p->slabs, __ATOMIC_RELAXED) : 0;
 }
 
 void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)

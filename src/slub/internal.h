@@ -9,6 +9,7 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
+#include "stat.h"
 
 /* ===========================================================================
  * Objects and slabs
@@ -93,10 +94,14 @@ static inline bool usl_obj_index_at(const struct kmem_cache *s, const struct sla
 	return q < (__atomic_load_n((const uint16_t *)&slab->counters + 1, __ATOMIC_RELAXED) & USL_OBJECTS_MASK);
 }
 
-static inline bool usl_slab_cas(struct slab *slab, void *old_fl, unsigned long old_c, void *new_fl,
-                                unsigned long new_c)
+/* A failure counts as the kernel's CMPXCHG_DOUBLE_FAIL of s. */
+static inline bool usl_slab_cas(const struct kmem_cache *s, struct slab *slab, void *old_fl, unsigned long old_c,
+                                void *new_fl, unsigned long new_c)
 {
-	return usl_cas16(&slab->freelist, (unsigned long)old_fl, old_c, (unsigned long)new_fl, new_c);
+	if (usl_likely(usl_cas16(&slab->freelist, (unsigned long)old_fl, old_c, (unsigned long)new_fl, new_c)))
+		return true;
+	usl_stat(s, USL_CMPXCHG_DOUBLE_FAIL);
+	return false;
 }
 
 static inline void usl_slab_snapshot(struct slab *slab, void **fl, unsigned long *c)

@@ -83,6 +83,12 @@ static void set_cpu_partial_slabs(struct kmem_cache *s)
 	s->cpu_partial_slabs = (s->cpu_partial * 2 + s->objects - 1) / s->objects;
 }
 
+void usl_slub_set_cpu_partial(struct kmem_cache *s, unsigned int objects)
+{
+	__atomic_store_n(&s->cpu_partial, objects, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cpu_partial_slabs, (objects * 2 + s->objects - 1) / s->objects, __ATOMIC_RELAXED);
+}
+
 /* The slab order of s (its size set): the calculated one at creation, or the
  * malloc classes' own, set before the class is published. */
 int usl_slub_set_order(struct kmem_cache *s, unsigned int order)

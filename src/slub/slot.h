@@ -7,13 +7,13 @@
 #define USL_SLUB_SLOT_H
 
 #include "internal.h"
+#include "stat.h"
 
 /* tid starts at the slot number and steps by a power of two >= the slot count,
  * so a tid names both the slot and the generation (the kernel's TID_STEP).
  * Written once, at the first cache's creation (sizing.c). */
 extern unsigned long usl_tid_step_v USL_HIDDEN;
 static inline unsigned long usl_tid_step(void) { return __atomic_load_n(&usl_tid_step_v, __ATOMIC_RELAXED); }
-extern __thread int usl_cpu_hint USL_HIDDEN __attribute__((tls_model("initial-exec")));
 
 static inline struct kmem_cache_cpu *usl_hint_slot(struct kmem_cache *s)
 {
@@ -42,6 +42,7 @@ static inline __attribute__((always_inline)) int usl_locked_push_chain(struct km
 		usl_set_freepointer(s, tail, fl);
 		if (usl_cas16(c, tid, (unsigned long)fl, tid + usl_tid_step(), (unsigned long)head))
 			return USL_RS_OK;
+		usl_stat(s, USL_CMPXCHG_DOUBLE_CPU_FAIL);
 	}
 }
 

@@ -157,9 +157,12 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 	if (!addr && s->min_order < order) {
 		order = s->min_order;          /* the kernel's ORDER_FALLBACK */
 		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+		if (addr)
+			usl_stat(s, USL_ORDER_FALLBACK);
 	}
 	if (!addr)
 		return NULL;
+	usl_stat(s, USL_ALLOC_SLAB);
 	struct slab *slab = usl_virt_to_slab(addr);
 	unsigned int objects = (unsigned int)(usl_order_bytes(order) / s->size);
 	if (objects > USL_MAX_OBJS_PER_SLAB)
@@ -198,6 +201,7 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 	struct kmem_cache_node *n = usl_get_node(s, slab);
 	unsigned int objects = usl_counters_objects(slab->counters);
 
+	usl_stat(s, USL_FREE_SLAB);
 	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
@@ -228,7 +232,7 @@ static void *freeze_slab(const struct kmem_cache *s, struct slab *slab)
 				return NULL;
 			head = carve_linked(s, slab, c, &nc);
 		}
-	} while (!usl_slab_cas(slab, fl, c, NULL, nc));
+	} while (!usl_slab_cas(s, slab, fl, c, NULL, nc));
 	if (usl_counters_uncarved(nc) != usl_counters_uncarved(c))
 		usl_slab_carved(s, slab, nc);
 	return head;
@@ -248,7 +252,7 @@ static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 		nc = usl_counters_remake(c, usl_counters_objects(c), fl || usl_counters_uncarved(c));
 		if (!fl && usl_counters_uncarved(c))
 			head = carve_linked(s, slab, c, &nc);
-	} while (!usl_slab_cas(slab, fl, c, NULL, nc));
+	} while (!usl_slab_cas(s, slab, fl, c, NULL, nc));
 	if (usl_counters_uncarved(nc) != usl_counters_uncarved(c))
 		usl_slab_carved(s, slab, nc);
 	return head;
@@ -297,7 +301,7 @@ unsigned long usl_unfreeze_slab(struct kmem_cache *s, struct slab *slab, void *f
 		}
 		/* Uncarved objects were counted in use while frozen. */
 		nc = usl_counters_remake(c, usl_counters_inuse(c) - cnt - usl_counters_uncarved(c), false);
-	} while (!usl_slab_cas(slab, old_fl, c, new_fl, nc));
+	} while (!usl_slab_cas(s, slab, old_fl, c, new_fl, nc));
 	*has_free = new_fl || usl_counters_uncarved(nc);
 	return nc;
 }
@@ -315,12 +319,18 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		usl_report_loop(s, slab);
 		return;
 	}
+	if (remote_frees)
+		usl_stat(s, USL_DEACTIVATE_REMOTE_FREES);
 	if (usl_counters_inuse(nc) == 0 && __atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) >= s->min_partial) {
+		usl_stat(s, USL_DEACTIVATE_EMPTY);
 		usl_discard_slab(s, slab);
 	} else if (has_free) {
+		usl_stat(s, remote_frees ? USL_DEACTIVATE_TO_TAIL : USL_DEACTIVATE_TO_HEAD);
 		usl_lock(&n->list_lock);
 		usl_add_partial(n, slab, remote_frees);
 		usl_unlock(&n->list_lock);
+	} else {
+		usl_stat(s, USL_DEACTIVATE_FULL);
 	}
 	/* else: full, on no list; the next free finds it (was_full) */
 }
@@ -386,8 +396,10 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 				break;
 			struct slab *chain;
 			r = usl_rseq_partial_take(s, &chain, 1);
-			if (r == USL_RS_OK)
+			if (r == USL_RS_OK) {
+				usl_stat(s, USL_CPU_PARTIAL_DRAIN);
 				usl_put_partials(s, chain);
+			}
 			else if (r == USL_RS_MARKED)
 				wait_flush(s);
 			else if (r == USL_RS_NOCPU)
@@ -412,8 +424,10 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 	slab->slabs = cnt;
 	c->partial = slab;
 	usl_spin_unlock(&c->lock);
-	if (drain)
+	if (drain) {
+		usl_stat(s, USL_CPU_PARTIAL_DRAIN);
 		usl_put_partials(s, drain);
+	}
 }
 
 /* ===========================================================================
@@ -429,6 +443,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 	void *prior;
 	unsigned long c, nc;
 
+	usl_stat(s, USL_FREE_SLOWPATH);
 	do {
 		if (usl_unlikely(n)) {
 			usl_unlock(&n->list_lock);
@@ -467,11 +482,15 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 				on_node_partial = slab->node_partial;
 			}
 		}
-	} while (!usl_slab_cas(slab, prior, c, head, nc));
+	} while (!usl_slab_cas(s, slab, prior, c, head, nc));
 
 	if (usl_likely(!n)) {
-		if (!was_frozen && has_cpu_partial && !had_free)
+		if (was_frozen)
+			usl_stat(s, USL_FREE_FROZEN);
+		else if (has_cpu_partial && !had_free) {
+			usl_stat(s, USL_CPU_PARTIAL_FREE);
 			put_cpu_partial(s, slab);   /* was full: now ours to place */
+		}
 		return;
 	}
 	if (had_free && !on_node_partial) {
@@ -480,14 +499,18 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 		return;
 	}
 	if (usl_counters_inuse(nc) == 0 && n->nr_partial >= s->min_partial) {
-		if (had_free)
+		if (had_free) {
 			usl_remove_partial(n, slab);
+			usl_stat(s, USL_FREE_REMOVE_PARTIAL);
+		}
 		usl_unlock(&n->list_lock);
 		usl_discard_slab(s, slab);
 		return;
 	}
-	if (!had_free)
+	if (!had_free) {
 		usl_add_partial(n, slab, true);  /* was full, no cpu partial lists */
+		usl_stat(s, USL_FREE_ADD_PARTIAL);
+	}
 	usl_unlock(&n->list_lock);
 }
 /* ===========================================================================
@@ -517,6 +540,7 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 			slab->next = NULL;
 			*link = slab;
 			link = &slab->next;
+			usl_stat(s, USL_CPU_PARTIAL_NODE);
 			if (++taken > s->cpu_partial_slabs / 2)
 				break;
 		}
@@ -569,7 +593,7 @@ void *usl_alloc_direct(struct kmem_cache *s)
 		bool full = !next && !usl_counters_uncarved(nc);
 		if (full)
 			usl_remove_partial(n, slab);
-		if (usl_slab_cas(slab, fl, c, next, nc)) {
+		if (usl_slab_cas(s, slab, fl, c, next, nc)) {
 			if (!fl)
 				usl_slab_carved(s, slab, nc);
 			usl_unlock(&n->list_lock);
@@ -621,8 +645,10 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		if (!slab)
 			break;
 		*fl = freeze_slab(s, slab);
-		if (*fl)
+		if (*fl) {
+			usl_stat(s, USL_CPU_PARTIAL_ALLOC);
 			return slab;
+		}
 		/* No free objects (cannot happen for a slab that reached a partial
 		 * list through a free); it is full and on no list. */
 	}
@@ -637,6 +663,8 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		*fl = freeze_slab(s, slab);
 		if (!*fl)
 			slab = NULL;  /* full after all: it stays off the list */
+		else
+			usl_stat(s, USL_ALLOC_FROM_PARTIAL);
 	}
 	if (!slab)
 		slab = usl_new_slab(s, fl);
@@ -692,8 +720,11 @@ bool usl_slot_refill(struct kmem_cache *s, struct usl_private_slot *b, bool link
 {
 	if (b->slab) {
 		b->fl = get_freelist(s, b->slab);   /* NULL: the slab is full and unfrozen */
-		if (b->fl)
+		if (b->fl) {
+			usl_stat(s, USL_ALLOC_REFILL);
 			return true;
+		}
+		usl_stat(s, USL_DEACTIVATE_BYPASS);
 		b->slab = NULL;
 	}
 	b->slab = refill(s, b->lc, &b->fl);
@@ -734,6 +765,7 @@ __attribute__((noinline)) void *usl_slub_alloc_slow(struct kmem_cache *s, gfp_t 
 	struct usl_private_slot b;
 	void *obj;
 
+	usl_stat(s, USL_ALLOC_SLOWPATH);
 	if (!usl_slot_take(s, &b)) {
 		obj = usl_alloc_direct(s);
 		if (!obj)
@@ -770,7 +802,7 @@ __attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 	bool ok;
 	void *next;
 
-	do {
+	for (;;) {
 		tid = usl_load(&c->tid);
 		obj = usl_load_ptr(&c->freelist);
 		if (usl_unlikely(!obj))
@@ -778,7 +810,11 @@ __attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 		next = usl_get_freepointer_safe(s, obj, &ok);
 		if (usl_unlikely(!ok))
 			return NULL;    /* the slow path reads it again under the slot's lock */
-	} while (!usl_cas16(c, tid, (unsigned long)obj, tid + usl_tid_step(), (unsigned long)next));
+		if (usl_cas16(c, tid, (unsigned long)obj, tid + usl_tid_step(), (unsigned long)next))
+			break;
+		usl_stat(s, USL_CMPXCHG_DOUBLE_CPU_FAIL);
+	}
+	usl_stat(s, USL_ALLOC_FASTPATH);
 	return obj;
 }
 
@@ -788,6 +824,7 @@ void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
 	void *obj;
 
 	USL_RSEQ_ALLOC(s, obj);
+	usl_stat(s, USL_ALLOC_FASTPATH);
 	return obj;
 slow:
 	obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
@@ -862,8 +899,10 @@ __attribute__((noinline)) void usl_slub_free_slow(struct kmem_cache *s, struct s
 	}
 	if (!usl_rseq_mode) {
 		r = usl_locked_push_chain(s, slab, x, x);
-		if (r == USL_RS_OK)
+		if (r == USL_RS_OK) {
+			usl_stat(s, USL_FREE_FASTPATH);
 			return;
+		}
 		if (r != USL_RS_OTHER) {
 			usl_report_double_free(s, x, fn);
 			return;
@@ -878,4 +917,6 @@ void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 	int r = usl_rseq_free(s, slab, x);
 	if (r != USL_RS_OK)
 		usl_slub_free_slow(s, slab, x, r, "kmem_cache_free");
+	else
+		usl_stat(s, USL_FREE_FASTPATH);
 }

@@ -9,6 +9,7 @@
 #define USL_SLUB_H
 
 #include "../types.h"
+#include "stat.h"
 
 /* Hook: called by new_slab, for a cache that is not uslab's own, when the page
  * provider has no free block of the slab's order (it would grow the range).
@@ -22,6 +23,9 @@ extern void (*usl_slub_before_grow)(void) USL_HIDDEN;
 USL_HIDDEN int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args);
 /* Another slab order for s (malloc's classes), before its first use. */
 USL_HIDDEN int usl_slub_set_order(struct kmem_cache *s, unsigned int order);
+/* The cpu partial lists' aim in objects (sysfs cpu_partial), and the slab
+ * count it gives (the kernel's slub_set_cpu_partial). */
+USL_HIDDEN void usl_slub_set_cpu_partial(struct kmem_cache *s, unsigned int objects);
 /* The alignment a cache gets (the kernel's calculate_alignment). */
 USL_HIDDEN unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int align, unsigned int object_size);
 
@@ -47,6 +51,18 @@ USL_HIDDEN void usl_report_bad_free(const char *fn, struct kmem_cache *s, const 
 /* Locked mode: the slot this thread uses (a CPU hint), and the hint re-read. */
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
+
+/* ---- counts for statistics (flush.c) ---- */
+/* The node: its slabs and objects, its partial slabs and their free and
+ * in-use objects (under list_lock: a snapshot). */
+struct usl_node_counts {
+	unsigned long nr_slabs, total_objects, nr_partial, partial_free, partial_inuse;
+};
+USL_HIDDEN void usl_slub_node_counts(struct kmem_cache *s, struct usl_node_counts *out);
+/* One CPU's slot: whether it has a cpu slab, and its cpu partial slabs (racy
+ * reads, as the kernel's sysfs files make). */
+USL_HIDDEN void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab,
+                                    unsigned int *partial_slabs);
 
 /* ---- debug caches (debug.c) ---- */
 /* The layout of a debug cache (object_size, align, flags and ctor set): red

@@ -2,7 +2,8 @@
  * USLAB_* environment options (every variable read from the input, as
  * NAME=VALUE lines, then usl_read_options), an option's number
  * (usl_parse_int), a sysfs CPU list (usl_cpu_list_parse) and USLAB_DEBUG's
- * blocks (usl_debug_parse, usl_debug_flags_for). Each result is
+ * blocks (usl_debug_parse, usl_debug_flags_for) and USLAB_STATS
+ * (usl_stats_parse). Each result is
  * checked against what the parser promises; reports go to a handler that
  * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
  * AddressSanitizer build (tests/CMakeLists.txt). */
@@ -54,6 +55,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (usl_debug_flags_for("kmalloc-64"))
 		abort();
 
+	/* The whole input as USLAB_STATS: off, or on with stderr or a path. */
+	usl_stats_parse(buf);
+	if (usl_opt.stats != (usl_opt.stats_out != NULL) ||
+	    (usl_opt.stats_out && usl_opt.stats_out[0] && !strchr(usl_opt.stats_out, '/')))
+		abort();
+	usl_stats_parse(NULL);
+	if (usl_opt.stats)
+		abort();
+
 	/* NAME=VALUE lines into the environment, read as start-up reads them. */
 	char *names[16];
 	int k = 0;
@@ -73,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	usl_opt = defaults;
 	usl_read_options();
 	if (usl_opt.min_order > usl_opt.max_order || usl_opt.max_order > USL_MAX_ORDER || usl_opt.min_order < 0 ||
-	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000)
+	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000 ||
+	    usl_opt.stats != (usl_opt.stats_out != NULL))
 		abort();
 	for (int i = 0; i < k; i++) {
 		unsetenv(names[i]);

@@ -1,0 +1,38 @@
+/* stats.h - the statistics layer (src/stats/): what uslab holds, per cache and
+ * per CPU, read from outside the allocation paths: the kernel's sysfs
+ * attributes of /sys/kernel/slab/<cache>/ (attr.c) and /proc/slabinfo
+ * (slabinfo.c), over the event counters every layer below keeps
+ * (slub/stat.h) and the counts the engine and the per-CPU layer give. It
+ * calls down only; the malloc override calls it for malloc_stats and
+ * mallinfo2. Locks: slab_mutex (usl_cache_for_each) around a walk of the
+ * caches, then a node's list_lock or a barn's lock for a snapshot; none is
+ * held while a caller's FILE is written. docs/ARCHITECTURE.md section 12. */
+#ifndef USL_STATS_H
+#define USL_STATS_H
+
+#include <stdio.h>
+
+#include "../common/common.h"
+
+/* The counters' sysfs names, by enum usl_stat_item. */
+extern const char *const usl_stat_names[USL_NR_STATS] USL_HIDDEN;
+
+/* A counter summed over the CPUs (0 without USLAB_STATS). */
+USL_HIDDEN unsigned long long usl_stat_sum(const struct kmem_cache *s, enum usl_stat_item i);
+
+/* What /proc/slabinfo says of one cache (the kernel's struct slabinfo for SLUB). */
+struct usl_slabinfo {
+	unsigned long active_objs, num_objs, active_slabs, num_slabs;
+	unsigned int objects_per_slab, order;
+};
+USL_HIDDEN void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out);
+
+/* The whole heap's totals, the same that slabinfo's rows add up to: slab
+ * bytes (num_slabs pages), bytes in active objects (active_objs * objsize),
+ * and the large blocks and mappings (the page provider's). */
+struct usl_heap_totals {
+	unsigned long long slab_bytes, active_bytes, caches;
+};
+USL_HIDDEN void usl_heap_totals(struct usl_heap_totals *out);
+
+#endif /* USL_STATS_H */
