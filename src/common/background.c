@@ -36,6 +36,8 @@ static bool bg_parked;               /* under bg_lock */
 static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep */
 static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
+static void no_stats_tick(void) {}
+void (*usl_stats_tick)(void) = no_stats_tick;
 static __thread unsigned int tick_calls;
 unsigned long usl_background_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
 unsigned long usl_background_parks;  /* atomic: times it parked */
@@ -84,6 +86,8 @@ static void *bg_main(void *unused)
 			quiet = 0;
 		int r = sweep_fn(usl_now_ms());
 		__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
+		if (usl_opt.stats)
+			__atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)();
 		quiet = r != 0 ? 0 : quiet + 1;   /* (busy: not quiet) */
 		usl_pages_stats(NULL, &dirty, NULL);
 	}
@@ -151,6 +155,8 @@ static bool background_kick(void)
 
 void usl_decay_tick(void)
 {
+	if (usl_unlikely(usl_opt.stats))
+		__atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)();
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
 		return;                          /* the clock is read every 16 slow paths */
 	background_start();                  /* once the heap is large enough for it */

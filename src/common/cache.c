@@ -302,11 +302,49 @@ static struct kmem_cache *find_mergeable(unsigned int size, unsigned int align, 
 	return NULL;
 }
 
-/* Under slab_mutex: s serves a new cache of size bytes too. The readers of
- * object_size (zeroing) load it atomically. */
-static void make_alias(struct kmem_cache *s, unsigned int size)
+/* The names merged caches were created under (statistics show them as the
+ * kernel's sysfs aliases), newest last; under slab_mutex. A destroy of an
+ * alias drops the newest name of its cache (the caller's pointer is the
+ * cache's own, so which name it was is not known); the cache's destroy, all. */
+#define MAX_ALIAS_NAMES 1024
+static struct {
+	char name[USL_NAME_MAX];
+	struct kmem_cache *target;
+} alias_names[MAX_ALIAS_NAMES];
+static unsigned int nr_alias_names;
+
+static void alias_name_drop(const struct kmem_cache *s, bool all)
+{
+	for (unsigned int i = nr_alias_names; i-- > 0;) {
+		if (alias_names[i].target != s)
+			continue;
+		memmove(&alias_names[i], &alias_names[i + 1], (nr_alias_names - i - 1) * sizeof(alias_names[0]));
+		nr_alias_names--;
+		if (!all)
+			return;
+	}
+}
+
+int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_cache *target, void *arg), void *arg)
+{
+	int r = 0;
+	cache_lock();
+	for (unsigned int i = 0; i < nr_alias_names && !r; i++)
+		r = fn(alias_names[i].name, alias_names[i].target, arg);
+	cache_unlock();
+	return r;
+}
+
+/* Under slab_mutex: s serves a new cache of size bytes too, under name. The
+ * readers of object_size (zeroing) load it atomically. */
+static void make_alias(struct kmem_cache *s, unsigned int size, const char *name)
 {
 	s->refcount++;
+	if (nr_alias_names < MAX_ALIAS_NAMES) {
+		strncpy(alias_names[nr_alias_names].name, name, USL_NAME_MAX - 1);
+		alias_names[nr_alias_names].name[USL_NAME_MAX - 1] = 0;
+		alias_names[nr_alias_names++].target = s;
+	}
 	if (size > s->object_size)
 		__atomic_store_n(&s->object_size, size, __ATOMIC_RELAXED);
 	if (USL_ALIGN(size, (unsigned int)sizeof(void *)) > s->inuse)
@@ -381,7 +419,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		cache_lock();
 		s = find_mergeable(size, align, flags);
 		if (s)
-			make_alias(s, size);
+			make_alias(s, size, name);
 		cache_unlock();
 		if (s)
 			return s;
@@ -534,6 +572,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	if (--s->refcount > 0) {     /* an alias: drop one reference */
+		alias_name_drop(s, false);
 		cache_unlock();
 		return;
 	}
@@ -551,6 +590,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	usl_list_del(&s->list);
+	alias_name_drop(s, true);
 	__atomic_store_n(&s->published, 0, __ATOMIC_RELEASE);
 	cache_unlock();
 	/* No walk that may have seen it is still running (walk_lock). */

@@ -56,10 +56,19 @@ static inline bool usl_cache_live(const struct kmem_cache *s)
 	unsigned int id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
 	return id && id < USL_MAX_CACHES && __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE) == s;
 }
-/* fn(s, arg) for each live cache in creation order, under slab_mutex (fn may
- * take the locks below it, never create or destroy a cache); stops at the
- * first non-zero result and returns it. */
+/* Hook: with USLAB_STATS, called by every decay tick (the slow paths' and
+ * sampled frees', with no lock held) and after each of the decay thread's
+ * sweeps. The statistics layer sets it to publish its live view
+ * (stats/live.c); a no-op until then. */
+extern void (*usl_stats_tick)(void) USL_HIDDEN;
+/* fn(s, arg) for each published cache, by id, under walk_lock for reading
+ * (fn may allocate; it must not destroy a cache); stops at the first non-zero
+ * result and returns it. */
 USL_HIDDEN int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg);
+/* fn(name, target, arg) for each name a merged cache was created under, under
+ * slab_mutex (fn must not allocate); stops at a non-zero result. */
+USL_HIDDEN int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_cache *target, void *arg),
+                                      void *arg);
 /* "FN(P): not a live cache (destroyed already?)" and what was not done. */
 USL_HIDDEN void usl_report_dead_cache(const char *fn, const struct kmem_cache *s, const char *what)
 	__attribute__((cold));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../kmalloc/kmalloc.h"
+#include "../stats/stats.h"
 
 #define MALLOC_ALIGN 16u                 /* glibc's guarantee on x86-64 */
 #define EXPORT __attribute__((visibility("default")))
@@ -324,19 +325,46 @@ EXPORT int malloc_trim(size_t pad)
 	return uslab_release_free_memory() > 0;
 }
 
+/* A static link keeps the live view's file (its constructor is named nowhere
+ * else). */
+__attribute__((used)) static void (*const keep_live_view)(void) = usl_live_init;
+
+/* The heap as slabinfo counts it (stats/slabinfo.c: the program's caches'
+ * slabs and active objects) and the page provider's blocks around it. */
+struct heap {
+	size_t committed, free_dirty, free_clean, slabs, objects, large;
+};
+
+static void heap_read(struct heap *h)
+{
+	struct usl_heap_totals t;
+	usl_ensure_init();
+	usl_pages_stats(&h->committed, &h->free_dirty, &h->free_clean);
+	usl_heap_totals(&t);
+	h->slabs = (size_t)t.slab_bytes;
+	h->objects = (size_t)t.active_bytes;
+	size_t used = h->committed - h->free_dirty - h->free_clean;   /* slabs and large blocks */
+	h->large = used > h->slabs ? used - h->slabs : 0;
+}
+
+static size_t heap_free(const struct heap *h)
+{
+	return h->committed > h->objects + h->large ? h->committed - h->objects - h->large : 0;
+}
+
 EXPORT struct mallinfo2 mallinfo2(void)
 {
 	struct mallinfo2 mi;
-	size_t committed = 0, dirty = 0, clean = 0;
+	struct heap h;
 
 	memset(&mi, 0, sizeof(mi));
-	usl_ensure_init();
-	usl_pages_stats(&committed, &dirty, &clean);
-	mi.arena = committed;                               /* address space committed */
-	mi.fordblks = dirty + clean;                        /* free in the page provider */
-	mi.uordblks = committed - dirty - clean;            /* in slabs and large blocks */
-	mi.keepcost = clean;                                /* already given back */
-	mi.hblkhd = usl_map_bytes();               /* direct mappings */
+	heap_read(&h);
+	mi.arena = h.committed;                       /* the heap range's pages in use or free */
+	mi.uordblks = h.objects + h.large;            /* slabinfo's active objects, and large blocks */
+	mi.fordblks = mi.arena > mi.uordblks ? mi.arena - mi.uordblks : 0;
+	mi.fsmblks = h.slabs > h.objects ? h.slabs - h.objects : 0;   /* free objects in slabs */
+	mi.keepcost = h.free_clean;                   /* free pages given back to the OS */
+	mi.hblkhd = usl_map_bytes();                  /* direct mappings */
 	mi.hblks = usl_map_count();
 	return mi;
 }
@@ -357,11 +385,15 @@ EXPORT struct mallinfo mallinfo(void)
 
 EXPORT void malloc_stats(void)
 {
-	struct mallinfo2 mi = mallinfo2();
+	struct heap h;
+	heap_read(&h);
 	/* glibc's layout, not a report's "uslab: " prefix (that one means a problem). */
 	fprintf(stderr, "uslab malloc_stats\ncommitted bytes    = %10zu\nin use bytes       = %10zu\n"
+	        "  in objects       = %10zu   (slabinfo: active_objs * objsize)\n"
+	        "  in large blocks  = %10zu\nslab bytes         = %10zu   (slabinfo: num_slabs * pagesperslab pages)\n"
 	        "free bytes         = %10zu\nreturned to the OS = %10zu\nmmap regions       = %10zu\n"
-	        "mmap bytes         = %10zu\n", mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblks, mi.hblkhd);
+	        "mmap bytes         = %10zu\n", h.committed, h.objects + h.large, h.objects, h.large, h.slabs,
+	        heap_free(&h), h.free_clean, usl_map_count(), usl_map_bytes());
 }
 
 EXPORT int malloc_info(int options, FILE *fp)
@@ -370,11 +402,15 @@ EXPORT int malloc_info(int options, FILE *fp)
 		errno = EINVAL;
 		return -1;
 	}
-	struct mallinfo2 mi = mallinfo2();
+	struct heap h;
+	heap_read(&h);
 	fprintf(fp, "<malloc version=\"uslab-1\">\n<total type=\"committed\" size=\"%zu\"/>\n"
-	        "<total type=\"inuse\" size=\"%zu\"/>\n<total type=\"free\" size=\"%zu\"/>\n"
-	        "<total type=\"returned\" size=\"%zu\"/>\n<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n</malloc>\n",
-	        mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblks, mi.hblkhd);
+	        "<total type=\"inuse\" size=\"%zu\"/>\n<total type=\"objects\" size=\"%zu\"/>\n"
+	        "<total type=\"large\" size=\"%zu\"/>\n<total type=\"slabs\" size=\"%zu\"/>\n"
+	        "<total type=\"free\" size=\"%zu\"/>\n<total type=\"returned\" size=\"%zu\"/>\n"
+	        "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n</malloc>\n",
+	        h.committed, h.objects + h.large, h.objects, h.large, h.slabs, heap_free(&h),
+	        h.free_clean, usl_map_count(), usl_map_bytes());
 	return 0;
 }
 

@@ -58,8 +58,15 @@ static int add_totals(struct kmem_cache *s, void *arg)
 	struct usl_heap_totals *t = arg;
 	struct usl_slabinfo si;
 	usl_cache_slabinfo(s, &si);
-	t->slab_bytes += (unsigned long long)si.num_slabs * usl_order_bytes(si.order);
-	t->active_bytes += (unsigned long long)si.active_objs * s->size;
+	unsigned long long slab = (unsigned long long)si.num_slabs * usl_order_bytes(si.order);
+	unsigned long long active = (unsigned long long)si.active_objs * s->size;
+	if (s->flags & USL_SLAB_INTERNAL) {
+		t->own_slab_bytes += slab;
+		t->own_active_bytes += active;
+	} else {
+		t->slab_bytes += slab;
+		t->active_bytes += active;
+	}
 	t->caches++;
 	return 0;
 }

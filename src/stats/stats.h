@@ -27,12 +27,20 @@ struct usl_slabinfo {
 };
 USL_HIDDEN void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out);
 
-/* The whole heap's totals, the same that slabinfo's rows add up to: slab
- * bytes (num_slabs pages), bytes in active objects (active_objs * objsize),
- * and the large blocks and mappings (the page provider's). */
+/* The totals slabinfo's rows add up to: slab bytes (num_slabs times the
+ * slab size) and bytes in active objects (active_objs * objsize), for the
+ * program's caches (user and kmalloc: the heap range) and uslab's own (its
+ * metadata regions) apart. */
 struct usl_heap_totals {
-	unsigned long long slab_bytes, active_bytes, caches;
+	unsigned long long slab_bytes, active_bytes;         /* the program's caches */
+	unsigned long long own_slab_bytes, own_active_bytes; /* uslab's own caches */
+	unsigned long long caches;
 };
 USL_HIDDEN void usl_heap_totals(struct usl_heap_totals *out);
+
+/* The live view's constructor (live.c): with USLAB_STATS, makes the file and
+ * sets usl_stats_tick. Named by the malloc override so that a static link
+ * keeps it. */
+USL_HIDDEN void usl_live_init(void);
 
 #endif /* USL_STATS_H */

@@ -7,6 +7,7 @@
  * refused, the rest works. No decay thread: it would move objects on its own. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -249,6 +250,43 @@ static void slabinfo(struct kmem_cache *s)
 		kmem_cache_free(s, keep[i]);
 }
 
+/* malloc_info's objects total is what the attributes add up to (active
+ * objects times their size, the program's caches: not uslab's own). */
+static int add_objects(struct kmem_cache *c, void *arg)
+{
+	const char *name = kmem_cache_name(c);
+	if (strcmp(name, "kmem_cache") && strncmp(name, "uslab-", 6))
+		*(unsigned long long *)arg += attr_num(c, "objects") * attr_num(c, "slab_size");
+	return 0;
+}
+
+static void malloc_totals(void)
+{
+	static char xml[4096];
+	FILE *f = fmemopen(xml, sizeof(xml), "w");
+	fputs("x", f);                 /* stdio's own buffer now, not during the reading */
+	rewind(f);
+	unsigned long long before = 0, after = 0, objects = 0;
+	uslab_for_each_cache(add_objects, &before);
+	int r = malloc_info(0, f);
+	uslab_for_each_cache(add_objects, &after);
+	fputc(0, f);
+	fclose(f);
+	CHECK_EQ(r, 0);
+	if (strncmp(xml, "<malloc version=\"uslab-1\">", 26))
+		return;                        /* not the override's malloc */
+	static const char key[] = "<total type=\"objects\" size=\"";
+	const char *o = strstr(xml, key);
+	CHECK(o != NULL);
+	if (o)
+		objects = strtoull(o + sizeof(key) - 1, NULL, 10);
+	CHECK_EQ(before, after);
+	CHECK_EQ(objects, before);
+	if (objects != before)
+		fprintf(stderr, "malloc_info said:\n%s\n", xml);
+	CHECK(before > 0);
+}
+
 /* USLAB_STATS=<path>: a child's slabinfo is in the file when it exits. */
 static void at_exit(void)
 {
@@ -300,6 +338,7 @@ int main(int argc, char **argv)
 	}
 	attributes(s, stats);
 	slabinfo(s);
+	malloc_totals();
 	if (stats)
 		at_exit();
 	kmem_cache_destroy(s);

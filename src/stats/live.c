@@ -1,0 +1,362 @@
+/* live.c - the live view: with USLAB_STATS, the process publishes its caches,
+ * their counts and counters in /dev/shm/uslab.<pid> (the layout and its
+ * sequence counts: stats/live.h) for tools/uslabinfo to read from outside.
+ * Made when the library is loaded (the constructor usl_live_init, which the
+ * malloc override names so that a static link keeps this file), rewritten at most every
+ * PUBLISH_MS by the decay ticks (usl_stats_tick: slow paths and sampled
+ * frees, no lock held) and the decay thread, and removed at exit. A file left
+ * by a process that died without exiting is removed by the next process that
+ * makes one (its pid is gone, or now names a process started at another
+ * time). A forked child makes its own at its first tick. Requests written
+ * into the file (shrink, validate) are served at a tick too.
+ * Locks: live_lock (a try-lock: one publisher at a time; a tick that finds it
+ * held goes on); the walk's (walk_lock, list_lock) inside it. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live.h"
+#include "stats.h"
+
+#define PUBLISH_MS 200
+#define LIVE_DIR "/dev/shm"
+
+_Static_assert(USL_NR_STATS <= USL_LIVE_STATS, "the file's rows hold every counter");
+_Static_assert(sizeof(struct usl_live_header) % 8 == 0 && sizeof(struct usl_live_row) % 8 == 0, "8-byte fields");
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct usl_live_header *live;     /* the mapping, or NULL */
+static pid_t live_pid;                   /* the process that made it */
+static char live_path[64];
+static uint64_t next_publish_ms;         /* atomic */
+static bool live_failed;                 /* could not make the file: said once, not retried */
+
+/* Field 22 of /proc/<pid>/stat (the start time in clock ticks since boot);
+ * 0 if unreadable. Read with open/read: no stdio, no allocation. */
+static uint64_t start_time_of(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');        /* the command may hold spaces and parentheses */
+	if (!p)
+		return 0;
+	/* After ") " come fields 3, 4, ...: skip 19 of them to reach 22. */
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A file of another process of this user that is no longer running: its pid
+ * is gone, or has been reused by a process started at another time. */
+static bool stale(const char *path, long pid)
+{
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		return true;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	struct usl_live_header h;
+	ssize_t n = pread(fd, &h, sizeof(h), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(h) || memcmp(h.magic, USL_LIVE_MAGIC, 8))
+		return false;               /* not ours to judge */
+	uint64_t now = start_time_of(pid);
+	return now && h.start_time && now != h.start_time;
+}
+
+static void remove_stale(void)
+{
+	DIR *d = opendir(LIVE_DIR);
+	struct dirent *e;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, "uslab.", 6))
+			continue;
+		long pid = strtol(e->d_name + 6, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		char path[300];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", LIVE_DIR, e->d_name);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && stale(path, pid))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+/* The file for this process, with its fixed part written. Under live_lock. */
+static bool live_make(void)
+{
+	pid_t pid = getpid();
+	snprintf(live_path, sizeof(live_path), "%s/uslab.%ld", LIVE_DIR, (long)pid);
+	remove_stale();
+	unlink(live_path);                   /* ours by pid: an older process's with our pid */
+	int fd = open(live_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto fail;
+	if (ftruncate(fd, (off_t)USL_LIVE_FILE_BYTES) != 0) {
+		close(fd);
+		unlink(live_path);
+		goto fail;
+	}
+	void *m = mmap(NULL, USL_LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		unlink(live_path);
+		goto fail;
+	}
+	struct usl_live_header *h = m;
+	h->version = USL_LIVE_VERSION;
+	h->header_size = sizeof(struct usl_live_header);
+	h->row_size = sizeof(struct usl_live_row);
+	h->max_rows = USL_LIVE_ROWS;
+	h->alias_size = sizeof(struct usl_live_alias);
+	h->max_aliases = USL_LIVE_ALIASES;
+	h->nr_stats = USL_NR_STATS;
+	h->nr_cpus = usl_nr_cpus;
+	h->page_size = (uint32_t)usl_page_size;
+	h->stats_on = (uint32_t)usl_opt.stats;
+	h->pid = pid;
+	h->start_time = start_time_of(pid);
+	snprintf(h->percpu_mode, sizeof(h->percpu_mode), "%s", usl_rseq_mode ? "rseq" : "locked");
+	for (int i = 0; i < USL_NR_STATS; i++)
+		snprintf(h->stat_names[i], USL_LIVE_STAT_NAME, "%s", usl_stat_names[i]);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, USL_LIVE_MAGIC, 8);  /* last: a reader sees a whole header or no magic */
+	live = h;
+	live_pid = pid;
+	return true;
+fail:
+	if (!live_failed)
+		usl_report(USLAB_ERR_OPTION, "USLAB_STATS: cannot make %s (%s); no live view for uslabinfo", live_path,
+		           strerror(errno));
+	live_failed = true;
+	return false;
+}
+
+static struct usl_live_row *row_at(unsigned int i)
+{
+	return (struct usl_live_row *)((char *)live + sizeof(struct usl_live_header)) + i;
+}
+
+static struct usl_live_alias *alias_at(unsigned int i)
+{
+	return (struct usl_live_alias *)((char *)row_at(USL_LIVE_ROWS)) + i;
+}
+
+static void seq_begin(uint64_t *seq)
+{
+	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);   /* odd before the data */
+}
+
+static void seq_end(uint64_t *seq)
+{
+	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+
+struct walk {
+	unsigned int rows, dropped;
+};
+
+static int write_row(struct kmem_cache *s, void *arg)
+{
+	struct walk *w = arg;
+	if (w->rows == USL_LIVE_ROWS) {
+		w->dropped++;
+		return 0;
+	}
+	struct usl_live_row *r = row_at(w->rows++);
+	struct usl_node_counts nc;
+	unsigned int cpu_slabs = 0, cpu_partial = 0;
+	usl_slub_node_counts(s, &nc);
+	for (unsigned int cpu = 0; cpu < usl_nr_cpus; cpu++) {
+		bool has;
+		unsigned int n;
+		usl_slub_cpu_counts(s, cpu, &has, &n);
+		cpu_slabs += has;
+		cpu_partial += n;
+	}
+	slab_flags_t f = s->flags;
+	seq_begin(&r->seq);
+	snprintf(r->name, sizeof(r->name), "%s", s->name);
+	r->object_size = __atomic_load_n(&s->object_size, __ATOMIC_RELAXED);
+	r->slab_size = s->size;
+	r->objs_per_slab = s->objects;
+	r->order = s->order;
+	r->align = s->align;
+	r->sheaf_capacity = s->sheaf_capacity;
+	r->aliases = s->refcount > 0 ? (uint32_t)s->refcount - 1 : 0;
+	r->min_partial = __atomic_load_n(&s->min_partial, __ATOMIC_RELAXED);
+	r->cpu_partial = __atomic_load_n(&s->cpu_partial, __ATOMIC_RELAXED);
+	r->flags = (f & SLAB_HWCACHE_ALIGN ? USL_LIVE_F_HWCACHE : 0) | (f & SLAB_POISON ? USL_LIVE_F_POISON : 0) |
+	           (f & SLAB_RED_ZONE ? USL_LIVE_F_RED_ZONE : 0) | (f & SLAB_CONSISTENCY_CHECKS ? USL_LIVE_F_CHECKS : 0) |
+	           (f & SLAB_STORE_USER ? USL_LIVE_F_STORE_USER : 0) | (f & SLAB_TRACE ? USL_LIVE_F_TRACE : 0) |
+	           (f & USL_SLAB_INTERNAL ? USL_LIVE_F_OWN : 0);
+	r->cpu_slabs = cpu_slabs;                 /* as sysfs cpu_slabs: cpu slabs and cpu partial slabs */
+	r->cpu_partial_slabs = cpu_partial;
+	r->cpu_slabs += cpu_partial;
+	r->slabs = nc.nr_slabs;
+	r->total_objects = nc.total_objects;
+	r->objects = nc.total_objects - nc.partial_free;
+	r->partial = nc.nr_partial;
+	r->objects_partial = nc.partial_inuse;
+	for (int i = 0; i < USL_NR_STATS; i++)
+		r->stats[i] = usl_stat_sum(s, (enum usl_stat_item)i);
+	seq_end(&r->seq);
+	return 0;
+}
+
+static int write_alias(const char *name, struct kmem_cache *target, void *arg)
+{
+	unsigned int *n = arg;
+	if (*n == USL_LIVE_ALIASES) {
+		live->dropped_aliases++;
+		return 0;
+	}
+	struct usl_live_alias *a = alias_at((*n)++);
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	snprintf(a->target, sizeof(a->target), "%s", target->name);
+	return 0;
+}
+
+/* Under live_lock. */
+static void publish(void)
+{
+	struct walk w = { 0, 0 };
+	unsigned int aliases = 0;
+	struct timespec ts;
+
+	seq_begin(&live->seq);
+	live->dropped_aliases = 0;
+	usl_cache_for_each(write_row, &w);
+	usl_cache_aliases_each(write_alias, &aliases);
+	live->nr_rows = w.rows;
+	live->dropped_rows = w.dropped;
+	live->nr_aliases = aliases;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	live->updated_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	live->publications++;
+	seq_end(&live->seq);
+}
+
+struct request {
+	const char *name;
+	uint32_t op;
+	int64_t result;
+	bool any;
+};
+
+static int serve_one(struct kmem_cache *s, void *arg)
+{
+	struct request *q = arg;
+	if (q->name[0] && strcmp(q->name, s->name))
+		return 0;
+	q->any = true;
+	if (q->op == USL_LIVE_SHRINK) {
+		if (kmem_cache_shrink(s) >= 0)
+			q->result++;
+	} else if (s->flags & USL_SLAB_DEBUG_FLAGS) {
+		int n = kmem_cache_validate(s);
+		if (n > 0)
+			q->result += n;
+	}
+	return 0;
+}
+
+/* A request written into the file: served, its result stored. Under live_lock. */
+static void serve(void)
+{
+	uint64_t seq = __atomic_load_n(&live->req_seq, __ATOMIC_ACQUIRE);
+	if (seq == __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED))
+		return;
+	char name[USL_LIVE_NAME];
+	memcpy(name, live->req_name, sizeof(name));
+	name[sizeof(name) - 1] = 0;
+	struct request q = { name, __atomic_load_n(&live->req_op, __ATOMIC_RELAXED), 0, false };
+	if (q.op == USL_LIVE_SHRINK || q.op == USL_LIVE_VALIDATE)
+		usl_cache_for_each(serve_one, &q);
+	__atomic_store_n(&live->req_result, q.any ? q.result : -1, __ATOMIC_RELAXED);
+	__atomic_store_n(&live->done_seq, seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&next_publish_ms, 0, __ATOMIC_RELAXED);   /* show what it did at once */
+}
+
+static void live_tick(void)
+{
+	static __thread unsigned int calls;
+	if (++calls % 16 && !(live && live_pid == getpid() &&
+	                      __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) !=
+	                              __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED)))
+		return;                         /* the clock every 16th tick, or a request */
+	uint64_t now = usl_now_ms();
+	if (now < __atomic_load_n(&next_publish_ms, __ATOMIC_RELAXED) &&
+	    !(live && __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) != __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED)))
+		return;
+	if (!usl_trylock(&live_lock))
+		return;
+	if ((!live || live_pid != getpid()) && !live_failed)
+		live_make();
+	if (live && live_pid == getpid()) {
+		serve();
+		publish();
+		__atomic_store_n(&next_publish_ms, now + PUBLISH_MS, __ATOMIC_RELAXED);
+	}
+	usl_unlock(&live_lock);
+}
+
+/* A forked child shares the parent's mapping: it lets go of it (no unlink)
+ * and makes its own at its first tick. */
+static void live_child(void)
+{
+	pthread_mutex_init(&live_lock, NULL);
+	if (live)
+		munmap(live, USL_LIVE_FILE_BYTES);
+	live = NULL;
+	live_pid = 0;
+	next_publish_ms = 0;
+}
+
+__attribute__((constructor)) void usl_live_init(void)
+{
+	const char *v = getenv("USLAB_STATS");
+	if (!v || (v[0] == '0' && !v[1]))
+		return;                         /* no start-up work for a program without it */
+	usl_ensure_init();
+	if (!usl_opt.stats)
+		return;
+	pthread_atfork(NULL, NULL, live_child);
+	__atomic_store_n(&usl_stats_tick, live_tick, __ATOMIC_RELEASE);
+	usl_lock(&live_lock);
+	if (live_make())
+		publish();
+	usl_unlock(&live_lock);
+}
+
+__attribute__((destructor)) static void live_exit(void)
+{
+	if (live && live_pid == getpid()) {
+		unlink(live_path);
+		munmap(live, USL_LIVE_FILE_BYTES);
+		live = NULL;
+	}
+}

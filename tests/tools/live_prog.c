@@ -1,0 +1,58 @@
+/* live_prog.c - a process for uslabinfo to look at (uslabinfo.sh): caches
+ * "live-a" (300 objects of 200 bytes kept), "live-b" merged into it, and a
+ * debug cache "live-dbg"; then, until SIGTERM (or two minutes), bursts of
+ * malloc/free and cache traffic every 20 ms, so that the allocator's ticks
+ * publish its live view and serve requests. Prints "ready" once the view
+ * exists. Exits through exit() (the view is removed). */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uslab.h"
+
+static volatile sig_atomic_t done;
+static void on_term(int sig)
+{
+	(void)sig;
+	done = 1;
+}
+
+int main(void)
+{
+	signal(SIGTERM, on_term);
+	struct kmem_cache *a = kmem_cache_create("live-a", 200, 0, 0, NULL);
+	struct kmem_cache *b = kmem_cache_create("live-b", 200, 0, 0, NULL);
+	struct kmem_cache *d = kmem_cache_create("live-dbg", 64, 0, SLAB_RED_ZONE | SLAB_POISON, NULL);
+	if (!a || !b || !d || a != b) {
+		fprintf(stderr, "live_prog: caches not as expected (merged: %d)\n", a == b);
+		return 1;
+	}
+	static void *keep[300];
+	for (int i = 0; i < 300; i++)
+		keep[i] = kmem_cache_alloc(a, GFP_KERNEL);
+	void *dk = kmem_cache_alloc(d, GFP_KERNEL);
+	char path[64];
+	snprintf(path, sizeof(path), "/dev/shm/uslab.%ld", (long)getpid());
+	bool said = false;
+	for (int rounds = 0; !done && rounds < 6000; rounds++) {
+		for (int i = 0; i < 2000; i++) {
+			void *p = malloc(16 + (size_t)(i % 500));
+			void *q = kmem_cache_alloc(b, GFP_KERNEL);
+			free(p);
+			kmem_cache_free(b, q);
+		}
+		if (!said && access(path, R_OK) == 0) {
+			printf("ready\n");
+			fflush(stdout);
+			said = true;
+		}
+		usleep(20000);
+	}
+	kmem_cache_free(d, dk);
+	for (int i = 0; i < 300; i++)
+		kmem_cache_free(a, keep[i]);
+	exit(0);
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# uslabinfo.sh USLABINFO LIVE_PROG - uslabinfo against a live process
+# (live_prog, run with USLAB_STATS): the table, a report, aliases, totals,
+# activity, shrink and validate requests, a saved snapshot read back; the
+# error cases (no such process, a process without a live view, a process that
+# has exited, a stale file removed by the next process, a truncated file, a
+# file that is not one, another user's process when run as root); and --top
+# in a terminal (tmux), quit with q. Every check prints ok or FAIL.
+set -uo pipefail
+tool=$(realpath "$1")
+prog=$(realpath "$2")
+tmp=$(mktemp -d)
+fail=0
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	tmux kill-session -t "uslabinfo$$" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+# expect NAME STATUS TEXT cmd...: the exit status and a line of the output
+expect() {
+	local name=$1 want_rc=$2 text=$3
+	shift 3
+	local out rc
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" = "$want_rc" ] && grep -qE -- "$text" <<<"$out"; then
+		ok "$name"
+	else
+		bad "$name (status $rc, wanted $want_rc; no /$text/ in:)"
+		sed 's/^/    | /' <<<"$out" | head -20
+	fi
+}
+
+start_prog() {   # start_prog OUTFILE: a live_prog with USLAB_STATS, its pid in $prog_pid
+	USLAB_NOMERGE=0 USLAB_STATS="$tmp/exit.$RANDOM" "$prog" >"$1" 2>"$1.err" &
+	prog_pid=$!
+	pids+=("$prog_pid")
+	for _ in $(seq 100); do
+		grep -q ready "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	bad "live_prog did not get ready"; cat "$1.err"
+	return 1
+}
+
+start_prog "$tmp/p1.out" || exit 1
+pid=$prog_pid
+# The view is made at start-up and rewritten at the allocator's ticks: wait
+# for one that has the 300 objects live_prog keeps.
+for _ in $(seq 100); do
+	"$tool" -p "$pid" 2>/dev/null | grep -qE '^live-a +3[0-9]{2} ' && break
+	sleep 0.05
+done
+view=/dev/shm/uslab.$pid
+[ -f "$view" ] && [ "$(stat -c %a "$view")" = 600 ] && ok "the view is $view, mode 0600" || bad "no view at $view with mode 0600"
+
+expect "table" 0 '^live-a +3[0-9]{2} +200 ' "$tool" -p "$pid"
+expect "table header" 0 '^Name +Objects Objsize +Space Slabs/Part/Cpu  O/S O %Fr %Ef Flg$' "$tool" -p "$pid"
+expect "merged cache flagged" 0 '^live-a .* \*$' "$tool" -p "$pid" 
+expect "report of one cache" 0 'Slabcache: live-a +Aliases:  1 Order' "$tool" -p "$pid" '^live-a$'
+expect "report counters" 0 '^Cpu sheaf +[0-9]+ +[0-9]+' "$tool" -p "$pid" -r '^live-a$'
+expect "aliases" 0 '^live-a +<- live-b$' "$tool" -p "$pid" -a
+expect "totals" 0 '^Slabcache Totals$' "$tool" -p "$pid" -T
+expect "activity columns" 0 '^Name +Objects +Alloc +Free +%Fast Fallb O CmpX +UL$' "$tool" -p "$pid" -D
+expect "debug flags" 0 '^live-dbg .* PZ$' "$tool" -p "$pid" -z
+expect "shrink request" 0 'process [0-9]+: 1 cache shrunk' "$tool" -p "$pid" -s '^live-a$'
+expect "validate request" 0 'validation reported 0 problems' "$tool" -p "$pid" -v '^live-dbg$'
+expect "no such cache" 1 'no cache matches' "$tool" -p "$pid" '^nothing-like-this$'
+expect "save" 0 'saved [0-9]+ caches of process' "$tool" -p "$pid" --save "$tmp/snap"
+expect "saved file read back" 0 '^live-a +3[0-9]{2} +200 ' "$tool" -f "$tmp/snap"
+head -c 1000 "$tmp/snap" >"$tmp/trunc"
+expect "truncated file" 1 'truncated' "$tool" -f "$tmp/trunc"
+head -c 3000 "$tmp/snap" >"$tmp/trunc2"
+expect "truncated rows" 1 'truncated' "$tool" -f "$tmp/trunc2"
+head -c 5000 /dev/urandom >"$tmp/noise"
+expect "not a view" 1 'not a uslab live-view file' "$tool" -f "$tmp/noise"
+: >"$tmp/empty"
+expect "empty file" 1 'is empty' "$tool" -f "$tmp/empty"
+expect "no process" 1 'no process 2147483646' "$tool" -p 2147483646
+expect "process without a view" 1 'publishes no live view' "$tool" -p $$
+expect "bad pid" 1 '-p wants a process id' "$tool" -p abc
+expect "no source" 1 'say which process' "$tool"
+expect "bad pattern" 1 'bad cache pattern' "$tool" -p "$pid" '('
+expect "request on a file" 1 'need a running process' "$tool" -f "$tmp/snap" -s
+
+# A view left by a process that died without exiting: stale to uslabinfo,
+# removed by the next process that makes one.
+sleep 0 & dead=$!
+wait $dead
+cp "$view" "/dev/shm/uslab.$dead"
+expect "stale view" 1 "process $dead has exited" "$tool" -p "$dead"
+start_prog "$tmp/p2.out" || exit 1
+[ ! -e "/dev/shm/uslab.$dead" ] && ok "the next process removed the stale view" || { bad "stale view left"; rm -f "/dev/shm/uslab.$dead"; }
+kill "$prog_pid"; wait "$prog_pid" 2>/dev/null
+
+# Another user's process (only root can run the tool as someone else).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	expect "another user's view" 1 'permission denied' setpriv --reuid=65534 --regid=65534 --clear-groups "$tool" -p "$pid"
+else
+	echo "skip another user's view (needs root)"
+fi
+
+# --top in a terminal: the screen, then q.
+if command -v tmux >/dev/null; then
+	tmux new-session -d -s "uslabinfo$$" -x 130 -y 30 "$tool -p $pid --top --delay 0.2"
+	sleep 1.5
+	screen=$(tmux capture-pane -p -t "uslabinfo$$")
+	if grep -q "uslabinfo --top: process $pid" <<<"$screen" && grep -qE '^live-a +3[0-9]{2} ' <<<"$screen" &&
+	   grep -q '^Name  ' <<<"$screen"; then
+		ok "--top screen"
+	else
+		bad "--top screen:"; sed 's/^/    | /' <<<"$screen" | head -20
+	fi
+	tmux send-keys -t "uslabinfo$$" q
+	for _ in $(seq 30); do tmux has-session -t "uslabinfo$$" 2>/dev/null || break; sleep 0.1; done
+	tmux has-session -t "uslabinfo$$" 2>/dev/null && bad "--top did not quit on q" || ok "--top quits on q"
+else
+	echo "skip --top (no tmux)"
+fi
+
+# Exit: the view is removed, and USLAB_STATS's slabinfo written.
+kill "$pid"; wait "$pid" 2>/dev/null
+[ ! -e "$view" ] && ok "the view is removed at exit" || bad "$view left after exit"
+expect "a view gone with its process" 1 "no process $pid|publishes no live view" "$tool" -p "$pid"
+exit $fail
