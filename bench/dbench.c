@@ -4,7 +4,8 @@
  * cost: the single pair (uslab-bench's child: a 256-byte malloc+free through
  * pointers, median batch) and the larson-like workload (uslab-mbench's child,
  * 4 threads, ns per free+malloc of its threaded part), under uslab with
- * USLAB_DEBUG unset and set to each of F, Z, P, U and FZPU, and under glibc
+ * USLAB_DEBUG unset and set to each of F, Z, P, U and FZPU, with the event
+ * counters on (USLAB_STATS), and under glibc
  * plain, with MALLOC_CHECK_=3, and with MALLOC_CHECK_=3 and libc_malloc_debug
  * preloaded (on glibc 2.34 and later MALLOC_CHECK_ does nothing without it).
  * Every allocator is loaded the way its users load it: uslab and the peers
@@ -193,6 +194,7 @@ static void mark_present(struct variant *v, int n)
 
 static struct variant cost_v[] = {
 	{ "uslab, USLAB_DEBUG unset", USLAB_SO_PATH, { NULL }, 0 },
+	{ "uslab, USLAB_STATS=/dev/null (counters)", USLAB_SO_PATH, { "USLAB_STATS=/dev/null", NULL }, 0 },
 	{ "uslab, USLAB_DEBUG=F", USLAB_SO_PATH, { "USLAB_DEBUG=F", NULL }, 0 },
 	{ "uslab, USLAB_DEBUG=Z", USLAB_SO_PATH, { "USLAB_DEBUG=Z", NULL }, 0 },
 	{ "uslab, USLAB_DEBUG=P", USLAB_SO_PATH, { "USLAB_DEBUG=P", NULL }, 0 },
@@ -204,8 +206,8 @@ static struct variant cost_v[] = {
 };
 #define NCOST (int)(sizeof(cost_v) / sizeof(cost_v[0]))
 #define V_PLAIN 0
-#define V_GLIBC_MC3 7
-#define V_GLIBC_DEBUG 8
+#define V_GLIBC_MC3 8
+#define V_GLIBC_DEBUG 9
 
 /* A cost workload: the child's command for a count, the count's bounds, and
  * how long a measured run should take. */

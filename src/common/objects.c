@@ -94,6 +94,15 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 	return obj;
 }
 
+/* A fast path's object, counted (USLAB_STATS) and zeroed if asked: a tail
+ * call, so the fast path keeps nothing live across it. */
+static __attribute__((noinline)) void *alloc_tail_counted(struct kmem_cache *s, gfp_t gfp, void *obj,
+                                                           enum usl_stat_item item)
+{
+	usl_stat(s, item);
+	return usl_unlikely(gfp & __GFP_ZERO) ? alloc_tail(s, gfp, obj) : obj;
+}
+
 static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
@@ -119,9 +128,8 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
 		if (usl_opt.harden && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
-		usl_stat(s, USL_ALLOC_PCS);
-		if (usl_unlikely(gfp & __GFP_ZERO))
-			return alloc_tail(s, gfp, obj);
+		if (usl_unlikely((gfp & __GFP_ZERO) || s->stats))
+			return alloc_tail_counted(s, gfp, obj, USL_ALLOC_PCS);
 		return obj;
 sheaf_slow:
 		return sheaf_alloc_slow(s, gfp);
@@ -129,9 +137,8 @@ sheaf_slow:
 	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
 	marker_clear(obj, s->offset);
-	usl_stat(s, USL_ALLOC_FASTPATH);
-	if (usl_unlikely(gfp & __GFP_ZERO))
-		return alloc_tail(s, gfp, obj);
+	if (usl_unlikely((gfp & __GFP_ZERO) || s->stats))
+		return alloc_tail_counted(s, gfp, obj, USL_ALLOC_FASTPATH);
 	return obj;
 slow:
 	return cpu_slab_alloc_slow(s, gfp);
@@ -214,6 +221,14 @@ static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache
 		free_sample(s);
 }
 
+/* A fast free, counted (USLAB_STATS): a tail call of the fast path. */
+static __attribute__((noinline)) void free_counted(struct kmem_cache *s, enum usl_stat_item item, bool sample)
+{
+	usl_stat(s, item);
+	if (sample && sample_due())
+		free_sample(s);
+}
+
 /* A double free the marker showed (x is free already, wherever it is). */
 static __attribute__((noinline, cold)) void marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
@@ -233,7 +248,10 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 	if (s->sheaf_capacity) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
-			usl_stat(s, USL_FREE_PCS);
+			if (usl_unlikely(s->stats)) {
+				free_counted(s, USL_FREE_PCS, sample);
+				return;
+			}
 			maybe_sample(s, sample);
 			return;
 		}
@@ -248,7 +266,10 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
-		usl_stat(s, USL_FREE_FASTPATH);
+		if (usl_unlikely(s->stats)) {
+			free_counted(s, USL_FREE_FASTPATH, sample);
+			return;
+		}
 		maybe_sample(s, sample);
 		return;
 	}

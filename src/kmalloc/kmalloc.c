@@ -206,6 +206,13 @@ static __attribute__((noinline, cold)) void *malloc_refused(struct kmem_cache *s
 	return p;
 }
 
+/* A fast path's block, counted (USLAB_STATS): a tail call. */
+static __attribute__((noinline)) void *malloc_counted(struct kmem_cache *s, void *obj)
+{
+	usl_stat(s, USL_ALLOC_PCS);
+	return obj;
+}
+
 void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 {
 	void *obj;
@@ -217,9 +224,10 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
 		if (usl_unlikely(!usl_marker_pop(s, obj)))
 			return malloc_refused(s, obj);
-		usl_stat(s, USL_ALLOC_PCS);
+		if (usl_unlikely(s->stats))
+			return malloc_counted(s, obj);
 	} else if (usl_unlikely(usl_opt.stats)) {
-		usl_stat(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), USL_ALLOC_PCS);
+		return malloc_counted(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj);
 	}
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */

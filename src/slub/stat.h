@@ -66,20 +66,14 @@ enum usl_stat_item {
 
 extern __thread int usl_cpu_hint USL_HIDDEN __attribute__((tls_model("initial-exec")));
 
-/* The row this thread counts in. */
-static inline unsigned int usl_stat_cpu(void)
-{
-	int c = usl_rseq_mode ? usl_rseq_cpu() : usl_cpu_hint;
-	return c >= 0 && (unsigned int)c < usl_nr_cpus ? (unsigned int)c : 0;
-}
+/* Counting: a test of s->stats inline, the increment out of line (stat.c). */
+USL_HIDDEN void usl_stat_add_slow(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
+	__attribute__((cold));
 
 static inline void usl_stat_add(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
 {
-	uint64_t *row = s->stats;
-	if (usl_likely(!row))
-		return;
-	uint64_t *c = row + (size_t)usl_stat_cpu() * USL_STAT_STRIDE + i;
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+	if (usl_unlikely(s->stats != NULL))
+		usl_stat_add_slow(s, i, n);
 }
 
 static inline void usl_stat(const struct kmem_cache *s, enum usl_stat_item i)

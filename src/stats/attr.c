@@ -353,6 +353,10 @@ const char *const *uslab_cache_attrs(void)
 	return all;
 }
 
+/* A static link that uses the statistics keeps the live view's file too (its
+ * constructor is named nowhere else; the malloc override names it as well). */
+__attribute__((used)) static void (*const keep_live_view)(void) = usl_live_init;
+
 int uslab_stats_enabled(void)
 {
 	usl_ensure_init();

@@ -344,6 +344,7 @@ __attribute__((constructor)) void usl_live_init(void)
 	usl_ensure_init();
 	if (!usl_opt.stats)
 		return;
+	usl_stats_pid = getpid();
 	pthread_atfork(NULL, NULL, live_child);
 	__atomic_store_n(&usl_stats_tick, live_tick, __ATOMIC_RELEASE);
 	usl_lock(&live_lock);
@@ -354,6 +355,7 @@ __attribute__((constructor)) void usl_live_init(void)
 
 __attribute__((destructor)) static void live_exit(void)
 {
+	usl_stats_exit_report();
 	if (live && live_pid == getpid()) {
 		unlink(live_path);
 		munmap(live, USL_LIVE_FILE_BYTES);

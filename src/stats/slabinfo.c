@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stats.h"
 
@@ -77,9 +78,12 @@ void usl_heap_totals(struct usl_heap_totals *out)
 	usl_cache_for_each(add_totals, out);
 }
 
-/* USLAB_STATS=1: slabinfo on stderr at exit; =<path>: into that file. The
- * library's destructor: after the program's own exit handlers. */
-__attribute__((destructor)) static void stats_at_exit(void)
+/* USLAB_STATS=1: slabinfo on stderr at exit; =<path>: into that file. Called
+ * by the live view's destructor (stats/live.c: after the program's own exit
+ * handlers), which a static link keeps. */
+pid_t usl_stats_pid;
+
+void usl_stats_exit_report(void)
 {
 	const char *to = usl_opt.stats_out;
 	if (!to)
@@ -87,6 +91,12 @@ __attribute__((destructor)) static void stats_at_exit(void)
 	if (!*to) {
 		uslab_slabinfo(stderr);
 		return;
+	}
+	/* A forked child's report goes beside its parent's: <path>.<its pid>. */
+	char child_path[600];
+	if (getpid() != usl_stats_pid) {
+		snprintf(child_path, sizeof(child_path), "%s.%ld", to, (long)getpid());
+		to = child_path;
 	}
 	FILE *f = fopen(to, "w");
 	if (!f) {

@@ -11,6 +11,7 @@
 #define USL_STATS_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "../common/common.h"
 
@@ -42,5 +43,10 @@ USL_HIDDEN void usl_heap_totals(struct usl_heap_totals *out);
  * sets usl_stats_tick. Named by the malloc override so that a static link
  * keeps it. */
 USL_HIDDEN void usl_live_init(void);
+/* USLAB_STATS's slabinfo at exit (slabinfo.c), from live.c's destructor; the
+ * process that read the options writes to the path, a forked child to
+ * <path>.<pid> (usl_stats_pid: the first, set by usl_live_init). */
+USL_HIDDEN void usl_stats_exit_report(void);
+extern pid_t usl_stats_pid USL_HIDDEN;
 
 #endif /* USL_STATS_H */

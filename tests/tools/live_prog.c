@@ -23,6 +23,10 @@ static void on_term(int sig)
 int main(void)
 {
 	signal(SIGTERM, on_term);
+	if (!uslab_stats_enabled()) {     /* (and a static link keeps the live view) */
+		fprintf(stderr, "live_prog: run it with USLAB_STATS set\n");
+		return 1;
+	}
 	struct kmem_cache *a = kmem_cache_create("live-a", 200, 0, 0, NULL);
 	struct kmem_cache *b = kmem_cache_create("live-b", 200, 0, 0, NULL);
 	struct kmem_cache *d = kmem_cache_create("live-dbg", 64, 0, SLAB_RED_ZONE | SLAB_POISON, NULL);

@@ -67,6 +67,15 @@ expect "aliases" 0 '^live-a +<- live-b$' "$tool" -p "$pid" -a
 expect "totals" 0 '^Slabcache Totals$' "$tool" -p "$pid" -T
 expect "activity columns" 0 '^Name +Objects +Alloc +Free +%Fast Fallb O CmpX +UL$' "$tool" -p "$pid" -D
 expect "debug flags" 0 '^live-dbg .* PZ$' "$tool" -p "$pid" -z
+# Reads while the process rewrites its view every 200 ms: each is a whole
+# snapshot (objects within the slabs' room, partial slabs within the slabs).
+torn=0
+for _ in $(seq 100); do
+	"$tool" -p "$pid" -B -z >"$tmp/read" 2>&1 || { torn=1; cat "$tmp/read"; break; }
+	awk 'NR > 1 { split($5, d, "/"); slabs = d[1] + d[3]; if ($2 > slabs * $6 || d[2] > slabs) bad = 1 }
+	     END { exit bad }' "$tmp/read" || { torn=1; cat "$tmp/read"; break; }
+done
+[ "$torn" = 0 ] && ok "100 reads during updates, each consistent" || bad "a read was refused or inconsistent"
 expect "shrink request" 0 'process [0-9]+: 1 cache shrunk' "$tool" -p "$pid" -s '^live-a$'
 expect "validate request" 0 'validation reported 0 problems' "$tool" -p "$pid" -v '^live-dbg$'
 expect "no such cache" 1 'no cache matches' "$tool" -p "$pid" '^nothing-like-this$'
