@@ -42,12 +42,16 @@ int main(void)
 	snprintf(path, sizeof(path), "/dev/shm/uslab.%ld", (long)getpid());
 	bool said = false;
 	for (int rounds = 0; !done && rounds < 6000; rounds++) {
-		for (int i = 0; i < 2000; i++) {
-			void *p = malloc(16 + (size_t)(i % 500));
-			void *q = kmem_cache_alloc(b, GFP_KERNEL);
-			free(p);
-			kmem_cache_free(b, q);
-		}
+		/* More than a sheaf each way, so that the sheaves' slow paths
+		 * (the ticks that publish) run even where malloc is not
+		 * uslab's (the sanitizer builds). */
+		static void *burst[500];
+		for (int i = 0; i < 500; i++)
+			burst[i] = kmem_cache_alloc(b, GFP_KERNEL);
+		for (int i = 0; i < 500; i++)
+			kmem_cache_free(b, burst[i]);
+		for (int i = 0; i < 2000; i++)
+			free(malloc(16 + (size_t)(i % 500)));
 		if (!said && access(path, R_OK) == 0) {
 			printf("ready\n");
 			fflush(stdout);

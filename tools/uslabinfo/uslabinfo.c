@@ -699,7 +699,7 @@ int main(int argc, char **argv)
 			die("%s: cannot write it: %s", opt.save, strerror(errno));
 		free(img);
 		printf("saved %u caches of process %lld to %s\n", s.hdr.nr_rows, (long long)s.hdr.pid, opt.save);
-		return 0;
+		goto out;
 	}
 	if (opt.shrink || opt.validate) {
 		/* One cache by name when the pattern names exactly one, else all
@@ -717,15 +717,15 @@ int main(int argc, char **argv)
 			}
 		if (!matched)
 			die("no cache of process %ld matches", opt.pid);
-		return 0;
+		goto out;
 	}
 	if (opt.aliases) {
 		show_aliases(stdout, &s);
-		return 0;
+		goto out;
 	}
 	if (opt.totals) {
 		totals(stdout, s.rows, s.hdr.nr_rows);
-		return 0;
+		goto out;
 	}
 	unsigned int matched = 0;
 	const struct usl_live_row *only = NULL;
@@ -741,9 +741,12 @@ int main(int argc, char **argv)
 			if (wanted(&s.rows[i]) && (opt.zero || s.rows[i].slabs || matched == 1))
 				report(stdout, &s.rows[i]);
 		(void)only;
-		return 0;
+		goto out;
 	}
 	table(stdout, &s, opt.lines);
+out:
 	live_free(&s);
+	if (opt.have_regex)
+		regfree(&opt.regex);
 	return 0;
 }
