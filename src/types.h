@@ -224,6 +224,10 @@ struct kmem_cache_node {
 /* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
+/* s->fast: the sheaf sections, the cpu slab's, or (USLAB_STATS) either
+ * through the paths that count (common/objects.c). */
+enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2 };
+
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */
 	struct kmem_cache_cpu *cpu_slab; /* usl_nr_cpus slots: usl_id_slots(id) */
@@ -238,7 +242,8 @@ struct kmem_cache {
 	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
 	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
 	                                free pointer lies in its object's block (slub/internal.h) */
-	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (slub/stat.h), else NULL */
+	uint32_t fast;               /* which fast path (enum usl_fast_kind): tested where
+	                                sheaf_capacity would be, so counting costs nothing off */
 	unsigned int inuse;          /* object_size rounded to a word */
 	unsigned int align;
 	unsigned int order;          /* preferred slab order */
@@ -260,6 +265,7 @@ struct kmem_cache {
 	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
 	unsigned int red_left_pad;   /* debug caches (slub/debug.c): bytes of left red zone before each object */
 	unsigned int info_end;       /* debug: offset from an object of its tracks (after the free pointer) */
+	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (slub/stat.h), else NULL */
 	struct kmem_cache_node *node[1];
 };
 

@@ -502,6 +502,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		}
 		usl_sheaf_cache_init(s);
 	}
+	s->fast = s->stats ? USL_FAST_COUNTED : s->sheaf_capacity ? USL_FAST_SHEAF : USL_FAST_CPU_SLAB;
 	cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
 	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);

@@ -94,15 +94,6 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 	return obj;
 }
 
-/* A fast path's object, counted (USLAB_STATS) and zeroed if asked: a tail
- * call, so the fast path keeps nothing live across it. */
-static __attribute__((noinline)) void *alloc_tail_counted(struct kmem_cache *s, gfp_t gfp, void *obj,
-                                                           enum usl_stat_item item)
-{
-	usl_stat(s, item);
-	return usl_unlikely(gfp & __GFP_ZERO) ? alloc_tail(s, gfp, obj) : obj;
-}
-
 static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
@@ -117,19 +108,23 @@ __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_
 	return kmem_cache_alloc(s, gfp);
 }
 
-void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+/* The fast paths of kmem_cache_alloc: the sheaf section (sheaves) or the cpu
+ * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
+ * only, so that the copy in kmem_cache_alloc tests nothing for it. */
+static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool sheaves,
+                                                              bool counted)
 {
 	void *obj;
 
-	if (usl_unlikely(!s))
-		return alloc_tail(s, gfp, NULL);
-	if (s->sheaf_capacity) {
+	if (sheaves) {
 		/* Sheaves: pop this CPU's main sheaf. */
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
-		if (usl_opt.harden && usl_unlikely(!usl_marker_pop(s, obj)))
+		if (usl_likely(usl_opt.harden) && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
-		if (usl_unlikely((gfp & __GFP_ZERO) || s->stats))
-			return alloc_tail_counted(s, gfp, obj, USL_ALLOC_PCS);
+		if (counted)
+			usl_stat_inc(s, USL_ALLOC_PCS, 1);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return alloc_tail(s, gfp, obj);
 		return obj;
 sheaf_slow:
 		return sheaf_alloc_slow(s, gfp);
@@ -137,11 +132,29 @@ sheaf_slow:
 	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
 	USL_RSEQ_ALLOC(s, obj);
 	marker_clear(obj, s->offset);
-	if (usl_unlikely((gfp & __GFP_ZERO) || s->stats))
-		return alloc_tail_counted(s, gfp, obj, USL_ALLOC_FASTPATH);
+	if (counted)
+		usl_stat_inc(s, USL_ALLOC_FASTPATH, 1);
+	if (usl_unlikely(gfp & __GFP_ZERO))
+		return alloc_tail(s, gfp, obj);
 	return obj;
 slow:
 	return cpu_slab_alloc_slow(s, gfp);
+}
+
+static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t gfp)
+{
+	return s->sheaf_capacity ? alloc_fast(s, gfp, true, true) : alloc_fast(s, gfp, false, true);
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	if (usl_unlikely(!s))
+		return alloc_tail(s, gfp, NULL);
+	if (usl_likely(s->fast == USL_FAST_SHEAF))
+		return alloc_fast(s, gfp, true, false);
+	if (usl_unlikely(s->fast == USL_FAST_COUNTED))
+		return alloc_counted(s, gfp);
+	return alloc_fast(s, gfp, false, false);
 }
 
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
@@ -221,37 +234,22 @@ static inline __attribute__((always_inline)) void maybe_sample(struct kmem_cache
 		free_sample(s);
 }
 
-/* A fast free, counted (USLAB_STATS): a tail call of the fast path. */
-static __attribute__((noinline)) void free_counted(struct kmem_cache *s, enum usl_stat_item item, bool sample)
-{
-	usl_stat(s, item);
-	if (sample && sample_due())
-		free_sample(s);
-}
-
 /* A double free the marker showed (x is free already, wherever it is). */
 static __attribute__((noinline, cold)) void marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
-/* A checked object x of s, to its sheaf or cpu slab; fn names reports.
- * marked: its free marker is written already (usl_free_ptr's fast path). */
-static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
-                                                                  bool sample, bool marked)
+/* x, checked, to this CPU's sheaf (sheaves) or cpu slab, or their slow
+ * paths; counted (USLAB_STATS) in free_counted's copy only. */
+static inline __attribute__((always_inline)) void free_fast(struct kmem_cache *s, void *x, const char *fn,
+                                                            bool sample, bool sheaves, bool counted)
 {
-	if (usl_opt.harden && !marked &&
-	    usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret, (uint32_t)__builtin_ctzl(s->fp_mask)))) {
-		marker_double_free(s, x, fn);
-		return;
-	}
-	if (s->sheaf_capacity) {
+	if (sheaves) {
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
-			if (usl_unlikely(s->stats)) {
-				free_counted(s, USL_FREE_PCS, sample);
-				return;
-			}
+			if (counted)
+				usl_stat_inc(s, USL_FREE_PCS, 1);
 			maybe_sample(s, sample);
 			return;
 		}
@@ -266,15 +264,39 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 	struct slab *slab = usl_virt_to_slab(x);
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
-		if (usl_unlikely(s->stats)) {
-			free_counted(s, USL_FREE_FASTPATH, sample);
-			return;
-		}
+		if (counted)
+			usl_stat_inc(s, USL_FREE_FASTPATH, 1);
 		maybe_sample(s, sample);
 		return;
 	}
 	usl_slub_free_slow(s, slab, x, r, fn);
 	maybe_sample(s, sample);
+}
+
+static __attribute__((noinline)) void free_counted(struct kmem_cache *s, void *x, const char *fn, bool sample)
+{
+	if (s->sheaf_capacity)
+		free_fast(s, x, fn, sample, true, true);
+	else
+		free_fast(s, x, fn, sample, false, true);
+}
+
+/* A checked object x of s, to its sheaf or cpu slab; fn names reports.
+ * marked: its free marker is written already (usl_free_ptr's fast path). */
+static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
+                                                                  bool sample, bool marked)
+{
+	if (usl_likely(usl_opt.harden) && !marked &&
+	    usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret, (uint32_t)__builtin_ctzl(s->fp_mask)))) {
+		marker_double_free(s, x, fn);
+		return;
+	}
+	if (usl_likely(s->fast == USL_FAST_SHEAF))
+		free_fast(s, x, fn, sample, true, false);
+	else if (usl_unlikely(s->fast == USL_FAST_COUNTED))
+		free_counted(s, x, fn, sample);
+	else
+		free_fast(s, x, fn, sample, false, false);
 }
 
 static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
@@ -396,15 +418,6 @@ void usl_free_sized(void *x, size_t size, const char *fn)
 	usl_free_ptr(x, fn);
 }
 
-/* A counter of the cache with this id (usl_free_ptr's fast path has no
- * struct kmem_cache). */
-static __attribute__((noinline)) void stat_id(unsigned int id, enum usl_stat_item i)
-{
-	struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
-	if (s)
-		usl_stat(s, i);
-}
-
 /* The marker said x is free already. */
 static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const char *fn, unsigned int id)
 {
@@ -439,13 +452,19 @@ void usl_free_ptr(void *x, const char *fn)
 		free_ptr_slow(x, fn, false);
 		return;
 	}
-	if (usl_opt.harden && usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
-		free_ptr_slow_double(x, fn, id);
+	/* One test for the usual mode (hardening on, counters off); with counters
+	 * the free goes by its cache's counting path (free_ptr_slow). */
+	unsigned int mode = usl_opt.fast_mode;
+	if (usl_likely(mode == USL_MODE_HARDEN)) {
+		if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
+			free_ptr_slow_double(x, fn, id);
+			return;
+		}
+	} else if (mode) {
+		free_ptr_slow(x, fn, false);
 		return;
 	}
 	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
-		if (usl_unlikely(usl_opt.stats))
-			stat_id(id, USL_FREE_PCS);
 		if (sample_due())
 			free_sample_id(id);
 		return;

@@ -206,10 +206,14 @@ static __attribute__((noinline, cold)) void *malloc_refused(struct kmem_cache *s
 	return p;
 }
 
-/* A fast path's block, counted (USLAB_STATS): a tail call. */
-static __attribute__((noinline)) void *malloc_counted(struct kmem_cache *s, void *obj)
+/* A popped block when the mode is not hardening alone: its marker checked if
+ * hardening is on, counted if the counters are (a tail call). */
+static __attribute__((noinline)) void *malloc_other(struct kmem_cache *s, void *obj, unsigned int mode)
 {
-	usl_stat(s, USL_ALLOC_PCS);
+	if ((mode & USL_MODE_HARDEN) && usl_unlikely(!usl_marker_pop(s, obj)))
+		return malloc_refused(s, obj);
+	if (s->stats)
+		usl_stat_inc(s, USL_ALLOC_PCS, 1);
 	return obj;
 }
 
@@ -218,16 +222,15 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
-	if (usl_opt.harden) {
+	unsigned int mode = usl_opt.fast_mode;
+	if (usl_likely(mode == USL_MODE_HARDEN)) {
 		/* The free marker (common/objects.c); the cache is loaded only
 		 * for its key. */
 		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
 		if (usl_unlikely(!usl_marker_pop(s, obj)))
 			return malloc_refused(s, obj);
-		if (usl_unlikely(s->stats))
-			return malloc_counted(s, obj);
-	} else if (usl_unlikely(usl_opt.stats)) {
-		return malloc_counted(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj);
+	} else if (mode) {
+		return malloc_other(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj, mode);
 	}
 	return obj;
 slow:   /* the class was published before its slots (malloc_make_class) */

@@ -161,5 +161,6 @@ void usl_read_options(void)
 	usl_debug_parse(getenv("USLAB_DEBUG"));
 	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
 	usl_stats_parse(getenv("USLAB_STATS"));
+	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0);
 	unknown_options();
 }

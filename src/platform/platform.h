@@ -21,9 +21,13 @@ struct usl_options {
 	int harden;                  /* USLAB_HARDEN: 0 = no free markers, 2 = and a random carving
 	                                order (docs/ARCHITECTURE.md section 11) */
 	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
+	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
+	                                alone is the common case (usl_read_options) */
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
+#define USL_MODE_HARDEN 1u
+#define USL_MODE_STATS 2u
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
 /* USLAB_STATS (v NULL: unset) into usl_opt.stats and stats_out; a bad value
  * is reported and leaves them off. */

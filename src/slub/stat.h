@@ -64,7 +64,18 @@ enum usl_stat_item {
 /* A CPU's row: whole cache lines. */
 #define USL_STAT_STRIDE ((USL_NR_STATS + 7) & ~7u)
 
+
 extern __thread int usl_cpu_hint USL_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* The increment, for s->stats set (the fast paths' counting tail calls use
+ * it directly, the rest through usl_stat_add). */
+static inline void usl_stat_inc(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
+{
+	int c = usl_rseq_mode ? usl_rseq_cpu() : usl_cpu_hint;
+	unsigned int cpu = c >= 0 && (unsigned int)c < usl_nr_cpus ? (unsigned int)c : 0;
+	uint64_t *cell = s->stats + (size_t)cpu * USL_STAT_STRIDE + i;
+	__atomic_store_n(cell, __atomic_load_n(cell, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
 
 /* Counting: a test of s->stats inline, the increment out of line (stat.c). */
 USL_HIDDEN void usl_stat_add_slow(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
