@@ -136,8 +136,13 @@ void usl_stats_parse(const char *v)
 		n++;
 	}
 	if (!slash || n >= sizeof(stats_path)) {
-		usl_report(USLAB_ERR_OPTION, "USLAB_STATS='%.64s%s' is neither 0, 1 nor a path (with a '/', under %zu bytes); "
-		           "statistics stay off", v, n > 64 ? "..." : "", sizeof(stats_path));
+		char shown[68];          /* at most 64 bytes of it, unprintable ones as '?' */
+		size_t k = 0;
+		for (; k < 64 && v[k]; k++)
+			shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
+		shown[k] = 0;
+		usl_report(USLAB_ERR_OPTION, "USLAB_STATS='%s%s' is neither 0, 1 nor a path (with a '/', under %zu bytes); "
+		           "statistics stay off", shown, v[k] ? "..." : "", sizeof(stats_path));
 		return;
 	}
 	for (size_t i = 0; i <= n; i++)
