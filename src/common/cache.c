@@ -16,11 +16,22 @@
 
 static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
-/* Walks of the caches (statistics) hold walk_lock for reading while they
- * call out; a destroyed cache's structure is freed only after its walk_lock
- * write section, so no walk holds it then. Not slab_mutex: the callback may
- * allocate, and an allocation may create a class cache. */
-static pthread_rwlock_t walk_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Walks of the caches (statistics) count themselves in `walkers` (under
+ * walk_lock, which is not held while they call out: the callback may
+ * allocate, and an allocation may create a class cache); a destroyed cache's
+ * structure is freed only once no walk that may have seen it is running, and
+ * fork waits for none to run. A mutex and a count rather than a read-write
+ * lock: a forked child releases what its parent's prepare took, which a
+ * read-write lock's writer check (glibc) does not allow. */
+static pthread_mutex_t walk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t walk_done = PTHREAD_COND_INITIALIZER;
+static unsigned int walkers;         /* under walk_lock */
+
+static void walks_wait(void)         /* walk_lock held */
+{
+	while (walkers)
+		pthread_cond_wait(&walk_done, &walk_lock);
+}
 static struct usl_list cache_list = { &cache_list, &cache_list };
 static struct kmem_cache *cache_cache;          /* holds the other caches' structures */
 static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its creation */
@@ -39,7 +50,8 @@ static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
  * free. */
 static void fork_prepare(void)
 {
-	pthread_rwlock_wrlock(&walk_lock);   /* no walk in progress (outermost: a walk allocates) */
+	usl_lock(&walk_lock);            /* and no walk in progress (outermost: a walk allocates) */
+	walks_wait();
 	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
 	usl_lock(&classes_lock);
 	usl_lock(&sheaf_classes_lock);
@@ -79,17 +91,14 @@ static void fork_release(void)
 static void fork_release_parent(void)
 {
 	fork_release();
-	pthread_rwlock_unlock(&walk_lock);
+	usl_unlock(&walk_lock);
 }
 
-/* The child has no decay thread (fork copies only the calling thread), and
- * its thread is not the one that write-locked walk_lock (glibc's unlock
- * checks the writer's tid): a fresh lock. */
+/* The child has no decay thread (fork copies only the calling thread). */
 static void fork_release_child(void)
 {
 	fork_release();
-	pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
-	memcpy(&walk_lock, &fresh, sizeof(fresh));
+	usl_unlock(&walk_lock);
 	usl_background_after_fork();
 }
 
@@ -514,13 +523,18 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 {
 	int r = 0;
-	pthread_rwlock_rdlock(&walk_lock);
+	usl_lock(&walk_lock);
+	walkers++;
+	usl_unlock(&walk_lock);
 	for (size_t id = 1; id < USL_MAX_CACHES && !r; id++) {
 		struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
 		if (s && __atomic_load_n(&s->published, __ATOMIC_ACQUIRE))
 			r = fn(s, arg);
 	}
-	pthread_rwlock_unlock(&walk_lock);
+	usl_lock(&walk_lock);
+	if (!--walkers)
+		pthread_cond_broadcast(&walk_done);
+	usl_unlock(&walk_lock);
 	return r;
 }
 
@@ -595,8 +609,9 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	__atomic_store_n(&s->published, 0, __ATOMIC_RELEASE);
 	cache_unlock();
 	/* No walk that may have seen it is still running (walk_lock). */
-	pthread_rwlock_wrlock(&walk_lock);
-	pthread_rwlock_unlock(&walk_lock);
+	usl_lock(&walk_lock);
+	walks_wait();
+	usl_unlock(&walk_lock);
 	usl_slub_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
 	cache_struct_free(s);

@@ -61,9 +61,9 @@ static inline bool usl_cache_live(const struct kmem_cache *s)
  * sweeps. The statistics layer sets it to publish its live view
  * (stats/live.c); a no-op until then. */
 extern void (*usl_stats_tick)(void) USL_HIDDEN;
-/* fn(s, arg) for each published cache, by id, under walk_lock for reading
- * (fn may allocate; it must not destroy a cache); stops at the first non-zero
- * result and returns it. */
+/* fn(s, arg) for each published cache, by id, counted as a walk (a destroyed
+ * cache is freed only when no walk runs; fn may allocate; it must not destroy
+ * a cache); stops at the first non-zero result and returns it. */
 USL_HIDDEN int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg);
 /* fn(name, target, arg) for each name a merged cache was created under, under
  * slab_mutex (fn must not allocate); stops at a non-zero result. */

@@ -10,7 +10,7 @@
  * time). A forked child makes its own at its first tick. Requests written
  * into the file (shrink, validate) are served at a tick too.
  * Locks: live_lock (a try-lock: one publisher at a time; a tick that finds it
- * held goes on); the walk's (walk_lock, list_lock) inside it. */
+ * held goes on); the walk's (walk_lock to count it, list_lock) inside it. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>

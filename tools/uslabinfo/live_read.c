@@ -4,10 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "live_read.h"
 
-#define TRIES 1000
+/* A live view being rewritten: tried again at once a few times, then every
+ * millisecond, for two seconds in all (a publication takes microseconds, but
+ * a slow process, under a sanitizer say, may take longer). */
+#define QUICK_TRIES 10
+#define TRIES (QUICK_TRIES + 2000)
 
 static void cut(char *s, size_t n)
 {
@@ -40,7 +45,11 @@ int live_load(const void *p, size_t len, bool live, struct live_snapshot *out, c
 		return fail(err, errlen, "not a uslab live-view file (no USLABLV1 magic at its start)");
 	for (int tries = 0;; tries++) {
 		if (tries == TRIES)
-			return fail(err, errlen, "the process kept rewriting the file; no consistent copy in 1000 tries");
+			return fail(err, errlen, "the process kept rewriting the file; no consistent copy in two seconds");
+		if (tries > QUICK_TRIES) {
+			struct timespec ms = { 0, 1000000 };
+			nanosleep(&ms, NULL);
+		}
 		uint64_t s1 = seq_read(base + offsetof(struct usl_live_header, seq));
 		if (s1 & 1) {
 			if (!live)
