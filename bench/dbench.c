@@ -169,17 +169,6 @@ static int run(const struct variant *v, char *const argv[], const char *extra, s
 	return 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_d);
-	return n ? v[n / 2] : 0;
-}
 
 static void mark_present(struct variant *v, int n)
 {
@@ -312,7 +301,7 @@ static void cost(int runs)
 		}
 		progress_end();
 		for (int v = 0; v < NCOST; v++)
-			m[v] = ok[v] ? median(t[v], ok[v]) : 0;
+			m[v] = ok[v] ? bench_median(t[v], ok[v]) : 0;
 		print_cost(w, runs, m, ok, cnt);
 	}
 }

@@ -403,17 +403,6 @@ static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[
 	return sscanf(buf, "%ld %ld %ld", &vals[0], &vals[1], &vals[2]) > 0 ? 3 : 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_d);
-	return n ? v[n / 2] : 0;
-}
 
 /* The summary row of a workload: uslab (allocs[0]) against the peers with the
  * least time and the least peak RSS, from the medians mt and mr. */
@@ -469,12 +458,12 @@ static void measure(const char *name, const char *title, char *const argv[], int
 	progress_end();
 	double mt[NALLOC], mr[NALLOC], mv[NALLOC][3], mq[NALLOC][2], best = 0;
 	for (int a = 0; a < NALLOC; a++) {
-		mt[a] = ok[a] ? median(t[a], ok[a]) : 0;
-		mr[a] = ok[a] ? median(r[a], ok[a]) : 0;
+		mt[a] = ok[a] ? bench_median(t[a], ok[a]) : 0;
+		mr[a] = ok[a] ? bench_median(r[a], ok[a]) : 0;
 		for (int j = 0; j < 3; j++)
-			mv[a][j] = ok[a] ? median(v[a][j], ok[a]) : 0;
+			mv[a][j] = ok[a] ? bench_median(v[a][j], ok[a]) : 0;
 		for (int j = 0; j < 2; j++)
-			mq[a][j] = ok[a] ? median(q[a][j], ok[a]) : 0;
+			mq[a][j] = ok[a] ? bench_median(q[a][j], ok[a]) : 0;
 		if (a > 0 && ok[a] && (best == 0 || mt[a] < best))
 			best = mt[a];
 	}

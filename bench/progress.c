@@ -2,6 +2,7 @@
  * (progress.h). Single-threaded: only the driver process calls it. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "progress.h"
@@ -66,4 +67,16 @@ const char *in_words(char *buf, size_t n, double r, const char *more, const char
 	else
 		snprintf(buf, n, "%.2fx %s", 1 / r, less);
 	return buf;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n ? v[n / 2] : 0;
 }

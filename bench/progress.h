@@ -1,6 +1,7 @@
 /* progress.h - what uslab-bench and uslab-mbench print besides their tables:
  * progress lines on stderr ("[3/6] bulk: 3 runs of a b c; run 1 2 3 - done in
- * 1.3 s"), and a ratio of two medians in words ("1.13x slower"). */
+ * 1.3 s"), a ratio of two medians in words ("1.13x slower"), and the median
+ * those ratios are of (uslab-mbench, uslab-dbench). */
 #ifndef USLAB_BENCH_PROGRESS_H
 #define USLAB_BENCH_PROGRESS_H
 
@@ -15,6 +16,9 @@ void progress_begin(const char *what, int runs, const char *const *names, int n)
 void progress_run(int r);      /* run r (from 0) starts */
 void progress_break(void);     /* a message follows: end the open line */
 void progress_end(void);
+
+/* The median of v[0..n) (sorts v); 0 for none. */
+double bench_median(double *v, int n);
 
 /* r = a / b in words: "even" where it rounds to 1.00, "R.RRx more" above,
  * "(1/R).RRx less" below. */

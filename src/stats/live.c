@@ -41,29 +41,6 @@ static char live_path[64];
 static uint64_t next_publish_ms;         /* atomic */
 static bool live_failed;                 /* could not make the file: said once, not retried */
 
-/* Field 22 of /proc/<pid>/stat (the start time in clock ticks since boot);
- * 0 if unreadable. Read with open/read: no stdio, no allocation. */
-static uint64_t start_time_of(long pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');        /* the command may hold spaces and parentheses */
-	if (!p)
-		return 0;
-	/* After ") " come fields 3, 4, ...: skip 19 of them to reach 22. */
-	for (int field = 3; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 /* A file of another process of this user that is no longer running: its pid
  * is gone, or has been reused by a process started at another time. */
 static bool stale(const char *path, long pid)
@@ -78,7 +55,7 @@ static bool stale(const char *path, long pid)
 	close(fd);
 	if (n != (ssize_t)sizeof(h) || memcmp(h.magic, USL_LIVE_MAGIC, 8))
 		return false;               /* not ours to judge */
-	uint64_t now = start_time_of(pid);
+	uint64_t now = usl_live_start_time(pid);
 	return now && h.start_time && now != h.start_time;
 }
 
@@ -137,7 +114,7 @@ static bool live_make(void)
 	h->page_size = (uint32_t)usl_page_size;
 	h->stats_on = (uint32_t)usl_opt.stats;
 	h->pid = pid;
-	h->start_time = start_time_of(pid);
+	h->start_time = usl_live_start_time(pid);
 	snprintf(h->percpu_mode, sizeof(h->percpu_mode), "%s", usl_rseq_mode ? "rseq" : "locked");
 	for (int i = 0; i < USL_NR_STATS; i++)
 		snprintf(h->stat_names[i], USL_LIVE_STAT_NAME, "%s", usl_stat_names[i]);
@@ -301,16 +278,22 @@ static void serve(void)
 	__atomic_store_n(&next_publish_ms, 0, __ATOMIC_RELAXED);   /* show what it did at once */
 }
 
+/* A request waits in the file (a forked child may see its parent's: it then
+ * makes its own file under live_lock, and serves none of the parent's). */
+static bool request_pending(void)
+{
+	return live && __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) !=
+	                       __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED);
+}
+
 static void live_tick(void)
 {
 	static __thread unsigned int calls;
-	if (++calls % 16 && !(live && live_pid == getpid() &&
-	                      __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) !=
-	                              __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED)))
+	bool asked = request_pending();
+	if (++calls % 16 && !asked)
 		return;                         /* the clock every 16th tick, or a request */
 	uint64_t now = usl_now_ms();
-	if (now < __atomic_load_n(&next_publish_ms, __ATOMIC_RELAXED) &&
-	    !(live && __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) != __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED)))
+	if (now < __atomic_load_n(&next_publish_ms, __ATOMIC_RELAXED) && !asked)
 		return;
 	if (!usl_trylock(&live_lock))
 		return;

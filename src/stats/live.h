@@ -19,7 +19,12 @@
 #ifndef USL_STATS_LIVE_H
 #define USL_STATS_LIVE_H
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define USL_LIVE_MAGIC "USLABLV1"
 #define USL_LIVE_VERSION 1u
@@ -84,5 +89,27 @@ struct usl_live_alias {
 #define USL_LIVE_FILE_BYTES                                                                       \
 	(sizeof(struct usl_live_header) + USL_LIVE_ROWS * sizeof(struct usl_live_row) +            \
 	 USL_LIVE_ALIASES * sizeof(struct usl_live_alias))
+
+/* A process's start (field 22 of /proc/<pid>/stat, clock ticks since boot),
+ * which tells a live pid from a reused one: the writer stores its own, a
+ * reader compares. 0 if unreadable. open/read: no stdio, no allocation. */
+static inline uint64_t usl_live_start_time(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');        /* the command may hold spaces and parentheses */
+	/* After ") " come fields 3, 4, ...: skip 19 of them to reach 22. */
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
 
 #endif /* USL_STATS_LIVE_H */

@@ -192,11 +192,33 @@ static void attributes(struct kmem_cache *s, bool stats)
 		CHECK_EQ(uslab_cache_attr_write(s, "alloc_fastpath", "0"), -1);
 		CHECK_EQ(errno, EOPNOTSUPP);
 	}
-	/* Bad caches. */
+	/* Bad caches, names and values. */
 	capture_reports();
 	CHECK_EQ(uslab_cache_attr(NULL, "order", buf, sizeof(buf)), -1);
 	CHECK_EQ(errno, EINVAL);
 	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 1);
+	CHECK_EQ(uslab_cache_attr_write(NULL, "shrink", "1"), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 2);
+	struct kmem_cache *gone = kmem_cache_create("stat-gone", 64, 0, SLAB_NO_MERGE, NULL);
+	kmem_cache_destroy(gone);
+	CHECK_EQ(uslab_cache_attr(gone, "order", buf, sizeof(buf)), -1);   /* destroyed */
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 3);
+	CHECK(uslab_cache_find("stat-gone") == NULL);
+	CHECK_EQ(uslab_cache_attr(s, NULL, buf, sizeof(buf)), -1);
+	CHECK_EQ(errno, ENOENT);
+	CHECK_EQ(uslab_cache_attr_write(s, "min_partial", NULL), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(uslab_cache_attr_write(s, "cpu_partial", "99999999999999999999"), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(uslab_cache_attr_write(s, "shrink", "0"), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK(uslab_cache_find(NULL) == NULL);
+	CHECK_EQ(uslab_for_each_cache(NULL, NULL), 0);
+	uslab_slabinfo(NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), 4);
+	CHECK(strstr(last_report, "uslab_slabinfo: NULL stream") != NULL);
 	uslab_set_report_handler(NULL, NULL);
 }
 

@@ -127,24 +127,6 @@ static void open_source(void)
 	map_live = !opt.file;
 }
 
-static uint64_t start_time_of(long pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	for (int field = 3; field < 22 && q; field++)
-		q = strchr(q + 1, ' ');
-	return q ? strtoull(q + 1, NULL, 10) : 0;
-}
-
 /* A snapshot; for a process, also that it is the process the file is of. */
 static void load(struct live_snapshot *s)
 {
@@ -158,7 +140,7 @@ static void load(struct live_snapshot *s)
 		    "removes it)", opt.pid, opt.pid);
 	if (s->hdr.pid != opt.pid)
 		die("/dev/shm/uslab.%ld names process %lld (a corrupt or foreign file)", opt.pid, (long long)s->hdr.pid);
-	uint64_t now = start_time_of(opt.pid);
+	uint64_t now = usl_live_start_time(opt.pid);
 	if (now && s->hdr.start_time && now != s->hdr.start_time)
 		die("/dev/shm/uslab.%ld is stale: it was made by an earlier process with the same pid", opt.pid);
 }
