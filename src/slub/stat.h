@@ -6,7 +6,8 @@
  * thread runs on (rseq mode) or its slot hint (locked mode). As in the kernel,
  * an increment is a plain read and write, not an atomic one: a thread that
  * migrates between the two may lose another CPU's increment (rare; exact for
- * one thread). Summed on read (common/stats.c). No locks. */
+ * one thread). Summed on read (stats/attr.c). The fast paths count only in
+ * their counting copies (common/objects.c, s->fast), with usl_stat_inc. No locks. */
 #ifndef USL_SLUB_STAT_H
 #define USL_SLUB_STAT_H
 
