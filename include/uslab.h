@@ -258,6 +258,11 @@ USLAB_API int kmem_cache_validate(struct kmem_cache *s);
  * (a lock per CPU slot: valgrind, USLAB_RSEQ=0, no rseq). Never changes. */
 USLAB_API const char *uslab_percpu_mode(void);
 
+/* The allocator every cache but debug caches and uslab's own runs on, chosen
+ * at start-up by USLAB_ALLOCATOR: "slub" (the default) or "slab". Never
+ * changes. */
+USLAB_API const char *uslab_allocator(void);
+
 /* Sheaf capacity of a cache (the kernel's sysfs sheaf_capacity); 0: no sheaves. */
 USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);
 

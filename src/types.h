@@ -162,11 +162,17 @@ _Static_assert(offsetof(struct kmem_cache_cpu, main) == offsetof(struct kmem_cac
 
 /* A sheaf: an array of object pointers. The cache pointer
  * sits just before objects[], so objects[-1] of an empty sheaf is never an object
- * (the free section's double-free check reads it). */
+ * (the free section's double-free check reads it). Under SLAB a slot's sheaf is
+ * the kernel's array_cache (avail = size, limit = capacity) and never visits a
+ * barn; a node's shared array and alien arrays are sheaves too. */
 struct slab_sheaf {
 	union {
 		struct slab_sheaf *next;     /* 0: on a barn stack */
 		struct usl_list barn_list;   /* 0: on a private list (flushing) */
+		struct {                     /* 0: SLAB's array cache (percpu/array.c) */
+			uint32_t touched;    /* a slow path used it since the last reap */
+			uint32_t reap_size;  /* its size at the last reap */
+		} ac;
 	};
 	uint32_t size;               /* 16: objects in it */
 	uint32_t capacity;           /* 20 */
@@ -213,8 +219,28 @@ struct kmem_cache_node {
 	unsigned long nr_slabs;      /* atomic: slabs allocated for this node */
 	unsigned long total_objects; /* atomic: objects in those slabs */
 	struct usl_barn barn;
-	struct usl_list full;        /* debug caches: their full slabs (under list_lock) */
+	struct usl_list full;        /* debug caches: their full slabs (under list_lock);
+	                                SLAB: slabs_full */
+	/* SLAB (src/slab/): partial is slabs_partial, full slabs_full; all
+	 * under list_lock but colour_next (advanced without it). */
+	struct usl_list slabs_free;
+	unsigned long free_objects;  /* free objects on the three lists */
+	unsigned long free_limit;    /* free_block keeps at most this many (then frees slabs) */
+	unsigned long free_slabs;    /* slabs on slabs_free */
+	unsigned int colour_next;    /* the next new slab's colour (racy, in [0, colour)) */
+	int free_touched;            /* a refill took a free slab since the last reap */
+	uint64_t next_reap;          /* ms: the shared array and free slabs are reaped after it */
+	struct slab_sheaf *shared;   /* the node's shared array (limit shared * batchcount), or NULL */
+	struct usl_alien {           /* objects of another node's slabs freed on this one */
+		int lock;            /* spin lock; taken before the remote node's list_lock */
+		struct slab_sheaf *ac;
+	} alien[2];
 } __attribute__((aligned(64)));
+
+/* The engines (s->engine): every cache is on one of them for its life. */
+enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
+/* SLAB: nodes (the second only with the test option USLAB_SLAB_NODES=2). */
+#define USL_SLAB_MAX_NODES 2
 
 #define USL_NAME_MAX 48
 /* s->flags bits. uslab's own caches (sheaf structures): no sheaves, no merging,
@@ -266,7 +292,19 @@ struct kmem_cache {
 	unsigned int red_left_pad;   /* debug caches (slub/debug.c): bytes of left red zone before each object */
 	unsigned int info_end;       /* debug: offset from an object of its tracks (after the free pointer) */
 	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (slub/stat.h), else NULL */
-	struct kmem_cache_node *node[1];
+	/* SLAB (src/slab/): its tunables (written under slab_mutex, read racily
+	 * as the kernel's array_cache copies are), layout and colour. */
+	uint32_t engine;             /* enum usl_engine */
+	unsigned int limit;          /* the per-CPU arrays' capacity (sheaf_capacity follows it) */
+	unsigned int batchcount;     /* objects a refill takes and a flush gives */
+	unsigned int shared;         /* the shared array holds shared * batchcount */
+	unsigned int colour;         /* colours: slab offsets 0, colour_off, ..., (colour - 1) * colour_off */
+	unsigned int colour_off;
+	unsigned int mgmt;           /* where the free-index array lives (slab/slab.c USL_MGMT_*) */
+	unsigned int freelist_size;  /* bytes of that array */
+	unsigned int mgmt_off;       /* OBJFREELIST: its offset inside the object that holds it */
+	struct kmem_cache *freelist_cache;   /* OFF_SLAB: where the arrays come from (one of uslab's own) */
+	struct kmem_cache_node *node[USL_SLAB_MAX_NODES];
 };
 
 /* The key that hides a word uslab stores in a free object of s (a free

@@ -39,8 +39,7 @@ static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its cr
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
 
-static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* sheaf_class_cache[] */
-static struct kmem_cache *sheaf_class_cache[USL_SHEAF_CLASSES];
+static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_sheaf_class_caches[] */
 
 /* fork(): take every allocator lock in the documented order (classes_lock,
  * sheaf_classes_lock, cache_cache_lock, slab_mutex, flush_mutex, each cache's
@@ -61,7 +60,7 @@ static void fork_prepare(void)
 	usl_debug_fork_lock();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
 		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
-		usl_slub_fork_lock(usl_container_of(it, struct kmem_cache, list));
+		usl_engine_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	}
 	usl_meta_fork_lock();
 	usl_pages_fork_lock();
@@ -76,7 +75,7 @@ static void fork_release(void)
 	usl_pages_fork_unlock();
 	usl_meta_fork_unlock();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
-		usl_slub_fork_unlock(usl_container_of(it, struct kmem_cache, list));
+		usl_engine_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 	}
 	usl_debug_fork_unlock();
@@ -254,6 +253,8 @@ static bool id_assign(struct kmem_cache *s)
 
 static void cache_struct_free(struct kmem_cache *s)
 {
+	if (usl_is_slab(s))
+		usl_slab_cache_free(s);
 	if (s->id) {                         /* no slab of s is left: nothing names it */
 		cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
@@ -370,13 +371,34 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 	if (cls < 0)
 		return NULL;
 	usl_lock(&sheaf_classes_lock);
-	if (!sheaf_class_cache[cls]) {
+	if (!usl_sheaf_class_caches[cls]) {
 		char name[32];
 		unsigned int bytes = usl_sheaf_class_bytes(cls);
 		usl_name_number(name, sizeof(name), "uslab-sheaf-", bytes);
-		sheaf_class_cache[cls] = usl_cache_create(name, bytes, 64, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
+		__atomic_store_n(&usl_sheaf_class_caches[cls],
+		                 usl_cache_create(name, bytes, 64, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0),
+		                 __ATOMIC_RELEASE);
 	}
-	c = sheaf_class_cache[cls];
+	c = usl_sheaf_class_caches[cls];
+	usl_unlock(&sheaf_classes_lock);
+	return c;
+}
+
+/* SLAB's off-slab index arrays: objects of internal caches of a power of two
+ * bytes each (uslab-slab-idx-<bytes>), made on first use. */
+static struct kmem_cache *slab_idx_cache[32];
+
+static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
+{
+	unsigned int lg = 31u - (unsigned int)__builtin_clz(bytes);
+	struct kmem_cache *c;
+	usl_lock(&sheaf_classes_lock);
+	if (!slab_idx_cache[lg]) {
+		char name[32];
+		usl_name_number(name, sizeof(name), "uslab-slab-idx-", bytes);
+		slab_idx_cache[lg] = usl_cache_create(name, bytes, 16, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
+	}
+	c = slab_idx_cache[lg];
 	usl_unlock(&sheaf_classes_lock);
 	return c;
 }
@@ -488,13 +510,36 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		s->flags &= ~(env_debug & (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER));
 		usl_slub_cache_init(s, args);    /* a smaller stride fits where the larger did */
 	}
+	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
+	 * and uslab's own (docs/ARCHITECTURE.md section 13). */
+	if (usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS) &&
+	    usl_slab_cache_init(s) != 0) {
+		cache_struct_free(s);
+		return create_failed(name, flags, "no slab order fits the object size (SLAB) or no memory for its arrays", size);
+	}
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
 		if (order > USL_MAX_ORDER)
 			order = USL_MAX_ORDER;
 		if (usl_opt.max_order_given && order > (unsigned int)usl_opt.max_order)
 			order = (unsigned int)usl_opt.max_order;
-		usl_slub_set_order(s, order);    /* keeps the calculated one if this cannot be */
+		usl_engine_set_order(s, order);  /* keeps the calculated one if this cannot be */
+	}
+	if (usl_is_slab(s) && (s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OFF &&
+	    !(s->freelist_cache = slab_idx_cache_get(usl_slab_freelist_bytes(s)))) {
+		cache_struct_free(s);
+		return create_failed(name, flags, "out of memory for its index arrays' cache", usl_slab_freelist_bytes(s));
+	}
+	if (usl_is_slab(s)) {
+		/* SLAB's per-CPU arrays are its sheaves, always: capacity = limit
+		 * (at least what the creator asked). */
+		unsigned int want = args ? args->sheaf_capacity : 0;
+		if (want > s->limit && want <= USL_SHEAF_MAX_CAPACITY) {
+			s->limit = want;
+			s->batchcount = (want + 1) / 2;
+			usl_slab_tune(s, s->limit, s->batchcount, s->shared);
+		}
+		sheaf_capacity = s->limit;
 	}
 	struct usl_cache_fast *f = &usl_cache_fast[s->id];
 	f->secret = s->fp_secret;
@@ -592,7 +637,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	usl_cache_flush_all(s);
-	remaining = usl_slub_objects_in_use(s);
+	remaining = usl_engine_objects_in_use(s);
 	if (remaining) {
 		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
 		 * cache stays alive so nothing that still points into it breaks. */
@@ -612,7 +657,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	usl_lock(&walk_lock);
 	walks_wait();
 	usl_unlock(&walk_lock);
-	usl_slub_release(s);
+	usl_engine_release(s);
 	pthread_mutex_destroy(&s->node[0]->list_lock);
 	cache_struct_free(s);
 	usl_pages_purge(false);
@@ -623,7 +668,39 @@ void kmem_cache_destroy(struct kmem_cache *s)
 void usl_cache_flush_all(struct kmem_cache *s)
 {
 	usl_sheaf_flush_all(s);
-	usl_slub_flush_cpus(s);
+	usl_engine_flush_cpus(s);
+}
+
+/* SLAB's tunables (the kernel's slabinfo write, do_tune_cpucache): checked,
+ * then the node arrays resized and every CPU's array flushed, so the next
+ * refill makes one of the new limit. 0, or -EINVAL / -ENOMEM with nothing
+ * changed. */
+int usl_cache_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, unsigned int shared)
+{
+	if (!usl_is_slab(s))
+		return -EINVAL;
+	if (limit < 1 || batch < 1 || batch > limit || limit > USL_SHEAF_MAX_CAPACITY ||
+	    (unsigned long)shared * batch > USL_SHEAF_MAX_CAPACITY)
+		return -EINVAL;
+	struct kmem_cache *cls = usl_sheaf_class(limit) >= 0 ? sheaf_class_cache_get(limit) : NULL;
+	if (usl_sheaf_class(limit) >= 0 && !cls)
+		return -ENOMEM;
+	cache_lock();
+	int r = usl_slab_tune(s, limit, batch, shared);
+	if (!r) {
+		__atomic_store_n(&s->sheaf_cache, cls, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->sheaf_capacity, limit, __ATOMIC_RELAXED);
+	}
+	cache_unlock();
+	if (!r)
+		usl_sheaf_flush_all(s);
+	return r;
+}
+
+const char *uslab_allocator(void)
+{
+	usl_ensure_init();
+	return usl_opt.allocator == USL_ENGINE_SLAB ? "slab" : "slub";
 }
 
 /* 0 when every slab was released, 1 when some remain (slabs with live
@@ -649,7 +726,7 @@ int kmem_cache_shrink(struct kmem_cache *s)
 	if (s->flags & USL_SLAB_DEBUG_FLAGS)
 		usl_debug_quarantine_flush(s);
 	usl_cache_flush_all(s);
-	bool left = usl_slub_release(s);
+	bool left = usl_engine_release(s);
 	usl_pages_purge(true);
 	return left ? 1 : 0;
 }
@@ -715,6 +792,12 @@ struct sweep {
 static void decay_one(struct kmem_cache *s, void *arg)
 {
 	struct sweep *sw = arg;
+	if (usl_is_slab(s)) {                /* SLAB's cache_reap */
+		unsigned int done = usl_array_reap(s, sw->now);
+		sw->flushed += done;
+		sw->pending |= done != 0;
+		return;
+	}
 	sw->flushed += usl_sheaf_decay(s, sw->now);
 	sw->pending |= usl_sheaf_decay_pending(s);
 }
@@ -725,7 +808,7 @@ static void release_one(struct kmem_cache *s, void *unused)
 {
 	(void)unused;
 	usl_cache_flush_all(s);
-	usl_slub_release(s);
+	usl_engine_release(s);
 }
 
 int usl_decay_sweep(uint64_t now)

@@ -12,7 +12,7 @@
 
 #include "../pages/pages.h"
 #include "../platform/platform.h"
-#include "../slub/slub.h"
+#include "../engine.h"
 #include "../types.h"
 
 /* ---- the registry (cache.c) ---- */
@@ -118,6 +118,10 @@ USL_HIDDEN void usl_decay_tick(void);
 /* fork()'s child: no thread, and its first tick sweeps whatever the parent's
  * clock said. */
 USL_HIDDEN void usl_background_after_fork(void);
+
+/* SLAB's tunables of s set at run time (cache.c): 0, or -EINVAL (not a SLAB
+ * cache, or limit < 1, batch outside [1, limit], too large) or -ENOMEM. */
+USL_HIDDEN int usl_cache_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, unsigned int shared);
 
 /* ---- the object paths (objects.c) ---- */
 /* x is the start of an object of s (the free check; ksize, krealloc). */

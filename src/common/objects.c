@@ -13,7 +13,7 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../percpu/percpu.h"
-#include "../slub/slub.h"
+#include "../engine.h"
 #include "common.h"
 
 /* ===========================================================================
@@ -187,7 +187,7 @@ static inline __attribute__((always_inline)) bool obj_check(struct kmem_cache *s
  * true if it was handed out; else the free is refused with a report. */
 static __attribute__((noinline)) bool uncarved_check(struct kmem_cache *s, void *x, const char *fn)
 {
-	if (usl_slub_handed_out(s, x))
+	if (!usl_is_slab(s) && usl_slub_handed_out(s, x))   /* SLAB's page map count is exact */
 		return true;
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was never allocated (free of an object not yet handed out); not freed",
 	           fn, s->name, x);
@@ -663,6 +663,11 @@ void kfree_bulk(size_t nr, void **p)
 			                                 : NULL;
 			if (s && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
 				usl_debug_free(s, p[i], "kfree_bulk", (uintptr_t)__builtin_return_address(0));
+				p[i] = NULL;
+				continue;
+			}
+			if (s && usl_is_slab(s)) {      /* SLAB: through the per-CPU array, as kfree */
+				usl_free_ptr(p[i], "kfree_bulk");
 				p[i] = NULL;
 				continue;
 			}

@@ -88,10 +88,15 @@ USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *f
 USL_HIDDEN void usl_pages_fork_lock(void);
 USL_HIDDEN void usl_pages_fork_unlock(void);
 
-/* The offset of the block containing the committed offset off. */
+/* The offset of the block containing the committed offset off. A SLAB slab's
+ * entries hold its first object's offset instead (colouring moves it less
+ * than a page past the block's start), which this returns for it: its page is
+ * the block's head all the same, and a pointer into the colour gap before it
+ * (a negative distance) finds that page too. */
 static inline uintptr_t usl_block_offset(uintptr_t off)
 {
-	return off - (uint32_t)((uint32_t)off - usl_pm_read(&usl_pagemap[off >> usl_page_shift]).start);
+	uint32_t start = usl_pm_read(&usl_pagemap[off >> usl_page_shift]).start;
+	return off - (uintptr_t)(intptr_t)(int32_t)((uint32_t)off - start);
 }
 
 /* The table is ordered inside each region (one largest block, 2^10 pages) by

@@ -295,7 +295,7 @@ static void **flush_packed(struct kmem_cache *s, void **head)
 		if (next)
 			__builtin_prefetch(next, 0);
 		unsigned int got = unpack_sheaf(s, head, n, buf);
-		usl_slub_free_bulk(s, got, buf);
+		usl_engine_free_bulk(s, got, buf);
 		total += whole ? n : 0;   /* a bad head word: its count is unknown */
 		head = next;
 	}
@@ -523,9 +523,12 @@ void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
 {
 	if (!sh || sh == &usl_empty_sheaf)
 		return;
-	if (sh->size != sh->capacity)
+	if (usl_is_slab(s) || sh->size != sh->capacity)
 		usl_sheaf_flush(s, sh);
-	usl_barn_visit(s, sh, -1);
+	if (usl_is_slab(s))                 /* SLAB has no barn */
+		usl_sheaf_dispose(s, sh);
+	else
+		usl_barn_visit(s, sh, -1);
 }
 /* ===========================================================================
  * Flushing every CPU's sheaves and the barn (shrink, destroy). The slots are
@@ -658,7 +661,7 @@ static bool slots_hold_objects(struct kmem_cache *s)
 static void flush_cpus(struct kmem_cache *s)
 {
 	usl_sheaf_flush_all(s);
-	usl_slub_flush_cpus(s);
+	usl_engine_flush_cpus(s);
 }
 
 /* The periodic sweep (the common layer's decay tick): the surplus that stayed unused for a
@@ -681,7 +684,7 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
 			    sweep_may_flush())
 				flush_cpus(s);
-			usl_slub_release(s);     /* and the empty ones frees put on the node list */
+			usl_engine_release(s);     /* and the empty ones frees put on the node list */
 		}
 		return 0;
 	}
@@ -775,7 +778,7 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 		}
 	}
 	if (idle || (unvisited && (own || flushed || nr_packed)))
-		usl_slub_release(s);                 /* the slabs the flushes emptied */
+		usl_engine_release(s);                 /* the slabs the flushes emptied */
 	return own + nr_packed + disposed + (flushed ? 1 : 0);
 }
 

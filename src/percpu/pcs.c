@@ -105,6 +105,8 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 {
 	if (b->main && b->main->size)
 		return true;
+	if (usl_is_slab(s))
+		return usl_array_refill(s, b, gfp);
 	if (b->spare && b->spare->size) {
 		swap_sheaves(b);
 		return true;
@@ -162,6 +164,8 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
 {
 	if (b->main && b->main->size < b->main->capacity)
 		return true;
+	if (usl_is_slab(s))
+		return usl_array_make_room(s, b, gfp);
 	if (b->spare && b->spare->size < b->spare->capacity) {
 		swap_sheaves(b);
 		return true;
@@ -229,12 +233,12 @@ again:
 		}
 	}
 	if (!usl_pcs_take(s, &b))
-		return usl_slub_alloc(s, gfp);
+		return usl_engine_alloc(s, gfp);
 	if ((popped = replace_empty_main(s, &b, gfp))) {
 		obj = b.main->objects[--b.main->size];
 	} else {
 		/* No memory for a whole sheaf: try for one object. */
-		obj = usl_slub_alloc(s, gfp);
+		obj = usl_engine_alloc(s, gfp);
 	}
 	usl_pcs_put(s, &b);
 	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
@@ -275,7 +279,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		}
 	}
 	if (!usl_pcs_take(s, &b)) {
-		usl_slub_free(s, usl_virt_to_slab(x), x);
+		usl_engine_free(s, usl_virt_to_slab(x), x);
 		return;
 	}
 	if (b.main && b.main->size && b.main->objects[b.main->size - 1] == x) {
@@ -287,7 +291,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		b.main->objects[b.main->size++] = x;
 		usl_stat(s, USL_FREE_PCS);
 	} else
-		usl_slub_free(s, usl_virt_to_slab(x), x);   /* no memory for a sheaf: straight to the slab */
+		usl_engine_free(s, usl_virt_to_slab(x), x);   /* no memory for a sheaf: straight to the slab */
 	usl_pcs_put(s, &b);
 	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
 }
@@ -359,7 +363,7 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		usl_pcs_put(s, &b);
 	}
 	/* ... then the rest from slabs, in one bulk call. */
-	if (i < nr && !usl_slub_alloc_bulk(s, gfp, nr - i, p + i)) {
+	if (i < nr && !usl_engine_alloc_bulk(s, gfp, nr - i, p + i)) {
 		usl_sheaf_free_bulk(s, i, p);
 		return 0;
 	}
@@ -375,12 +379,12 @@ void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 	if (i == nr)
 		return;
 	if (!usl_pcs_take(s, &b)) {
-		usl_slub_free_bulk(s, nr - i, p + i);
+		usl_engine_free_bulk(s, nr - i, p + i);
 		return;
 	}
 	while (i < nr) {
 		if (!replace_full_main(s, &b, GFP_NOWAIT)) {
-			usl_slub_free_bulk(s, nr - i, p + i);
+			usl_engine_free_bulk(s, nr - i, p + i);
 			break;
 		}
 		size_t room = b.main->capacity - b.main->size;

@@ -30,8 +30,13 @@ USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigne
  * the common layer: the class of a sheaf of this capacity (-1: none), and its
  * bytes. */
 #define USL_SHEAF_CLASSES 16
+/* The largest sheaf (a prefilled one of its own): 512 KiB. */
+#define USL_SHEAF_MAX_CAPACITY ((524288u - (unsigned int)offsetof(struct slab_sheaf, objects)) / 8u)
 USL_HIDDEN int usl_sheaf_class(unsigned int capacity);
 USL_HIDDEN unsigned int usl_sheaf_class_bytes(int cls);
+/* Each class's cache once the common layer made it (NULL before): sheaves of
+ * a capacity whose class has one come from it, the others are page blocks. */
+extern struct kmem_cache *usl_sheaf_class_caches[USL_SHEAF_CLASSES] USL_HIDDEN;
 /* The barn of s (s->sheaf_capacity and s->sheaf_cache set; the slots hold
  * usl_empty_sheaf as main from the id's assignment). */
 USL_HIDDEN void usl_sheaf_cache_init(struct kmem_cache *s);
@@ -62,6 +67,10 @@ USL_HIDDEN unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
 /* Does the barn hold what a later sweep would give back (full sheaves, empties
  * above the kernel's ten)? An unlocked peek. */
 USL_HIDDEN bool usl_sheaf_decay_pending(struct kmem_cache *s);
+/* SLAB's cache_reap for one cache (array.c): every per-CPU array untouched
+ * since the last reap drained by a fifth of its limit, then the engine's node
+ * part (usl_slab_reap). What it gave back. */
+USL_HIDDEN unsigned int usl_array_reap(struct kmem_cache *s, uint64_t now);
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);

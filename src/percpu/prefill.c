@@ -205,6 +205,8 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 	return 0;
 }
 
+struct kmem_cache *usl_sheaf_class_caches[USL_SHEAF_CLASSES];
+
 int usl_sheaf_class(unsigned int capacity)
 {
 	for (int i = 0; i < USL_SHEAF_CLASSES; i++)

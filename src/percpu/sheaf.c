@@ -20,9 +20,11 @@ struct slab_sheaf usl_empty_sheaf;
 struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gfp_t gfp)
 {
 	struct slab_sheaf *sh;
+	int cls = usl_sheaf_class(capacity);
+	struct kmem_cache *c = cls >= 0 ? __atomic_load_n(&usl_sheaf_class_caches[cls], __ATOMIC_ACQUIRE) : NULL;
 
-	if (capacity == s->sheaf_capacity && s->sheaf_cache)
-		sh = usl_slub_alloc(s->sheaf_cache, gfp | __GFP_NOWARN);
+	if (c)
+		sh = usl_slub_alloc(c, gfp | __GFP_NOWARN);
 	else
 		sh = usl_meta_alloc(usl_sheaf_bytes(capacity));
 	if (!sh)
@@ -35,13 +37,18 @@ struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gf
 	return sh;
 }
 
+/* Where a sheaf came from is where it lies: a slab of a sheaf class cache,
+ * or a page block of its own. */
 void usl_sheaf_dispose(struct kmem_cache *s, struct slab_sheaf *sh)
 {
 	usl_stat(s, USL_SHEAF_FREE);
-	if (usl_sheaf_is_oversize(s, sh))
-		usl_meta_free(sh);
+	struct slab *slab = usl_virt_to_slab(sh);
+	struct kmem_cache *c = slab && slab->kind == USL_PAGE_SLAB ? __atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE)
+	                                                           : NULL;
+	if (c)
+		usl_slub_free(c, slab, sh);
 	else
-		usl_slub_free(s->sheaf_cache, usl_virt_to_slab(sh), sh);
+		usl_meta_free(sh);
 }
 
 /* ===========================================================================
@@ -66,7 +73,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 		usl_stat_add(s, USL_SHEAF_REFILL, want - from);
 		return 0;
 	}
-	if (!usl_slub_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
+	if (!usl_engine_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
 	/* Hardening: every object in a sheaf carries its free marker (its word
 	 * decodes to itself, common/objects.c), checked when a pop hands it out. */
@@ -88,7 +95,7 @@ void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 		for (unsigned int i = 0; i < sh->size; i++)
 			usl_debug_free(s, sh->objects[i], "kmem_cache_return_sheaf", 0);
 	} else if (sh->size) {
-		usl_slub_free_bulk(s, sh->size, sh->objects);
+		usl_engine_free_bulk(s, sh->size, sh->objects);
 	}
 	sh->size = 0;
 }

@@ -8,13 +8,11 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
-#include "../slub/slub.h"
+#include "../engine.h"
 #include "percpu.h"
 
 #define USL_SHEAF_HEADER ((unsigned int)offsetof(struct slab_sheaf, objects))
 static inline unsigned int usl_sheaf_bytes(unsigned int capacity) { return USL_SHEAF_HEADER + 8u * capacity; }
-/* The largest sheaf (a prefilled one of its own): 512 KiB. */
-#define USL_SHEAF_MAX_CAPACITY ((524288u - USL_SHEAF_HEADER) / 8u)
 
 /* ---- sheaf structures (sheaf.c) ---- */
 /* A one-off sheaf: larger than the cache's capacity, or of a cache without
@@ -85,6 +83,12 @@ static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
 	c->main = &usl_empty_sheaf;
 	return m;
 }
+
+/* SLAB's array cache (array.c): b->main made non-empty by a refill of
+ * batchcount, or given room by a flush of batchcount; false when out of
+ * memory. */
+USL_HIDDEN bool usl_array_refill(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp);
+USL_HIDDEN bool usl_array_make_room(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp);
 
 /* False: this thread has no slot (rseq not registered); use the cpu-slab paths. */
 USL_HIDDEN bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b);

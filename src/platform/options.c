@@ -9,7 +9,8 @@
 #include "platform.h"
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
-                               .decay_ms = 1000, .background = 1, .harden = 1 };
+                               .decay_ms = 1000, .background = 1, .harden = 1,
+                               .slab_nodes = 1 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -50,10 +51,13 @@ static const struct option options[] = {
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
+	/* SLAB's: a fake second node (tests: alien frees), colour under the node lock (the bench's "before"). */
+	{ "USLAB_SLAB_NODES", &usl_opt.slab_nodes, 1, USL_SLAB_MAX_NODES, NULL },
+	{ "USLAB_SLAB_COLOUR_LOCKED", &usl_opt.colour_locked, 0, 1, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */
-static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS" };
+static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS", "USLAB_ALLOCATOR" };
 #define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
@@ -151,6 +155,28 @@ void usl_stats_parse(const char *v)
 	usl_opt.stats_out = stats_path;
 }
 
+/* USLAB_ALLOCATOR: slub (the default) or slab, the engine every cache but
+ * uslab's own and debug caches runs on. */
+void usl_allocator_parse(const char *v)
+{
+	usl_opt.allocator = USL_ENGINE_SLUB;
+	if (!v)
+		return;
+	if (v[0] == 's' && v[1] == 'l' && v[2] == 'a' && v[3] == 'b' && !v[4]) {
+		usl_opt.allocator = USL_ENGINE_SLAB;
+		return;
+	}
+	if (v[0] == 's' && v[1] == 'l' && v[2] == 'u' && v[3] == 'b' && !v[4])
+		return;
+	char shown[68];
+	size_t k = 0;
+	for (; k < 64 && v[k]; k++)
+		shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
+	shown[k] = 0;
+	usl_report(USLAB_ERR_OPTION, "USLAB_ALLOCATOR='%s%s' is neither slub nor slab; keeping the default (slub)", shown,
+	           v[k] ? "..." : "");
+}
+
 void usl_read_options(void)
 {
 	decay_opt = (int)usl_opt.decay_ms;
@@ -166,6 +192,7 @@ void usl_read_options(void)
 	usl_debug_parse(getenv("USLAB_DEBUG"));
 	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
 	usl_stats_parse(getenv("USLAB_STATS"));
+	usl_allocator_parse(getenv("USLAB_ALLOCATOR"));
 	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0);
 	unknown_options();
 }

@@ -24,6 +24,9 @@ struct usl_options {
 	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
 	                                alone is the common case (usl_read_options) */
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
+	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
+	int slab_nodes;              /* USLAB_SLAB_NODES: SLAB's nodes (2: a fake second, for tests) */
+	int colour_locked;           /* USLAB_SLAB_COLOUR_LOCKED: SLAB's colour under the node lock */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
@@ -32,6 +35,9 @@ USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init
 /* USLAB_STATS (v NULL: unset) into usl_opt.stats and stats_out; a bad value
  * is reported and leaves them off. */
 USL_HIDDEN void usl_stats_parse(const char *v);
+/* USLAB_ALLOCATOR (v NULL: unset) into usl_opt.allocator; a bad value is
+ * reported and leaves the default (slub). */
+USL_HIDDEN void usl_allocator_parse(const char *v);
 /* USLAB_DEBUG (debugopt.c): parsed by usl_read_options (v NULL: unset); the
  * SLAB_* debug flags a cache of this name gets from it (0 when unset), and
  * whether 'O' asked to spare caches whose slab order debugging would raise. */

@@ -3,7 +3,7 @@
  * NAME=VALUE lines, then usl_read_options), an option's number
  * (usl_parse_int), a sysfs CPU list (usl_cpu_list_parse) and USLAB_DEBUG's
  * blocks (usl_debug_parse, usl_debug_flags_for) and USLAB_STATS
- * (usl_stats_parse). Each result is
+ * (usl_stats_parse) and USLAB_ALLOCATOR (usl_allocator_parse). Each result is
  * checked against what the parser promises; reports go to a handler that
  * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
  * AddressSanitizer build (tests/CMakeLists.txt). */
@@ -23,7 +23,8 @@ static void one_line(enum uslab_error kind, const char *line, void *arg)
 }
 
 static const struct usl_options defaults = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
-                                              .sheaves = -1, .decay_ms = 1000, .background = 1, .harden = 1 };
+                                              .sheaves = -1, .decay_ms = 1000, .background = 1, .harden = 1,
+                                              .slab_nodes = 1 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -64,6 +65,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (usl_opt.stats)
 		abort();
 
+	/* The whole input as USLAB_ALLOCATOR: slab only for "slab". */
+	usl_allocator_parse(buf);
+	if (usl_opt.allocator != (strcmp(buf, "slab") == 0 ? USL_ENGINE_SLAB : USL_ENGINE_SLUB))
+		abort();
+	usl_allocator_parse(NULL);
+	if (usl_opt.allocator != USL_ENGINE_SLUB)
+		abort();
+
 	/* NAME=VALUE lines into the environment, read as start-up reads them. */
 	char *names[16];
 	int k = 0;
@@ -84,7 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	usl_read_options();
 	if (usl_opt.min_order > usl_opt.max_order || usl_opt.max_order > USL_MAX_ORDER || usl_opt.min_order < 0 ||
 	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000 ||
-	    usl_opt.stats != (usl_opt.stats_out != NULL))
+	    usl_opt.stats != (usl_opt.stats_out != NULL) ||
+	    (usl_opt.allocator != USL_ENGINE_SLUB && usl_opt.allocator != USL_ENGINE_SLAB) ||
+	    usl_opt.slab_nodes < 1 || usl_opt.slab_nodes > USL_SLAB_MAX_NODES)
 		abort();
 	for (int i = 0; i < k; i++) {
 		unsetenv(names[i]);
