@@ -75,6 +75,12 @@ static void set_pm_count(const struct slab *slab, unsigned int handed)
 		usl_pm_set_count(&e[i], handed);
 }
 
+static __attribute__((noinline, cold)) void written_after_free(struct kmem_cache *s, const void *obj)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free marker is gone); "
+	           "nothing it holds is used", s->name, obj);
+}
+
 /* Take up to want objects from slab into out[] (the kernel's alloc_block);
  * under list_lock, or privately for a new slab. How many. */
 static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **out, unsigned int want)
@@ -84,8 +90,16 @@ static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **
 	unsigned int handed = num - usl_counters_uncarved(c), k = 0;
 	char *base = s_mem(slab);
 
-	while (active < num && k < want)
-		out[k++] = base + (size_t)idx_get(s, slab, active++) * s->size;
+	while (active < num && k < want) {
+		unsigned int idx = idx_get(s, slab, active++);
+		char *obj = base + (size_t)idx * s->size;
+		/* An object freed before carries its free marker (hardening):
+		 * one without it was written after its free. Nothing here follows
+		 * what it holds, so it is only reported. */
+		if (usl_opt.harden && idx < handed && usl_unlikely(!usl_marker_pop(s, obj)))
+			written_after_free(s, obj);
+		out[k++] = obj;
+	}
 	if ((s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OBJ && active == num)
 		slab->freelist = NULL;               /* the array's object was the last one */
 	if (active > handed) {
@@ -290,6 +304,8 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 	for (unsigned int i = 0; i < nr; i++) {
 		struct slab *slab = usl_virt_to_slab(objs[i]);
 		usl_list_del(&slab->slab_list);
+		if (usl_opt.harden)                  /* free objects on slabs carry it too */
+			usl_marker_set(s, objs[i]);
 		put_obj(s, slab, objs[i]);
 		if (!slab_active(slab)) {
 			list_to(n, slab, USL_SLAB_LIST_FREE);
@@ -477,6 +493,9 @@ int usl_slab_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		unsigned int k = usl_slab_refill(s, p + i, (unsigned int)want, gfp);
 		if (!k) {
 			usl_slab_free_bulk(s, i, p);
+			if (!(gfp & __GFP_NOWARN))
+				usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; "
+				           "none kept", s->name, i, nr);
 			return 0;
 		}
 		i += k;
@@ -488,7 +507,12 @@ int usl_slab_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 void *usl_slab_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	void *x;
-	return usl_slab_alloc_bulk(s, gfp, 1, &x) ? x : NULL;
+	if (usl_slab_alloc_bulk(s, gfp | __GFP_NOWARN, 1, &x))
+		return x;
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory (object size %u, order %u)", s->name,
+		           s->object_size, s->order);
+	return NULL;
 }
 
 void usl_slab_free(struct kmem_cache *s, void *x)

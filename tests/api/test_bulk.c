@@ -9,7 +9,7 @@
 #include "../harness.h"
 #include "common/common.h"
 #include "pages/pages.h"
-#include "slub/slub.h"
+#include "engine.h"
 #include "testing.h"
 
 static uint64_t seed = 12345;
@@ -34,7 +34,7 @@ static void shuffle(void **p, size_t n)
 static unsigned long in_use(struct kmem_cache *s)
 {
 	usl_cache_flush_all(s);
-	return usl_slub_objects_in_use(s);
+	return usl_engine_objects_in_use(s);
 }
 
 /* Objects are distinct, writable and tagged; the tags survive until the free. */
@@ -153,8 +153,9 @@ static void bad_entries_cpu_slab(struct kmem_cache *s)
 static void test_bad_entries(void)
 {
 	capture_reports();
-	struct kmem_cache *s = kmem_cache_create("bad-64", 64, 0, 0, NULL);
-	struct kmem_cache *t = kmem_cache_create("other-64", 64, 0, 0, NULL);
+	/* Two caches, whatever exists already (merged, both would be kmalloc-64). */
+	struct kmem_cache *s = kmem_cache_create("bad-64", 64, 0, SLAB_NO_MERGE, NULL);
+	struct kmem_cache *t = kmem_cache_create("other-64", 64, 0, SLAB_NO_MERGE, NULL);
 	void *p[64], *theirs;
 	int local;
 

@@ -10,7 +10,7 @@
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"
-#include "slub/slub.h"
+#include "engine.h"
 #include "testing.h"
 
 struct conn {
@@ -22,7 +22,7 @@ struct conn {
 static unsigned long in_use(struct kmem_cache *s)
 {
 	usl_cache_flush_all(s);
-	return usl_slub_objects_in_use(s);
+	return usl_engine_objects_in_use(s);
 }
 
 /* Constructor bookkeeping: every address the constructor ran on, and how often. */
@@ -219,7 +219,9 @@ static void test_shrink_returns_memory(void)
 static void test_destroy_with_objects(void)
 {
 	capture_reports();
-	struct kmem_cache *s = kmem_cache_create("leaky", 64, 0, 0, NULL);
+	/* Not merged: an alias's destroy only drops its name (kmalloc-64 may
+	 * exist by now: the first malloc, of stdio or a thread, makes it). */
+	struct kmem_cache *s = kmem_cache_create("leaky", 64, 0, SLAB_NO_MERGE, NULL);
 	void *a = kmem_cache_alloc(s, GFP_KERNEL);
 	void *b = kmem_cache_alloc(s, GFP_KERNEL);
 	kmem_cache_destroy(s);
@@ -446,6 +448,11 @@ static void test_double_free_loop(void)
 	usl_opt.sheaves = 0;                         /* the cpu freelist is the fast path */
 	struct kmem_cache *s = kmem_cache_create("dfloop", 64, 0, SLAB_NO_MERGE, NULL);
 	usl_opt.sheaves = saved;
+	if (s && usl_is_slab(s)) {                   /* SLAB's per-CPU arrays are always there */
+		kmem_cache_destroy(s);
+		uslab_set_report_handler(NULL, NULL);
+		return;
+	}
 	CHECK(s && s->sheaf_capacity == 0);
 	loop_cache = s;
 	alarm(20);                                   /* a hang fails the test */

@@ -8,7 +8,7 @@
 
 #include "../harness.h"
 #include "pages/pages.h"
-#include "slub/slub.h"
+#include "engine.h"
 #include "testing.h"
 
 static const size_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192 };
@@ -25,7 +25,7 @@ static size_t expected_class(size_t n)
 static unsigned long in_use(struct kmem_cache *s)
 {
 	kmem_cache_shrink(s);
-	return usl_slub_objects_in_use(s);
+	return usl_engine_objects_in_use(s);
 }
 
 static void test_classes(void)

@@ -16,7 +16,7 @@
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"
-#include "slub/slub.h"
+#include "engine.h"
 #include "testing.h"
 
 static bool sheaves_default;
@@ -24,7 +24,7 @@ static bool sheaves_default;
 static unsigned long in_use(struct kmem_cache *s)
 {
 	usl_cache_flush_all(s);
-	return usl_slub_objects_in_use(s);
+	return usl_engine_objects_in_use(s);
 }
 
 /* ---- a million objects across threads ---- */
@@ -379,7 +379,7 @@ static void test_barn_and_shrink(void)
 	for (unsigned i = 0; i < 5000; i += 2)
 		kmem_cache_free(s, p[i]);
 	CHECK_EQ(kmem_cache_shrink(s), 1);
-	CHECK_EQ(usl_slub_objects_in_use(s), 2500);
+	CHECK_EQ(usl_engine_objects_in_use(s), 2500);
 	for (unsigned i = 1; i < 5000; i += 2)
 		kmem_cache_free(s, p[i]);
 	CHECK_EQ(kmem_cache_shrink(s), 0);
@@ -426,7 +426,7 @@ static void test_packed_burst(void)
 		usl_slub_flush_cpus(s);      /* cpu slabs to the node lists: the count below is exact */
 		usl_sheaf_counts(s, &sc);
 		unsigned long held = sc.cpu_objects + sc.barn_objects + sc.packed_objects;
-		CHECK_EQ(held, usl_slub_objects_in_use(s));        /* nothing lost or counted twice */
+		CHECK_EQ(held, usl_engine_objects_in_use(s));        /* nothing lost or counted twice */
 		if (uslab_sheaf_capacity(s) && usl_opt.decay_ms && sizes[z] >= 24) {   /* a node: two words and the marker */
 			CHECK(sc.barn_full <= s->barn_max_full);
 			CHECK(sc.barn_empty <= s->barn_max_empty);
@@ -438,7 +438,7 @@ static void test_packed_burst(void)
 			/* Not packed: arrays up to a 32nd of the slab memory. */
 			CHECK_EQ(sc.barn_packed, 0);
 			CHECK(sc.barn_full * (8 * uslab_sheaf_capacity(s) + 32) <=
-			      usl_slub_objects_in_use(s) * s->size / 32 + (s->barn_max_full + 1) * (8 * uslab_sheaf_capacity(s) + 32) + 8192);
+			      usl_engine_objects_in_use(s) * s->size / 32 + (s->barn_max_full + 1) * (8 * uslab_sheaf_capacity(s) + 32) + 8192);
 		}
 		for (unsigned i = 0; i < N; i++) {
 			q[i] = kmem_cache_alloc(s, GFP_KERNEL);
@@ -469,7 +469,7 @@ static void test_packed_burst(void)
 		CHECK_EQ(kmem_cache_shrink(s), 0);
 		usl_sheaf_counts(s, &sc);
 		CHECK_EQ(sc.packed_objects + sc.barn_packed + sc.barn_full + sc.cpu_objects, 0);
-		CHECK_EQ(usl_slub_objects_in_use(s), 0);
+		CHECK_EQ(usl_engine_objects_in_use(s), 0);
 		kmem_cache_destroy(s);
 	}
 }

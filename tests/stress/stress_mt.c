@@ -15,7 +15,7 @@
 #include "../harness.h"
 #include "common/common.h"
 #include "platform/platform.h"
-#include "slub/slub.h"
+#include "engine.h"
 #include "testing.h"
 
 #define NCACHES 7
@@ -388,11 +388,15 @@ int main(int argc, char **argv)
 			CHECK_EQ(sc.cpu_objects + sc.barn_objects + sc.barn_full, 0);
 			CHECK(sc.barn_empty <= caches[i]->barn_max_empty);
 		}
-		CHECK_EQ(usl_slub_objects_in_use(caches[i]), 0);
-		struct usl_state_counts st;
-		usl_slub_state_counts(caches[i], &st);
-		CHECK_EQ(st.cpu_slabs + st.cpu_partial, 0);
-		CHECK_EQ(st.full, 0);
+		CHECK_EQ(usl_engine_objects_in_use(caches[i]), 0);
+		if (usl_is_slab(caches[i])) {
+			CHECK_EQ(usl_slab_check_lists(caches[i]), 0);
+		} else {
+			struct usl_state_counts st;
+			usl_slub_state_counts(caches[i], &st);
+			CHECK_EQ(st.cpu_slabs + st.cpu_partial, 0);
+			CHECK_EQ(st.full, 0);
+		}
 		kmem_cache_destroy(caches[i]);
 	}
 	CHECK_EQ(uslab_error_count(), 0);
