@@ -277,7 +277,9 @@ USLAB_API size_t uslab_release_free_memory(void);
  * min_partial, cpu_partial, objects, objects_partial, partial, cpu_slabs,
  * slabs_cpu_partial, ctor, aliases, align, hwcache_align, reclaim_account,
  * destroy_by_rcu, sheaf_capacity, sanity_checks, trace, red_zone, poison,
- * store_user, slabs, total_objects, validate, shrink, and with USLAB_STATS set
+ * store_user, slabs, total_objects, validate, shrink, and uslab's own: allocator
+ * ("slub" or "slab") and tunables (SLAB's "limit batchcount shared", writable;
+ * "0 0 0" on SLUB), and with USLAB_STATS set
  * the CONFIG_SLUB_STATS counters (alloc_fastpath, free_cpu_sheaf, barn_get,
  * ...: "sum C0=n C1=m", per CPU where not 0). The list, NULL-terminated: */
 USLAB_API const char *const *uslab_cache_attrs(void);
@@ -302,6 +304,13 @@ USLAB_API int uslab_for_each_cache(int (*fn)(struct kmem_cache *s, void *arg), v
 /* /proc/slabinfo, version 2.1, in the kernel's format, to f. USLAB_STATS=1
  * prints it on stderr at exit, USLAB_STATS=<path> writes it to that file. */
 USLAB_API void uslab_slabinfo(FILE *f);
+/* The kernel's write to /proc/slabinfo: "name limit batchcount shared" sets
+ * the tunables of a SLAB cache (USLAB_ALLOCATOR=slab) at run time, as the
+ * attribute "tunables" does: limit >= 1, 1 <= batchcount <= limit; the per-CPU
+ * arrays are flushed and remade at the new limit. 0, or -1 with errno: EINVAL
+ * (malformed, out of range), ENOENT (no such cache), EOPNOTSUPP (a SLUB cache:
+ * it has no tunables), ENOMEM. */
+USLAB_API int uslab_slabinfo_write(const char *line);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,23 @@ static inline int usl_engine_set_order(struct kmem_cache *s, unsigned int order)
 {
 	return usl_is_slab(s) ? usl_slab_set_order(s, order) : usl_slub_set_order(s, order);
 }
+/* Statistics' node counts (a snapshot under each list_lock). SLAB: its
+ * partial list, and as "partial_free" every free object on its slabs (those
+ * of free slabs too: what the objects attribute subtracts). */
+static inline void usl_engine_node_counts(struct kmem_cache *s, struct usl_node_counts *out)
+{
+	if (!usl_is_slab(s)) {
+		usl_slub_node_counts(s, out);
+		return;
+	}
+	struct usl_slab_counts c;
+	usl_slab_counts(s, &c);
+	out->nr_slabs = c.total_slabs;
+	out->total_objects = c.total_objects;
+	out->nr_partial = c.partial_slabs;
+	out->partial_free = c.free_objects;
+	out->partial_inuse = c.partial_inuse;
+}
 static inline void usl_engine_fork_lock(struct kmem_cache *s)
 {
 	if (usl_is_slab(s))

@@ -109,12 +109,23 @@ static unsigned int reap_slot(struct kmem_cache *s, struct kmem_cache_cpu *c, vo
 	return tofree;
 }
 
-/* Does any slot's array hold objects? An unlocked peek, as barn.c's. */
+/* Does any slot's array hold objects? As barn.c's peek: unlocked in rseq
+ * mode, under each slot's sheaf_lock in locked mode. */
 static bool arrays_hold(struct kmem_cache *s)
 {
-	for (unsigned int i = 0; i < usl_nr_cpus; i++)
-		if (__atomic_load_n(&s->cpu_slab[i].main_size, __ATOMIC_RELAXED))
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct kmem_cache_cpu *c = &s->cpu_slab[i];
+		unsigned long n;
+		if (usl_rseq_mode) {
+			n = __atomic_load_n(&c->main_size, __ATOMIC_RELAXED);
+		} else {
+			usl_spin_lock_leaf(&c->sheaf_lock);
+			n = c->main_size;
+			usl_spin_unlock_leaf(&c->sheaf_lock);
+		}
+		if (n)
 			return true;
+	}
 	return false;
 }
 

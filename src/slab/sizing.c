@@ -258,8 +258,8 @@ int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, 
 				usl_lock(&n->list_lock);
 				unsigned int k = old->size < fresh[nid]->capacity ? old->size : fresh[nid]->capacity;
 				memcpy(fresh[nid]->objects, &old->objects[old->size - k], k * sizeof(void *));
-				fresh[nid]->size = k;
-				old->size -= k;
+				__atomic_store_n(&fresh[nid]->size, k, __ATOMIC_RELAXED);
+				__atomic_store_n(&old->size, old->size - k, __ATOMIC_RELAXED);
 				usl_unlock(&n->list_lock);
 			}
 			if (old->size)

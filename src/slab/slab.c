@@ -36,6 +36,11 @@
 #define USL_SLAB_LIST_PARTIAL 2
 #define USL_SLAB_LIST_FULL 3
 
+/* Counts written under a lock and peeked at without it (refill's unlocked
+ * test, the reap's): whole stores. */
+static inline void set_count_ul(unsigned long *at, unsigned long v) { __atomic_store_n(at, v, __ATOMIC_RELAXED); }
+static inline void set_count_u32(uint32_t *at, uint32_t v) { __atomic_store_n(at, v, __ATOMIC_RELAXED); }
+
 /* ===========================================================================
  * The free-index array: positions [active, objects) hold the free objects'
  * indices; a get takes position active, a put writes position active - 1.
@@ -262,7 +267,7 @@ static void cache_grow_end(struct kmem_cache *s, struct slab *slab)
 	} else {
 		list_to(n, slab, active == slab_num(slab) ? USL_SLAB_LIST_FULL : USL_SLAB_LIST_PARTIAL);
 	}
-	n->free_objects += slab_num(slab) - active;
+	set_count_ul(&n->free_objects, n->free_objects + (slab_num(slab) - active));
 	usl_unlock(&n->list_lock);
 }
 
@@ -300,7 +305,7 @@ static void slabs_destroy(struct kmem_cache *s, struct usl_list *list)
 static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **objs, unsigned int nr,
                        struct usl_list *list)
 {
-	n->free_objects += nr;
+	set_count_ul(&n->free_objects, n->free_objects + (nr));
 	for (unsigned int i = 0; i < nr; i++) {
 		struct slab *slab = usl_virt_to_slab(objs[i]);
 		usl_list_del(&slab->slab_list);
@@ -314,9 +319,9 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 			list_to(n, slab, USL_SLAB_LIST_PARTIAL);
 		}
 	}
-	while (n->free_objects > n->free_limit && !usl_list_empty(&n->slabs_free)) {
+	while (n->free_objects > __atomic_load_n(&n->free_limit, __ATOMIC_RELAXED) && !usl_list_empty(&n->slabs_free)) {
 		struct slab *slab = usl_container_of(n->slabs_free.prev, struct slab, slab_list);
-		n->free_objects -= slab_num(slab);
+		set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
 		usl_list_del(&slab->slab_list);
 		slab->node_partial = USL_SLAB_LIST_NONE;
 		usl_list_add_head(&slab->slab_list, list);
@@ -338,7 +343,7 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 		shared = n->shared;
 		if (shared && shared->size) {        /* the kernel's transfer_objects */
 			got = shared->size < batch ? shared->size : batch;
-			shared->size -= got;
+			set_count_u32(&shared->size, shared->size - (got));
 			memcpy(out, &shared->objects[shared->size], got * sizeof(void *));
 			shared->ac.touched = 1;
 		} else {
@@ -356,7 +361,7 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 				got += alloc_block(s, slab, out + got, batch - got);
 				fixup_slab_list(n, slab);
 			}
-			n->free_objects -= got;
+			set_count_ul(&n->free_objects, n->free_objects - (got));
 		}
 		usl_unlock(&n->list_lock);
 	}
@@ -405,14 +410,15 @@ static unsigned int route_alien(struct kmem_cache *s, unsigned int nid, void **o
 			if (sh) {
 				unsigned int room = sh->capacity - sh->size, t = ac->size < room ? ac->size : room;
 				memcpy(&sh->objects[sh->size], &ac->objects[ac->size - t], t * sizeof(void *));
-				sh->size += t;
-				ac->size -= t;
+				set_count_u32(&sh->size, sh->size + (t));
+				set_count_u32(&ac->size, ac->size - (t));
 			}
 			free_block(s, rn, ac->objects, ac->size, &list);
-			ac->size = 0;
+			set_count_u32(&ac->size, 0);
 			usl_unlock(&rn->list_lock);
 		}
-		ac->objects[ac->size++] = objs[i];
+		ac->objects[ac->size] = objs[i];
+		set_count_u32(&ac->size, ac->size + 1);
 		usl_spin_unlock(&al->lock);
 		slabs_destroy(s, &list);
 	}
@@ -446,7 +452,7 @@ unsigned int usl_slab_flush_array(struct kmem_cache *s, void **objs, unsigned in
 		if (taken > room)
 			taken = room;
 		memcpy(&sh->objects[sh->size], objs, taken * sizeof(void *));
-		sh->size += taken;
+		set_count_u32(&sh->size, sh->size + (taken));
 	} else {
 		free_block(s, n, objs, nr, &list);
 	}
@@ -534,7 +540,7 @@ static unsigned int drain_shared_locked(struct kmem_cache *s, struct kmem_cache_
 	if (tofree > sh->size)
 		tofree = sh->size;
 	free_block(s, n, sh->objects, tofree, list);
-	sh->size -= tofree;
+	set_count_u32(&sh->size, sh->size - (tofree));
 	memmove(sh->objects, &sh->objects[tofree], sh->size * sizeof(void *));
 	return tofree;
 }
@@ -554,7 +560,7 @@ static unsigned int drain_aliens(struct kmem_cache *s, unsigned int nid)
 		usl_lock(&rn->list_lock);
 		done += al->ac->size;
 		free_block(s, rn, al->ac->objects, al->ac->size, &list);
-		al->ac->size = 0;
+		set_count_u32(&al->ac->size, 0);
 		usl_unlock(&rn->list_lock);
 		usl_spin_unlock(&al->lock);
 		slabs_destroy(s, &list);
@@ -594,7 +600,7 @@ unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 			unsigned long tofree = (n->free_limit + 5 * num - 1) / (5 * num);
 			while (tofree-- && !usl_list_empty(&n->slabs_free)) {
 				struct slab *slab = usl_container_of(n->slabs_free.prev, struct slab, slab_list);
-				n->free_objects -= slab_num(slab);
+				set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
 				n->free_slabs--;
 				usl_list_del(&slab->slab_list);
 				slab->node_partial = USL_SLAB_LIST_NONE;
@@ -621,7 +627,7 @@ bool usl_slab_release(struct kmem_cache *s)
 		drain_shared_locked(s, n, ~0u, &list);
 		while (!usl_list_empty(&n->slabs_free)) {
 			struct slab *slab = usl_container_of(n->slabs_free.next, struct slab, slab_list);
-			n->free_objects -= slab_num(slab);
+			set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
 			n->free_slabs--;
 			usl_list_del(&slab->slab_list);
 			slab->node_partial = USL_SLAB_LIST_NONE;
@@ -643,10 +649,12 @@ void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out)
 		out->total_slabs += __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
 		out->total_objects += __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
 		out->free_slabs += n->free_slabs;
-		out->free_objects += n->free_objects;
+		set_count_ul(&out->free_objects, out->free_objects + (n->free_objects));
 		out->free_limit += n->free_limit;
-		for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next)
+		for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
 			out->partial_slabs++;
+			out->partial_inuse += slab_active(usl_container_of(it, struct slab, slab_list));
+		}
 		for (struct usl_list *it = n->full.next; it != &n->full; it = it->next)
 			out->full_slabs++;
 		if (n->shared)

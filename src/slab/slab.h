@@ -78,6 +78,7 @@ USL_HIDDEN unsigned long usl_slab_objects_in_use(struct kmem_cache *s);
 struct usl_slab_counts {
 	unsigned long total_slabs, total_objects, free_slabs, partial_slabs, full_slabs, free_objects;
 	unsigned long shared_avail, alien_avail, free_limit;
+	unsigned long partial_inuse;  /* objects handed out of the partial slabs */
 };
 USL_HIDDEN void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out);
 /* Each slab's list agrees with its active count, the lists' counts add up

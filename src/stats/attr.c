@@ -122,7 +122,8 @@ enum attr_id {
 	A_SLAB_SIZE, A_OBJECT_SIZE, A_OBJS_PER_SLAB, A_ORDER, A_MIN_PARTIAL, A_CPU_PARTIAL, A_OBJECTS,
 	A_OBJECTS_PARTIAL, A_PARTIAL, A_CPU_SLABS, A_SLABS_CPU_PARTIAL, A_CTOR, A_ALIASES, A_ALIGN,
 	A_HWCACHE_ALIGN, A_RECLAIM_ACCOUNT, A_DESTROY_BY_RCU, A_SHEAF_CAPACITY, A_SANITY_CHECKS, A_TRACE,
-	A_RED_ZONE, A_POISON, A_STORE_USER, A_SLABS, A_TOTAL_OBJECTS, A_VALIDATE, A_SHRINK, A_NR
+	A_RED_ZONE, A_POISON, A_STORE_USER, A_SLABS, A_TOTAL_OBJECTS, A_VALIDATE, A_SHRINK, A_ALLOCATOR,
+	A_TUNABLES, A_NR
 };
 
 static const char *const attr_names[A_NR + USL_NR_STATS + 1] = {
@@ -130,6 +131,9 @@ static const char *const attr_names[A_NR + USL_NR_STATS + 1] = {
 	"objects_partial", "partial", "cpu_slabs", "slabs_cpu_partial", "ctor", "aliases", "align",
 	"hwcache_align", "reclaim_account", "destroy_by_rcu", "sheaf_capacity", "sanity_checks", "trace",
 	"red_zone", "poison", "store_user", "slabs", "total_objects", "validate", "shrink",
+	/* uslab's: the cache's engine, and SLAB's tunables ("limit batchcount shared",
+	 * the kernel's /proc/slabinfo columns and write) */
+	"allocator", "tunables",
 	/* then the counters (usl_stat_names), filled in by attr_list */
 };
 
@@ -188,6 +192,11 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 	case A_POISON: put(o, "%d\n", !!(f & SLAB_POISON)); return;
 	case A_STORE_USER: put(o, "%d\n", !!(f & SLAB_STORE_USER)); return;
 	case A_VALIDATE: case A_SHRINK: return;      /* write-only in effect: empty */
+	case A_ALLOCATOR: put(o, "%s\n", usl_is_slab(s) ? "slab" : "slub"); return;
+	case A_TUNABLES:
+		put(o, "%u %u %u\n", __atomic_load_n(&s->limit, __ATOMIC_RELAXED),
+		    __atomic_load_n(&s->batchcount, __ATOMIC_RELAXED), __atomic_load_n(&s->shared, __ATOMIC_RELAXED));
+		return;
 	case A_CTOR:
 		if (s->ctor) {
 			Dl_info di;
@@ -215,7 +224,7 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 		show_counter(o, s, (enum usl_stat_item)(id - A_NR));
 		return;
 	}
-	usl_slub_node_counts(s, &nc);
+	usl_engine_node_counts(s, &nc);
 	switch (id) {
 	case A_OBJECTS: show_node(o, nc.total_objects - nc.partial_free); return;
 	case A_OBJECTS_PARTIAL: show_node(o, nc.partial_inuse); return;
@@ -321,6 +330,38 @@ int uslab_cache_attr_write(struct kmem_cache *s, const char *attr, const char *v
 			break;
 		usl_slub_set_cpu_partial(s, (unsigned int)x);
 		return 0;
+	case A_TUNABLES: {
+		/* "limit batchcount shared", as the kernel's slabinfo write takes
+		 * them; a SLUB cache has none (EOPNOTSUPP). */
+		unsigned long v[3];
+		const char *q = value;
+		if (!usl_is_slab(s)) {
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+		for (int i = 0; i < 3; i++) {
+			char *end;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q < '0' || *q > '9')
+				goto bad;
+			errno = 0;
+			v[i] = strtoul(q, &end, 10);
+			if (errno || v[i] > 1u << 20)
+				goto bad;
+			q = end;
+		}
+		while (*q == ' ' || *q == '\t' || *q == '\n')
+			q++;
+		if (*q)
+			break;
+		int r = usl_cache_tune(s, (unsigned int)v[0], (unsigned int)v[1], (unsigned int)v[2]);
+		if (r) {
+			errno = -r;
+			return -1;
+		}
+		return 0;
+	}
 	case A_SHRINK:
 		if (value[0] != '1')
 			break;
@@ -333,6 +374,7 @@ int uslab_cache_attr_write(struct kmem_cache *s, const char *attr, const char *v
 		errno = EACCES;  /* read-only */
 		return -1;
 	}
+bad:
 	errno = EINVAL;
 	return -1;
 }

@@ -17,10 +17,26 @@
 void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out)
 {
 	struct usl_node_counts nc;
-	usl_slub_node_counts(s, &nc);
-	out->num_slabs = out->active_slabs = nc.nr_slabs;
-	out->num_objs = nc.total_objects;
-	out->active_objs = nc.total_objects - nc.partial_free;
+	memset(out, 0, sizeof(*out));
+	if (usl_is_slab(s)) {
+		/* The kernel's SLAB rows: objects in the arrays count as active;
+		 * active slabs are those not free; its tunables and shared array. */
+		struct usl_slab_counts c;
+		usl_slab_counts(s, &c);
+		out->num_slabs = c.total_slabs;
+		out->active_slabs = c.total_slabs - c.free_slabs;
+		out->num_objs = c.total_objects;
+		out->active_objs = c.total_objects - c.free_objects;
+		out->limit = s->limit;
+		out->batchcount = s->batchcount;
+		out->shared = s->shared;
+		out->shared_avail = c.shared_avail;
+	} else {
+		usl_engine_node_counts(s, &nc);
+		out->num_slabs = out->active_slabs = nc.nr_slabs;
+		out->num_objs = nc.total_objects;
+		out->active_objs = nc.total_objects - nc.partial_free;
+	}
 	out->objects_per_slab = s->objects;
 	out->order = s->order;
 }
@@ -33,8 +49,8 @@ static int show_row(struct kmem_cache *s, void *arg)
 
 	usl_cache_slabinfo(s, &si);
 	snprintf(line, sizeof(line), "%-17s %6lu %6lu %6u %4u %4d : tunables %4u %4u %4u : slabdata %6lu %6lu %6lu\n",
-	         s->name, si.active_objs, si.num_objs, s->size, si.objects_per_slab, 1 << si.order, 0u, 0u, 0u,
-	         si.active_slabs, si.num_slabs, 0UL);
+	         s->name, si.active_objs, si.num_objs, s->size, si.objects_per_slab, 1 << si.order, si.limit,
+	         si.batchcount, si.shared, si.active_slabs, si.num_slabs, si.shared_avail);
 	fputs(line, f);
 	return 0;
 }
@@ -105,4 +121,32 @@ void usl_stats_exit_report(void)
 	}
 	uslab_slabinfo(f);
 	fclose(f);
+}
+
+/* The kernel's /proc/slabinfo write: "name limit batchcount shared". */
+int uslab_slabinfo_write(const char *line)
+{
+	char name[USL_NAME_MAX];
+	size_t n = 0;
+	if (!line) {
+		errno = EINVAL;
+		return -1;
+	}
+	while (*line == ' ' || *line == '\t')
+		line++;
+	while (line[n] && line[n] != ' ' && line[n] != '\t' && n + 1 < sizeof(name)) {
+		name[n] = line[n];
+		n++;
+	}
+	name[n] = 0;
+	if (!n || (line[n] != ' ' && line[n] != '\t')) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct kmem_cache *s = uslab_cache_find(name);
+	if (!s) {
+		errno = ENOENT;
+		return -1;
+	}
+	return uslab_cache_attr_write(s, "tunables", line + n);
 }

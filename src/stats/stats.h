@@ -25,6 +25,8 @@ USL_HIDDEN unsigned long long usl_stat_sum(const struct kmem_cache *s, enum usl_
 struct usl_slabinfo {
 	unsigned long active_objs, num_objs, active_slabs, num_slabs;
 	unsigned int objects_per_slab, order;
+	unsigned int limit, batchcount, shared;   /* SLAB's tunables (SLUB: 0) */
+	unsigned long shared_avail;              /* objects in SLAB's shared arrays */
 };
 USL_HIDDEN void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out);
 

@@ -350,6 +350,69 @@ static void test_reap(void)
 	kmem_cache_destroy(s);
 }
 
+/* The tunables as a program sets them: the attribute and the kernel's
+ * /proc/slabinfo write, their refusals, and slabinfo's columns. */
+static void test_tunables_api(void)
+{
+	struct kmem_cache *s = make("slab-attr", 96, NULL);
+	char buf[128];
+	CHECK(uslab_cache_attr(s, "allocator", buf, sizeof(buf)) > 0 && !strcmp(buf, "slab\n"));
+	CHECK(uslab_cache_attr(s, "tunables", buf, sizeof(buf)) > 0 && !strcmp(buf, "120 60 8\n") == (usl_nr_cpus > 1));
+	CHECK_EQ(uslab_cache_attr_write(s, "tunables", "32 16 4\n"), 0);
+	CHECK(uslab_cache_attr(s, "tunables", buf, sizeof(buf)) > 0 && !strcmp(buf, "32 16 4\n"));
+	CHECK_EQ(s->sheaf_capacity, 32);
+	CHECK_EQ(uslab_slabinfo_write("slab-attr 64 32 0"), 0);
+	CHECK_EQ(s->limit, 64);
+	CHECK_EQ(s->batchcount, 32);
+	CHECK_EQ(s->shared, 0);
+	static const char *const bad[] = { "slab-attr 0 1 0", "slab-attr 4 8 0", "slab-attr 4 x 0", "slab-attr 4 2",
+	                                   "slab-attr 4 2 0 junk", "slab-attr", "", "slab-attr 99999999999 1 0" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		CHECK_EQ(uslab_slabinfo_write(bad[i]), -1);
+		CHECK_EQ(errno, EINVAL);
+	}
+	errno = 0;
+	CHECK_EQ(uslab_slabinfo_write(NULL), -1);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(uslab_slabinfo_write("no-such-cache 8 4 0"), -1);
+	CHECK_EQ(errno, ENOENT);
+	CHECK_EQ(s->limit, 64);
+	struct kmem_cache *d = kmem_cache_create("slab-attr-debug", 64, 0, SLAB_POISON | SLAB_NO_MERGE, NULL);
+	errno = 0;
+	CHECK_EQ(uslab_cache_attr_write(d, "tunables", "8 4 0"), -1);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(uslab_cache_attr(d, "allocator", buf, sizeof(buf)) > 0 && !strcmp(buf, "slub\n"));
+	kmem_cache_destroy(d);
+	/* slabinfo shows them. */
+	void *x = kmem_cache_alloc(s, GFP_KERNEL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	uslab_slabinfo(f);
+	fclose(f);
+	char *row = text ? strstr(text, "\nslab-attr ") : NULL;
+	CHECK(row != NULL);
+	if (row) {
+		char name[64];
+		unsigned long act, num, slabs_act, slabs_num, shared_avail;
+		unsigned int size, per, pages, lim, batch, shared;
+		CHECK_EQ(sscanf(row + 1, "%63s %lu %lu %u %u %u : tunables %u %u %u : slabdata %lu %lu %lu", name, &act,
+		                &num, &size, &per, &pages, &lim, &batch, &shared, &slabs_act, &slabs_num, &shared_avail),
+		         12);
+		CHECK_EQ(lim, 64);
+		CHECK_EQ(batch, 32);
+		CHECK_EQ(shared, 0);
+		CHECK(act >= 1 && act <= num);
+		CHECK(slabs_act >= 1 && slabs_act <= slabs_num);
+		CHECK_EQ(per, s->objects);
+	}
+	free(text);
+	kmem_cache_free(s, x);
+	kmem_cache_destroy(s);
+}
+
 /* ---- tunables under load ---- */
 static struct kmem_cache *load_cache;
 static _Atomic int load_stop;
@@ -479,6 +542,7 @@ int main(void)
 	test_colour();
 	test_batches();
 	test_reap();
+	test_tunables_api();
 	test_tune_under_load();
 	test_alien();
 	CHECK_EQ(uslab_error_count(), 0);
