@@ -177,10 +177,6 @@ unsigned int uslab_sheaf_capacity(struct kmem_cache *s)
  * Set-up
  */
 
-/* Sheaf structures come in these sizes (bytes): one internal cache each. */
-static const unsigned int sheaf_classes[USL_SHEAF_CLASSES] = { 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
-                                                               16384, 32768, 65536, 131072, 262144, 524288 };
-
 /* The kernel's calculate_sheaf_capacity: by object size, at least what the
  * creator asked for, rounded up so the sheaf fills its size class. */
 unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
@@ -200,24 +196,9 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 	if (cap > USL_SHEAF_MAX_CAPACITY)
 		return 0;
 	for (unsigned int i = 0; i < USL_SHEAF_CLASSES; i++)
-		if (usl_sheaf_bytes(cap) <= sheaf_classes[i])
-			return (sheaf_classes[i] - USL_SHEAF_HEADER) / 8u;
+		if (usl_sheaf_bytes(cap) <= usl_sheaf_class_bytes((int)i))
+			return (usl_sheaf_class_bytes((int)i) - USL_SHEAF_HEADER) / 8u;
 	return 0;
-}
-
-struct kmem_cache *usl_sheaf_class_caches[USL_SHEAF_CLASSES];
-
-int usl_sheaf_class(unsigned int capacity)
-{
-	for (int i = 0; i < USL_SHEAF_CLASSES; i++)
-		if (usl_sheaf_bytes(capacity) <= sheaf_classes[i])
-			return i;
-	return -1;
-}
-
-unsigned int usl_sheaf_class_bytes(int cls)
-{
-	return sheaf_classes[cls];
 }
 
 void usl_sheaf_cache_init(struct kmem_cache *s)

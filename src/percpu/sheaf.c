@@ -1,5 +1,5 @@
-/* sheaf.c - sheaf structures (arrays of free object pointers): made from the
- * cache's sheaf class cache or a page block, refilled from and flushed to the
+/* sheaf.c - sheaf structures (arrays of free object pointers) and their size
+ * classes: made from their class's cache or a page block, refilled from and flushed to the
  * slabs with the engine's bulk paths; the empty sheaf; the slow-path hook.
  * No locks. */
 #define _GNU_SOURCE
@@ -9,12 +9,30 @@
 
 struct slab_sheaf usl_empty_sheaf;
 
+/* Sheaf structures come in these sizes (bytes): one internal cache each. */
+static const unsigned int sheaf_classes[USL_SHEAF_CLASSES] = { 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
+                                                               16384, 32768, 65536, 131072, 262144, 524288 };
+
+struct kmem_cache *usl_sheaf_class_caches[USL_SHEAF_CLASSES];
+
+int usl_sheaf_class(unsigned int capacity)
+{
+	for (int i = 0; i < USL_SHEAF_CLASSES; i++)
+		if (usl_sheaf_bytes(capacity) <= sheaf_classes[i])
+			return i;
+	return -1;
+}
+
+unsigned int usl_sheaf_class_bytes(int cls)
+{
+	return sheaf_classes[cls];
+}
 
 /* ===========================================================================
- * Sheaf structures: from the cache's sheaf class cache (an internal cache per
- * size class, so a sheaf fills its class exactly, as the kernel rounds sheaves
- * up to a kmalloc bucket). A sheaf larger than the cache's capacity (a
- * prefilled "oversize" sheaf) is a block of its own.
+ * Sheaf structures: from the sheaf class cache of their capacity (an internal
+ * cache per size class, so a sheaf fills its class, as the kernel rounds
+ * sheaves up to a kmalloc bucket), once it exists; else (a class not made yet,
+ * a prefilled sheaf above the largest class) a block of their own.
  */
 
 struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gfp_t gfp)
