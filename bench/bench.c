@@ -9,7 +9,7 @@
  * medians). Progress goes to stderr, the tables to stdout. A child that crashes
  * or prints the wrong number of values is reported on stderr and in the table,
  * never read as a zero.
- * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]
+ * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,15 +48,16 @@ typedef void (*free_fn)(void *);
 static alloc_fn volatile sys_malloc = malloc;
 static free_fn volatile sys_free = free;
 
-/* A uslab child first prints "uslab <per-CPU mode> <sheaf capacity>" for its first
- * cache, before any number: the parent checks it against the variant's
- * environment, so a row labelled "sheaves (rseq)" is proven to have run that path. */
+/* A uslab child first prints "uslab <per-CPU mode> <sheaf capacity> <engine>"
+ * for its first cache, before any number: the parent checks it against the
+ * variant's environment, so a row labelled "sheaves (rseq)" or "slab (rseq)" is
+ * proven to have run that path. */
 static void report_path(struct kmem_cache *c)
 {
 	static int done;
 	if (done++)
 		return;
-	printf("uslab %s %u\n", uslab_percpu_mode(), uslab_sheaf_capacity(c));
+	printf("uslab %s %u %s\n", uslab_percpu_mode(), uslab_sheaf_capacity(c), uslab_allocator());
 }
 
 /* ---------------------------------------------------------------- scenarios */
@@ -159,6 +160,128 @@ static void child_nalloc(long n, int reps)
 	}
 	printf("\n");
 	free(v);
+}
+
+
+/* seed003: seed 003's own measure, "Kmalloc N*alloc N*free(size)" with both
+ * CPUs allocating at once (the seed's numbers come from concurrent runs): a
+ * thread pinned to each of the first two CPUs does N timed kmalloc (peers:
+ * malloc) of the size, then N timed frees, NALLOC_REPS times, started together
+ * at each size. Prints per size the average ticks per allocation and per free
+ * over both threads. */
+struct conc_arg {
+	int cpu;
+	long n;
+	unsigned int size;
+	pthread_barrier_t *start;
+	uint64_t ta, tf;
+};
+
+static void *conc_thread(void *p)
+{
+	struct conc_arg *a = p;
+	void **v = calloc((size_t)a->n, sizeof(void *));
+	if (a->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(a->cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	a->ta = a->tf = 0;
+	for (int r = 0; r < NALLOC_REPS; r++) {
+		pthread_barrier_wait(a->start);
+		for (long i = 0; i < a->n; i++) {
+			uint64_t t0 = ticks();
+			v[i] = use_uslab ? kmalloc(a->size, GFP_KERNEL) : sys_malloc(a->size);
+			a->ta += ticks() - t0;
+			ESCAPE(v[i]);
+		}
+		for (long i = 0; i < a->n; i++) {
+			uint64_t t0 = ticks();
+			if (use_uslab)
+				kfree(v[i]);
+			else
+				sys_free(v[i]);
+			a->tf += ticks() - t0;
+		}
+	}
+	free(v);
+	return NULL;
+}
+
+static void child_seed003(long n)
+{
+	int two = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
+	if (use_uslab) {
+		void *x = kmalloc(32, GFP_KERNEL);   /* makes the classes: report the engine */
+		kfree(x);
+		struct kmem_cache *c = kmem_cache_create("seed003-probe", 32, 0, 0, NULL);
+		report_path(c);
+		kmem_cache_destroy(c);
+	}
+	for (unsigned s = 0; s < NSIZES; s++) {
+		pthread_barrier_t start;
+		pthread_barrier_init(&start, NULL, 2);
+		struct conc_arg a[2];
+		pthread_t t[2];
+		for (int i = 0; i < 2; i++) {
+			a[i] = (struct conc_arg){ two ? i : -1, n, nalloc_sizes[s], &start, 0, 0 };
+			pthread_create(&t[i], NULL, conc_thread, &a[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&start);
+		double calls = (double)n * NALLOC_REPS * 2;
+		printf("%.1f %.1f ", (double)(a[0].ta + a[1].ta) / calls, (double)(a[0].tf + a[1].tf) / calls);
+	}
+	printf("\n");
+}
+
+/* colour: what slab colouring buys. M objects of 3072 bytes (SLAB: order-1
+ * slabs of two, 2 KiB spare, 32 colours), then the first cache line of each
+ * read over and over: without colour every first object starts at the same
+ * page offset, so the lines compete for the same cache sets. Prints ns per
+ * read for each M. */
+static const unsigned int colour_ms[] = { 16, 64, 256, 512, 1024, 4096 };
+#define NCOLOUR (sizeof(colour_ms) / sizeof(colour_ms[0]))
+
+static void child_colour(long reads)
+{
+	struct kmem_cache *c = NULL;
+	if (use_uslab) {
+		c = kmem_cache_create("colour-3072", 3072, 0, SLAB_NO_MERGE, NULL);
+		report_path(c);
+	}
+	for (unsigned k = 0; k < NCOLOUR; k++) {
+		unsigned int m = colour_ms[k];
+		void **v = calloc(m, sizeof(void *));
+		for (unsigned int i = 0; i < m; i++) {
+			v[i] = use_uslab ? kmem_cache_alloc(c, GFP_KERNEL) : sys_malloc(3072);
+			memset(v[i], (int)i, 3072);
+		}
+		long rounds = reads / m;
+		double best = 0;
+		for (int b = 0; b < 5; b++) {
+			uintptr_t sum = 0;
+			double t0 = now_ns();
+			for (long r = 0; r < rounds; r++)
+				for (unsigned int i = 0; i < m; i++)
+					sum += *(volatile uintptr_t *)v[i];
+			double ns = (now_ns() - t0) / ((double)rounds * m);
+			ESCAPE(sum);
+			if (b == 0 || ns < best)
+				best = ns;
+		}
+		printf("%.3f ", best);
+		for (unsigned int i = 0; i < m; i++) {
+			if (use_uslab)
+				kmem_cache_free(c, v[i]);
+			else
+				sys_free(v[i]);
+		}
+		free(v);
+	}
+	printf("\n");
 }
 
 /* remote: one thread allocates, another frees, through a ring. ns per object. */
@@ -352,19 +475,30 @@ struct variant {
 	const char *rseq;      /* USLAB_RSEQ value or NULL (default: rseq) */
 	const char *sheaves;   /* USLAB_SHEAVES value or NULL (peers: irrelevant) */
 	int present;           /* 0: peer library not installed */
+	const char *engine;    /* USLAB_ALLOCATOR (uslab rows; NULL: slub) */
+	const char *colour;    /* USLAB_SLAB_COLOUR or NULL */
+	const char *only;      /* the scenarios it runs in (space-separated), NULL: all */
 };
 
-/* uslab: the four combinations of sheaves / cpu-slab and rseq / locked, each
- * chosen by its child's environment, which the library reads when it starts. */
+/* uslab: the four combinations of sheaves / cpu-slab and rseq / locked on SLUB,
+ * and SLAB (USLAB_ALLOCATOR=slab: its arrays are always on) in both modes, each
+ * chosen by its child's environment, which the library reads when it starts;
+ * for seed 003's table SLAB with its colour under the node lock, and for the
+ * colour table SLAB without colour. */
 static struct variant variants[] = {
-	{ "uslab sheaves (rseq)", "sheaves/rseq", NULL, 1, NULL, "1", 1 },
-	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", NULL, 1, NULL, "0", 1 },
-	{ "uslab sheaves (locked)", "sheaves/locked", NULL, 1, "0", "1", 1 },
-	{ "uslab cpu-slab (locked)", "cpuslab/locked", NULL, 1, "0", "0", 1 },
-	{ "glibc", "glibc", NULL, 0, NULL, NULL, 1 },
-	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, NULL, NULL, 1 },
-	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, NULL, NULL, 1 },
-	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, NULL, 1 },
+	{ "uslab sheaves (rseq)", "sheaves/rseq", NULL, 1, NULL, "1", 1, NULL, NULL, NULL },
+	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", NULL, 1, NULL, "0", 1, NULL, NULL, NULL },
+	{ "uslab sheaves (locked)", "sheaves/locked", NULL, 1, "0", "1", 1, NULL, NULL, NULL },
+	{ "uslab cpu-slab (locked)", "cpuslab/locked", NULL, 1, "0", "0", 1, NULL, NULL, NULL },
+	{ "uslab slab (rseq)", "slab/rseq", NULL, 1, NULL, "1", 1, "slab", NULL, NULL },
+	{ "uslab slab (locked)", "slab/locked", NULL, 1, "0", "1", 1, "slab", NULL, NULL },
+	{ "uslab slab, colour locked", "slab/lockcol", NULL, 1, NULL, "1", 1, "slab", "2", "seed003" },
+	{ "uslab slab, no colour", "slab/nocol", NULL, 1, NULL, "1", 1, "slab", "0", "colour" },
+	{ "glibc", "glibc", NULL, 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, NULL, NULL, 1, NULL, NULL,
+	  NULL },
+	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, NULL, 1, NULL, NULL, NULL },
 };
 #define NVAR (int)(sizeof(variants) / sizeof(variants[0]))
 #define NAMEW 24   /* width of the allocator column: the longest name, plus one */
@@ -427,6 +561,11 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 			setenv("USLAB_SHEAVES", v->sheaves, 1);
 		else
 			unsetenv("USLAB_SHEAVES");
+		setenv("USLAB_ALLOCATOR", v->engine ? v->engine : "slub", 1);
+		if (v->colour)
+			setenv("USLAB_SLAB_COLOUR", v->colour, 1);
+		else
+			unsetenv("USLAB_SLAB_COLOUR");
 		execl(self_path, self_path, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
 		_exit(127);
 	}
@@ -452,13 +591,17 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 	}
 	char *p = buf, *end;
 	if (v->uslab) {
-		char mode[16];
+		char mode[16], engine[16];
 		unsigned int cap;
 		int used = 0;
 		const char *want_mode = v->rseq && !strcmp(v->rseq, "0") ? "locked" : "rseq";
 		int want_sheaves = v->sheaves && strcmp(v->sheaves, "0") != 0;
-		if (sscanf(p, "uslab %15s %u%n", mode, &cap, &used) != 2 || !used) {
-			snprintf(why, sizeof(fail_why[0]), "did not report its per-CPU mode and sheaf capacity");
+		if (sscanf(p, "uslab %15s %u %15s%n", mode, &cap, engine, &used) != 3 || !used) {
+			snprintf(why, sizeof(fail_why[0]), "did not report its per-CPU mode, sheaf capacity and engine");
+			goto fail;
+		}
+		if (strcmp(engine, v->engine ? v->engine : "slub") != 0) {
+			snprintf(why, sizeof(fail_why[0]), "ran on %s, not %s", engine, v->engine ? v->engine : "slub");
 			goto fail;
 		}
 		p += used;
@@ -505,11 +648,28 @@ static int cmp_double(const void *a, const void *b)
 static double medians[NVAR][MAXVALS];
 static int nran[NVAR];
 
-static void begin_scenario(void)
+/* Which variants a scenario shows: those installed, and not kept to other
+ * scenarios (installed[] is set once at start-up). */
+static int installed[NVAR];
+
+static void begin_scenario_of(const char *name)
 {
+	for (int v = 0; v < NVAR; v++) {
+		const char *o = variants[v].only;
+		size_t len = strlen(name);
+		int in = !o;
+		for (const char *q = o; q && *q && !in; q += strcspn(q, " "), q += *q == ' ')
+			in = !strncmp(q, name, len) && (q[len] == ' ' || !q[len]);
+		variants[v].present = installed[v] && in;
+	}
 	memset(ntried, 0, sizeof(ntried));
 	memset(nfail, 0, sizeof(nfail));
 	memset(cap_seen, 0, sizeof(cap_seen));
+}
+
+static void begin_scenario(void)
+{
+	begin_scenario_of("");
 }
 
 /* want_uslab / want_malloc: how many values a uslab / malloc child prints;
@@ -930,6 +1090,77 @@ static void bench_nalloc(int runs, long n)
 	nalloc_summary();
 }
 
+
+/* Seed 003's table: N*alloc N*free through kmalloc with both CPUs at once;
+ * SLAB with its colour advanced without the node lock (the seed's "after",
+ * the default) and under it (its "before"). */
+static void bench_seed003(int runs, long n)
+{
+	begin_scenario_of("seed003");
+	measure_n("seed003", n, runs, 2 * (int)NSIZES, 2 * (int)NSIZES);
+	printf("\n== seed003 (seed 003's \"Kmalloc N*alloc N*free(size)\", both CPUs at once): a thread on each of "
+	       "two CPUs does %ld kmalloc (peers: malloc) then %ld frees, each timed, %d times; ticks (TSC) per call, "
+	       "lower is better; median of %d run%s ==\n", n, n, NALLOC_REPS, runs, plural(runs));
+	printf("each cell: A/F = average ticks per allocation / per free over both threads; \"slab, colour locked\": "
+	       "SLAB with the colour advanced under the node lock (the seed's before), \"slab (rseq)\": without it "
+	       "(after)\n");
+	nalloc_sizes_header();
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].present)
+			continue;
+		printf("%-*s", RATIOW, variants[v].name);
+		if (!ran(v))
+			printf(" FAILED");
+		for (unsigned s = 0; s < NSIZES && ran(v); s++)
+			nalloc_cell(medians[v][2 * s], medians[v][2 * s + 1], 0);
+		printf("\n");
+	}
+	int after = find_variant("uslab slab (rseq)"), before = find_variant("uslab slab, colour locked");
+	if (after >= 0 && before >= 0 && ran(after) && ran(before)) {
+		printf("%-*s", RATIOW, "after / before (slab)");
+		for (unsigned s = 0; s < NSIZES; s++)
+			nalloc_cell(medians[after][2 * s] / medians[before][2 * s],
+			            medians[after][2 * s + 1] / medians[before][2 * s + 1], 1);
+		printf("\n(below 1.00: the racy colour is faster; the seed saw about 0.85 on allocation from 1024 bytes up)\n");
+	}
+	print_footer();
+}
+
+/* What colouring buys on this CPU: SLAB with and without colour, SLUB and the
+ * peers for reference. */
+static void bench_colour(int runs, long reads)
+{
+	begin_scenario_of("colour");
+	char arg[32];
+	snprintf(arg, sizeof(arg), "%ld", reads);
+	measure("colour", "colour", arg, runs, (int)NCOLOUR, (int)NCOLOUR);
+	printf("\n== colour: M objects of 3072 bytes, the first cache line of each read in turn, %ld reads per M; "
+	       "ns per read (best of 5 passes), lower is better; median of %d run%s ==\n", reads, runs, plural(runs));
+	printf("uslab: kmem_cache \"colour-3072\" (SLAB: slabs of two objects, 32 colours of 64 bytes); peers: "
+	       "malloc(3072)\n%-*s", RATIOW, "M (objects)");
+	for (unsigned k = 0; k < NCOLOUR; k++)
+		printf(" %8u", colour_ms[k]);
+	printf("\n");
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].present)
+			continue;
+		printf("%-*s", RATIOW, variants[v].name);
+		if (!ran(v))
+			printf(" FAILED");
+		for (unsigned k = 0; k < NCOLOUR && ran(v); k++)
+			printf(" %8.3f", medians[v][k]);
+		printf("\n");
+	}
+	int on = find_variant("uslab slab (rseq)"), off = find_variant("uslab slab, no colour");
+	if (on >= 0 && off >= 0 && ran(on) && ran(off)) {
+		printf("%-*s", RATIOW, "colour on / off (slab)");
+		for (unsigned k = 0; k < NCOLOUR; k++)
+			printf(" %8.2f", medians[on][k] / medians[off][k]);
+		printf("\n(below 1.00: colouring makes the reads faster)\n");
+	}
+	print_footer();
+}
+
 /* One bulk comparison table: the peers' ns per object, and per uslab variant its
  * value off (1: fallback ns, 3: bulk ns, of the 4 per size) and that over the
  * best peer. Adds the summary line what. */
@@ -1137,11 +1368,12 @@ static void bench_random_free(int runs, int quick)
 	print_footer();
 }
 
-static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "random-free", "all" };
+static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "random-free", "seed003", "colour",
+	                                  "all" };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|all] [--runs N] [--quick]\n"
+	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]\n"
 	           "  --runs N  child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
 	           "  --quick   smaller counts (single, bulk, remote, random-free)\n", MAXRUNS);
 }
@@ -1169,6 +1401,10 @@ int main(int argc, char **argv)
 			child_remote(n);
 		else if (!strcmp(argv[2], "bulk"))
 			child_bulk(n);
+		else if (!strcmp(argv[2], "seed003"))
+			child_seed003(n);
+		else if (!strcmp(argv[2], "colour"))
+			child_colour(n);
 		else if (!strcmp(argv[2], "random-free")) {
 			long rounds = *end == ':' ? atol(end + 1) : 1;
 			child_random_free(n, rounds > 0 ? rounds : 1);
@@ -1208,12 +1444,14 @@ int main(int argc, char **argv)
 		exe[l] = 0;
 		self_path = exe;
 	}
-	for (int v = 0; v < NVAR; v++)
+	for (int v = 0; v < NVAR; v++) {
 		if (variants[v].preload && access(variants[v].preload, R_OK) != 0) {
 			fprintf(stderr, "note: %s not installed (%s); its column is skipped\n", variants[v].name,
 			        variants[v].preload);
 			variants[v].present = 0;
 		}
+		installed[v] = variants[v].present;
+	}
 	printf("uslab-bench: %ld CPUs online; per-CPU mode by default: %s\n", sysconf(_SC_NPROCESSORS_ONLN),
 	       uslab_percpu_mode());
 	how_to_read(stdout);
@@ -1222,7 +1460,7 @@ int main(int argc, char **argv)
 	 * was lowered when the variants went from 6 to 8. */
 	int all = !strcmp(what, "all");
 	/* Progress steps: one a measure(), two for random-free (two sizes). */
-	progress_total(all ? 6 : !strcmp(what, "random-free") ? 2 : 1);
+	progress_total(all ? 8 : !strcmp(what, "random-free") ? 2 : 1);
 	if (all || !strcmp(what, "single"))
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))
@@ -1233,6 +1471,10 @@ int main(int argc, char **argv)
 		bench_remote(runs, quick ? 500000 : 4000000);
 	if (all || !strcmp(what, "random-free"))
 		bench_random_free(runs, quick);
+	if (all || !strcmp(what, "seed003"))
+		bench_seed003(runs, 10000);
+	if (all || !strcmp(what, "colour"))
+		bench_colour(runs, quick ? 2000000 : 20000000);
 	print_summary();
 	return 0;
 usage:

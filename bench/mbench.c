@@ -290,14 +290,19 @@ struct alloc {
 	const char *name;
 	const char *preload;    /* NULL: glibc */
 	int present;
+	const char *engine;     /* uslab's rows: USLAB_ALLOCATOR (NULL: a peer) */
 };
+/* uslab on its default engine first (the summary's row), the peers, and uslab
+ * on SLAB last (a row of its own, never counted as a peer). */
 static struct alloc allocs[] = {
-	{ "uslab", USLAB_SO_PATH, 1 },
-	{ "glibc", NULL, 1 },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1 },
-	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1 },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1 },
+	{ "uslab", USLAB_SO_PATH, 1, "slub" },
+	{ "glibc", NULL, 1, NULL },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL },
+	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL },
+	{ "uslab-slab", USLAB_SO_PATH, 1, "slab" },
 };
+static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
 #define MAXRUNS 21
 
@@ -379,6 +384,10 @@ static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[
 			setenv("LD_PRELOAD", allocs[a].preload, 1);
 		else
 			unsetenv("LD_PRELOAD");
+		if (allocs[a].engine)
+			setenv("USLAB_ALLOCATOR", allocs[a].engine, 1);
+		else
+			unsetenv("USLAB_ALLOCATOR");
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -414,6 +423,8 @@ static void summary_add(const char *name, const int *ok, const double *mt, const
 	s->name = name;
 	s->tpeer = s->rpeer = ok[0] ? -1 : -2;
 	for (int a = 1; a < NALLOC && ok[0]; a++) {
+		if (!is_peer(a))
+			continue;
 		if (ok[a] && mt[a] > 0 && (s->tpeer < 0 || mt[a] < mt[s->tpeer]))
 			s->tpeer = a;
 		if (ok[a] && mr[a] > 0 && (s->rpeer < 0 || mr[a] < mr[s->rpeer]))
@@ -464,7 +475,7 @@ static void measure(const char *name, const char *title, char *const argv[], int
 			mv[a][j] = ok[a] ? bench_median(v[a][j], ok[a]) : 0;
 		for (int j = 0; j < 2; j++)
 			mq[a][j] = ok[a] ? bench_median(q[a][j], ok[a]) : 0;
-		if (a > 0 && ok[a] && (best == 0 || mt[a] < best))
+		if (is_peer(a) && ok[a] && (best == 0 || mt[a] < best))
 			best = mt[a];
 	}
 	printf("\n== %s; wall time (s) and peak RSS (MB), lower is better; median of %d run%s ==\n", title, runs,

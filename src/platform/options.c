@@ -10,7 +10,7 @@
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1,
-                               .slab_nodes = 1 };
+                               .slab_nodes = 1, .slab_colour = 1 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -51,9 +51,10 @@ static const struct option options[] = {
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
-	/* SLAB's: a fake second node (tests: alien frees), colour under the node lock (the bench's "before"). */
+	/* SLAB's: a fake second node (tests: alien frees); colour off, racy (the
+	 * default) or under the node lock (the benchmark's "before"). */
 	{ "USLAB_SLAB_NODES", &usl_opt.slab_nodes, 1, USL_SLAB_MAX_NODES, NULL },
-	{ "USLAB_SLAB_COLOUR_LOCKED", &usl_opt.colour_locked, 0, 1, NULL },
+	{ "USLAB_SLAB_COLOUR", &usl_opt.slab_colour, 0, 2, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */

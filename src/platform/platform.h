@@ -26,7 +26,7 @@ struct usl_options {
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
 	int slab_nodes;              /* USLAB_SLAB_NODES: SLAB's nodes (2: a fake second, for tests) */
-	int colour_locked;           /* USLAB_SLAB_COLOUR_LOCKED: SLAB's colour under the node lock */
+	int slab_colour;             /* USLAB_SLAB_COLOUR: SLAB's colour 0 off, 1 racy, 2 under the node lock */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u

@@ -85,9 +85,10 @@ static long slab_order(struct kmem_cache *s, unsigned int mgmt, unsigned int lo,
 	return left_over;
 }
 
-/* The placements in the kernel's order: in a free object (no constructor,
- * and the array fits in one), off the slab (objects of at least 1/32 page,
- * unless the slab's spare bytes hold the array), on it. */
+/* The placements in the kernel's order (since 4.6): in a free object (no
+ * constructor, and the array fits in one), off the slab (when its cache's
+ * objects are at most half an object, slab_order's test, and the slab's
+ * spare bytes cannot hold it), on it. */
 static int layout(struct kmem_cache *s, unsigned int lo, unsigned int hi)
 {
 	long left;
@@ -96,11 +97,9 @@ static int layout(struct kmem_cache *s, unsigned int lo, unsigned int hi)
 		if (left >= 0 && (s->mgmt_off = obj_place(s, s->freelist_size)) != UINT32_MAX)
 			goto done;
 	}
-	if (s->size >= usl_page_size / 32 && s->size >= 128) {
-		left = slab_order(s, USL_MGMT_OFF, lo, hi);
-		if (left >= 0 && (unsigned long)left < s->freelist_size)
-			goto done;
-	}
+	left = slab_order(s, USL_MGMT_OFF, lo, hi);
+	if (left >= 0 && (unsigned long)left < s->freelist_size)
+		goto done;
 	left = slab_order(s, USL_MGMT_ON, lo, hi);
 	if (left < 0)
 		return -1;

@@ -19,7 +19,7 @@
  * the colour), pad8 (the node).
  *
  * Locks: a node's list_lock (the slab lists, free_objects, the shared array,
- * colour_next with USLAB_SLAB_COLOUR_LOCKED); an alien array's lock before
+ * colour_next with USLAB_SLAB_COLOUR=2); an alien array's lock before
  * the remote node's list_lock; the page provider's inside. No lock is held
  * across a constructor or a report. */
 #define _GNU_SOURCE
@@ -174,16 +174,15 @@ static inline struct kmem_cache_node *slab_node(struct kmem_cache *s, const stru
  * Growing and destroying slabs
  */
 
-/* The next slab's colour: seed by the node's colour_next, advanced without
+/* The next slab's colour offset: the node's colour_next, advanced without
  * the node lock (two growers may take the same colour; the value is checked
  * against the range after it is read, so it is never outside), or under it
- * with USLAB_SLAB_COLOUR_LOCKED. */
+ * with USLAB_SLAB_COLOUR=2; 0 with USLAB_SLAB_COLOUR=0. */
 static unsigned int next_colour(struct kmem_cache *s, struct kmem_cache_node *n)
 {
 	unsigned int colour = s->colour, off;
-	if (colour <= 1)
-		return 0;
-	if (usl_unlikely(usl_opt.colour_locked)) {
+	if (usl_unlikely(usl_opt.slab_colour == 2)) {
+		/* As the kernel did before: the lock taken whatever the colours. */
 		usl_lock(&n->list_lock);
 		off = n->colour_next + 1;
 		if (off >= colour)
@@ -192,6 +191,8 @@ static unsigned int next_colour(struct kmem_cache *s, struct kmem_cache_node *n)
 		usl_unlock(&n->list_lock);
 		return off * s->colour_off;
 	}
+	if (colour <= 1 || !usl_opt.slab_colour)
+		return 0;
 	off = __atomic_load_n(&n->colour_next, __ATOMIC_RELAXED) + 1;
 	if (off >= colour)
 		off = 0;

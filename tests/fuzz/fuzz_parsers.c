@@ -24,7 +24,7 @@ static void one_line(enum uslab_error kind, const char *line, void *arg)
 
 static const struct usl_options defaults = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
                                               .sheaves = -1, .decay_ms = 1000, .background = 1, .harden = 1,
-                                              .slab_nodes = 1 };
+                                              .slab_nodes = 1, .slab_colour = 1 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -95,7 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000 ||
 	    usl_opt.stats != (usl_opt.stats_out != NULL) ||
 	    (usl_opt.allocator != USL_ENGINE_SLUB && usl_opt.allocator != USL_ENGINE_SLAB) ||
-	    usl_opt.slab_nodes < 1 || usl_opt.slab_nodes > USL_SLAB_MAX_NODES)
+	    usl_opt.slab_nodes < 1 || usl_opt.slab_nodes > USL_SLAB_MAX_NODES || usl_opt.slab_colour < 0 ||
+	    usl_opt.slab_colour > 2)
 		abort();
 	for (int i = 0; i < k; i++) {
 		unsetenv(names[i]);

@@ -236,7 +236,7 @@ static void test_colour(void)
 	 * never an offset outside the slab's spare bytes. */
 	colour_cache = s;
 	for (int locked = 0; locked < 2; locked++) {
-		usl_opt.colour_locked = locked;
+		usl_opt.slab_colour = locked ? 2 : 1;
 		colour_bad = colour_seen = 0;
 		pthread_t t[6];
 		for (int i = 0; i < 6; i++)
@@ -246,7 +246,7 @@ static void test_colour(void)
 		CHECK_EQ(colour_bad, 0);
 		CHECK(colour_seen > 0);
 	}
-	usl_opt.colour_locked = 0;
+	usl_opt.slab_colour = 1;
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	kmem_cache_destroy(s);
 	/* No spare bytes: one colour, offset 0. */
