@@ -250,7 +250,7 @@ int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, 
 		 * it holds them; the rest go to their slabs. */
 		usl_lock(&n->list_lock);
 		struct slab_sheaf *old = n->shared;
-		__atomic_store_n(&n->shared, fresh[nid], __ATOMIC_RELAXED);
+		__atomic_store_n(&n->shared, fresh[nid], __ATOMIC_RELEASE);   /* its set-up before it */
 		usl_unlock(&n->list_lock);
 		if (old) {
 			if (fresh[nid]) {

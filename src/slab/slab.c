@@ -337,7 +337,10 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 
 	if (!batch)
 		batch = 1;
-	struct slab_sheaf *shared = __atomic_load_n(&n->shared, __ATOMIC_RELAXED);
+	/* An unlocked peek, as the kernel's: a shared array that tuning has
+	 * just replaced and freed reads harmlessly (metadata blocks stay
+	 * mapped), and everything is read again under the lock. */
+	struct slab_sheaf *shared = __atomic_load_n(&n->shared, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&n->free_objects, __ATOMIC_RELAXED) ||
 	    (shared && __atomic_load_n(&shared->size, __ATOMIC_RELAXED))) {
 		usl_lock(&n->list_lock);
