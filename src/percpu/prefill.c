@@ -38,8 +38,9 @@ struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp, uns
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf: NULL cache");
 		return NULL;
 	}
-	if (!s->sheaf_capacity || size > s->sheaf_capacity) {
-		/* Oversize (or a cache without sheaves): a one-off sheaf. */
+	if (!s->sheaf_capacity || size > s->sheaf_capacity || usl_is_slab(s)) {
+		/* Oversize (or a cache without sheaves, or SLAB's, which has no
+		 * spare or barn to keep one in): a one-off sheaf. */
 		if (size > USL_SHEAF_MAX_CAPACITY) {
 			usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_prefill_sheaf(%s): %u objects is above the limit %u",
 			           s->name, size, USL_SHEAF_MAX_CAPACITY);
@@ -137,7 +138,7 @@ void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf 
 
 	if (!sheaf_arg_ok("kmem_cache_return_sheaf", s, sh))
 		return;
-	if (usl_sheaf_is_oversize(s, sh)) {
+	if (usl_sheaf_is_oversize(s, sh) || usl_is_slab(s)) {
 		usl_sheaf_flush(s, sh);
 		usl_sheaf_dispose(s, sh);
 		return;
