@@ -25,6 +25,7 @@
 #                    build/release/libuslab.so under the repository root)
 #   uslab-nosheaves  the same with USLAB_SHEAVES=0
 #   uslab-decay0     the same with USLAB_DECAY_MS=0
+#   uslab-slab       the same with USLAB_ALLOCATOR=slab (SLAB, the second engine)
 # Debian's redis-server imports plain malloc/free/calloc/realloc/malloc_usable_size
 # (bound to libjemalloc.so.2), so a preloaded malloc interposes all of them; its
 # mallctl() calls keep going to jemalloc (which then manages nothing). Note that
@@ -43,7 +44,7 @@ usage: bash bench/redis/redis_rss.sh [--rounds R] [--alloc LIST] [--uslab PATH]
                                      [--port P] [--out FILE.tsv] [--verbose]
   --rounds R     rounds, each runs every allocator once (default 3)
   --alloc LIST   comma-separated: jemalloc,glibc,tcmalloc,mimalloc,uslab,
-                 uslab-nosheaves,uslab-decay0, or all (default all)
+                 uslab-nosheaves,uslab-decay0,uslab-slab, or all (default all)
   --uslab PATH   libuslab.so to preload (default $USLAB_LIB, else
                  <repo>/build/release/libuslab.so)
   --keys N       keys per DEBUG POPULATE (default 1000000)
@@ -88,7 +89,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 [ -n "$USLAB" ] || USLAB=$ROOT/build/release/libuslab.so
 LIBDIR=/usr/lib/x86_64-linux-gnu
-ALL="jemalloc glibc tcmalloc mimalloc uslab uslab-nosheaves uslab-decay0"
+ALL="jemalloc glibc tcmalloc mimalloc uslab uslab-nosheaves uslab-decay0 uslab-slab"
 [ "$ALLOCS" = all ] && ALLOCS=$ALL
 ALLOCS=${ALLOCS//,/ }
 for a in $ALLOCS; do
@@ -168,6 +169,7 @@ setup_alloc() {
 	uslab) PRELOAD=$USLAB ;;
 	uslab-nosheaves) PRELOAD=$USLAB; XENV=(USLAB_SHEAVES=0) ;;
 	uslab-decay0) PRELOAD=$USLAB; XENV=(USLAB_DECAY_MS=0) ;;
+	uslab-slab) PRELOAD=$USLAB; XENV=(USLAB_ALLOCATOR=slab) ;;
 	esac
 	[ -z "$PRELOAD" ] || [ -e "$PRELOAD" ] || return 1
 }
