@@ -109,6 +109,53 @@ static void test_lists(void)
 	kmem_cache_destroy(s);
 }
 
+/* Bad frees on SLAB: an object never handed out (past the high-water mark
+ * the page map counts), one freed twice while on its slab, and one written
+ * after its free: each reported, nothing handed out twice. */
+static unsigned long expected_errors;
+
+static void test_bad_frees(void)
+{
+	unsigned long errors0 = uslab_error_count();
+	struct kmem_cache *s = make("slab-bad", 128, NULL);
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE), corrupt = reports(USLAB_ERR_CORRUPT);
+	char *a = kmem_cache_alloc(s, GFP_KERNEL);
+	char *b = kmem_cache_alloc(s, GFP_KERNEL);
+	/* The array was refilled with a batch: objects after them were taken
+	 * from the slab; the slab's last one never was. */
+	struct slab *slab = usl_virt_to_slab(a);
+	char *never = (char *)slab->unused + (size_t)(s->objects - 1) * s->size;
+	if (usl_opt.harden < 2) {
+		kmem_cache_free(s, never);
+		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	}
+	kmem_cache_free(s, a);
+	usl_cache_flush_all(s);                      /* a is back on its slab */
+	if (usl_opt.harden) {                        /* its marker: without, only a sheaf's top is seen */
+		kmem_cache_free(s, a);               /* again */
+		CHECK(reports(USLAB_ERR_DOUBLE_FREE) >= before + 1 + (usl_opt.harden < 2));
+	}
+	memset(a, 0x41, 128);                        /* written after its free */
+	void *got[64];
+	for (int i = 0; i < 64; i++)
+		got[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	int dup = 0;
+	for (int i = 0; i < 64; i++)
+		for (int j = i + 1; j < 64; j++)
+			dup += got[i] == got[j] || got[i] == b;
+	CHECK_EQ(dup, 0);
+	if (usl_opt.harden)
+		CHECK(reports(USLAB_ERR_CORRUPT) > corrupt);
+	for (int i = 0; i < 64; i++)
+		kmem_cache_free(s, got[i]);
+	kmem_cache_free(s, b);
+	usl_cache_flush_all(s);
+	CHECK_EQ(usl_slab_objects_in_use(s), 0);
+	CHECK_EQ(usl_slab_check_lists(s), 0);
+	kmem_cache_destroy(s);
+	expected_errors += uslab_error_count() - errors0;
+}
+
 /* Every object of a few slabs written, freed in a scrambled order, taken
  * again: all distinct, inside their slabs, none overlapping the index array. */
 static void exercise(struct kmem_cache *s, unsigned int expect_place, bool idx2)
@@ -538,6 +585,7 @@ int main(void)
 	capture_reports();
 	test_engines();
 	test_lists();
+	test_bad_frees();
 	test_placements();
 	test_colour();
 	test_batches();
@@ -545,7 +593,7 @@ int main(void)
 	test_tunables_api();
 	test_tune_under_load();
 	test_alien();
-	CHECK_EQ(uslab_error_count(), 0);
+	CHECK_EQ(uslab_error_count(), expected_errors);   /* none but the bad frees' */
 	printf("per-CPU mode: %s, nodes %d\n", uslab_percpu_mode(), usl_opt.slab_nodes);
 	return test_summary();
 }
