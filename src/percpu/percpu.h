@@ -1,12 +1,13 @@
 /* percpu.h - the per-CPU layer (src/percpu/): object arrays on the slot, as the
- * layers above see them. Per CPU a main and a spare sheaf (arrays of free
- * object pointers), per node a barn of full and empty sheaves; the fast paths
+ * layers above see them, for both engines. SLUB: per CPU a main and a spare
+ * sheaf (arrays of free object pointers), per node a barn of full and empty
+ * sheaves; SLAB: the main sheaf is its array cache (array.c). The fast paths
  * are the sheaf sections of arch/rseq_x86.h (pop and push on the main sheaf),
  * and everything here runs when a section fails. It refills from and flushes to
- * the engine's bulk paths (slub/slub.h), and tells the layer above of its slow
- * paths through usl_percpu_slow_tick. Locks: a slot's sheaf_lock (locked mode),
- * then a barn's lock; neither is held across a call into the engine.
- * docs/ARCHITECTURE.md section 7. */
+ * the engines through engine.h, and tells the layer above of its slow paths
+ * through usl_percpu_slow_tick. Locks: a slot's sheaf_lock (locked mode), then
+ * a barn's lock; neither is held across a call into the engine.
+ * docs/ARCHITECTURE.md sections 7 and 13. */
 #ifndef USL_PERCPU_H
 #define USL_PERCPU_H
 
