@@ -189,7 +189,7 @@ static int write_row(struct kmem_cache *s, void *arg)
 	r->flags = (f & SLAB_HWCACHE_ALIGN ? USL_LIVE_F_HWCACHE : 0) | (f & SLAB_POISON ? USL_LIVE_F_POISON : 0) |
 	           (f & SLAB_RED_ZONE ? USL_LIVE_F_RED_ZONE : 0) | (f & SLAB_CONSISTENCY_CHECKS ? USL_LIVE_F_CHECKS : 0) |
 	           (f & SLAB_STORE_USER ? USL_LIVE_F_STORE_USER : 0) | (f & SLAB_TRACE ? USL_LIVE_F_TRACE : 0) |
-	           (f & USL_SLAB_INTERNAL ? USL_LIVE_F_OWN : 0);
+	           (f & USL_SLAB_INTERNAL ? USL_LIVE_F_OWN : 0) | (usl_is_slab(s) ? USL_LIVE_F_SLAB : 0);
 	r->cpu_slabs = cpu_slabs;                 /* as sysfs cpu_slabs: cpu slabs and cpu partial slabs */
 	r->cpu_partial_slabs = cpu_partial;
 	r->cpu_slabs += cpu_partial;

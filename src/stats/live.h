@@ -85,6 +85,7 @@ struct usl_live_alias {
 #define USL_LIVE_F_STORE_USER 0x10u
 #define USL_LIVE_F_TRACE 0x20u
 #define USL_LIVE_F_OWN 0x40u           /* uslab's own cache (kmem_cache, sheaves) */
+#define USL_LIVE_F_SLAB 0x80u          /* on the SLAB engine (USLAB_ALLOCATOR=slab) */
 
 #define USL_LIVE_FILE_BYTES                                                                       \
 	(sizeof(struct usl_live_header) + USL_LIVE_ROWS * sizeof(struct usl_live_row) +            \

@@ -135,4 +135,19 @@ fi
 kill "$pid"; wait "$pid" 2>/dev/null
 [ ! -e "$view" ] && ok "the view is removed at exit" || bad "$view left after exit"
 expect "a view gone with its process" 1 "no process $pid|publishes no live view" "$tool" -p "$pid"
+
+# A process on SLAB (USLAB_ALLOCATOR=slab): its caches are reported as SLAB's,
+# with their arrays' limit.
+export USLAB_ALLOCATOR=slab
+if start_prog "$tmp/p3.out"; then
+	spid=$prog_pid
+	for _ in $(seq 100); do
+		"$tool" -p "$spid" 2>/dev/null | grep -qE '^live-a +[3-9][0-9]{2,} ' && break
+		sleep 0.05
+	done
+	expect "SLAB: table" 0 '^live-a +[3-9][0-9]{2,} +200 ' "$tool" -p "$spid"
+	expect "SLAB: report" 0 '^\*\* SLAB: per-CPU arrays of 120 objects' "$tool" -p "$spid" '^live-a$'
+	kill "$spid"; wait "$spid" 2>/dev/null
+fi
+unset USLAB_ALLOCATOR
 exit $fail

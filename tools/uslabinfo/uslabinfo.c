@@ -286,7 +286,9 @@ static void report(FILE *f, const struct usl_live_row *r)
 	        (unsigned long)r->objects);
 	if (r->flags & USL_LIVE_F_HWCACHE)
 		fprintf(f, "** Hardware cacheline aligned\n");
-	if (r->sheaf_capacity)
+	if (r->flags & USL_LIVE_F_SLAB)
+		fprintf(f, "** SLAB: per-CPU arrays of %u objects (limit)\n", r->sheaf_capacity);
+	else if (r->sheaf_capacity)
 		fprintf(f, "** Per-CPU sheaves of %u objects\n", r->sheaf_capacity);
 	fprintf(f, "\nSizes (bytes)     Slabs              Debug                Memory\n");
 	fprintf(f, "------------------------------------------------------------------------\n");
