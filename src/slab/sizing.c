@@ -247,20 +247,19 @@ int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, 
 				usl_spin_unlock(&n->alien[o].lock);
 			}
 		/* The old shared array's objects move to the new one as far as
-		 * it holds them; the rest go to their slabs. */
+		 * it holds them, in the same critical section that publishes it
+		 * (once published, flushes fill it); the rest go to their slabs. */
 		usl_lock(&n->list_lock);
 		struct slab_sheaf *old = n->shared;
+		if (old && fresh[nid]) {
+			unsigned int k = old->size < fresh[nid]->capacity ? old->size : fresh[nid]->capacity;
+			memcpy(fresh[nid]->objects, &old->objects[old->size - k], k * sizeof(void *));
+			fresh[nid]->size = k;
+			__atomic_store_n(&old->size, old->size - k, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&n->shared, fresh[nid], __ATOMIC_RELEASE);   /* its set-up before it */
 		usl_unlock(&n->list_lock);
 		if (old) {
-			if (fresh[nid]) {
-				usl_lock(&n->list_lock);
-				unsigned int k = old->size < fresh[nid]->capacity ? old->size : fresh[nid]->capacity;
-				memcpy(fresh[nid]->objects, &old->objects[old->size - k], k * sizeof(void *));
-				__atomic_store_n(&fresh[nid]->size, k, __ATOMIC_RELAXED);
-				__atomic_store_n(&old->size, old->size - k, __ATOMIC_RELAXED);
-				usl_unlock(&n->list_lock);
-			}
 			if (old->size)
 				usl_slab_free_bulk(s, old->size, old->objects);
 			usl_meta_free(old);
