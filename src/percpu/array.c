@@ -136,7 +136,7 @@ unsigned int usl_array_reap(struct kmem_cache *s, uint64_t now)
 	unsigned int done = 0;
 	void *buf[REAP_CHUNK];
 
-	/* As often as the node's reap (the kernel reaps the arrays every 2 s). */
+	/* As often as the node's reap: once a decay sweep. */
 	if (usl_opt.decay_ms && now >= __atomic_load_n(&s->node[0]->next_reap, __ATOMIC_RELAXED) && arrays_hold(s)) {
 		unsigned int cpu = 0;
 		while (cpu < usl_nr_cpus) {

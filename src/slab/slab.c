@@ -613,9 +613,9 @@ static unsigned int drain_aliens(struct kmem_cache *s, unsigned int nid)
 	return done;
 }
 
-/* The reap interval for a node's shared array and free slabs (the kernel's
- * REAPTIMEOUT_NODE is 4 s; the decay sweep runs every USLAB_DECAY_MS / 2). */
-#define REAP_NODE_MS 2000
+/* A node's shared array and free slabs are reaped at most once a decay sweep
+ * (every USLAB_DECAY_MS / 2: the kernel reaped the arrays every 2 s and a
+ * node every 4 s; here the pace is uslab's decay, as SLUB's). */
 
 unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 {
@@ -630,8 +630,7 @@ unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 			usl_unlock(&n->list_lock);
 			continue;
 		}
-		uint64_t ms = usl_opt.decay_ms < REAP_NODE_MS ? usl_opt.decay_ms : REAP_NODE_MS;
-		n->next_reap = now + ms;
+		n->next_reap = now + usl_opt.decay_ms / 2;
 		struct slab_sheaf *sh = n->shared;
 		if (sh && sh->ac.touched)
 			sh->ac.touched = 0;
