@@ -288,8 +288,6 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 		uncarved = 0;
 	}
 	slab->counters = usl_counters_set_uncarved(usl_counters_make(0, num, false), uncarved);
-	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&n->total_objects, num, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
 	set_owner(s, slab, first);
 	if (!uncarved)
@@ -310,14 +308,30 @@ static void cache_grow_end(struct kmem_cache *s, struct slab *slab)
 		list_to(n, slab, active == slab_num(slab) ? USL_SLAB_LIST_FULL : USL_SLAB_LIST_PARTIAL);
 	}
 	set_count_ul(&n->free_objects, n->free_objects + (slab_num(slab) - active));
+	/* In the node's counts from here, with its free objects (as the
+	 * kernel's total_slabs++ in cache_grow_end). */
+	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n->total_objects, slab_num(slab), __ATOMIC_RELAXED);
 	usl_unlock(&n->list_lock);
+}
+
+/* A free slab off slabs_free onto list, to be destroyed once the lock is
+ * dropped: it leaves the node's counts now, under the lock (as the kernel's
+ * total_slabs--), so a count taken meanwhile does not see its objects as in
+ * use. Under n's list_lock. */
+static void slab_to_destroy(struct kmem_cache_node *n, struct slab *slab, struct usl_list *list)
+{
+	set_count_ul(&n->free_objects, n->free_objects - slab_num(slab));
+	n->free_slabs--;
+	usl_list_del(&slab->slab_list);
+	slab->node_partial = USL_SLAB_LIST_NONE;
+	usl_list_add_head(&slab->slab_list, list);
+	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&n->total_objects, slab_num(slab), __ATOMIC_RELAXED);
 }
 
 static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 {
-	struct kmem_cache_node *n = slab_node(s, slab);
-	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&n->total_objects, slab_num(slab), __ATOMIC_RELAXED);
 	if ((s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OFF)
 		usl_slub_free(s->freelist_cache, usl_virt_to_slab(slab->freelist), slab->freelist);
 	slab->freelist = NULL;
@@ -361,14 +375,8 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 			list_to(n, slab, USL_SLAB_LIST_PARTIAL);
 		}
 	}
-	while (n->free_objects > __atomic_load_n(&n->free_limit, __ATOMIC_RELAXED) && !usl_list_empty(&n->slabs_free)) {
-		struct slab *slab = usl_container_of(n->slabs_free.prev, struct slab, slab_list);
-		set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
-		usl_list_del(&slab->slab_list);
-		slab->node_partial = USL_SLAB_LIST_NONE;
-		usl_list_add_head(&slab->slab_list, list);
-		n->free_slabs--;
-	}
+	while (n->free_objects > __atomic_load_n(&n->free_limit, __ATOMIC_RELAXED) && !usl_list_empty(&n->slabs_free))
+		slab_to_destroy(n, usl_container_of(n->slabs_free.prev, struct slab, slab_list), list);
 }
 
 unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batch, gfp_t gfp)
@@ -643,12 +651,7 @@ unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 			unsigned long num = s->objects ? s->objects : 1;
 			unsigned long tofree = (n->free_limit + 5 * num - 1) / (5 * num);
 			while (tofree-- && !usl_list_empty(&n->slabs_free)) {
-				struct slab *slab = usl_container_of(n->slabs_free.prev, struct slab, slab_list);
-				set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
-				n->free_slabs--;
-				usl_list_del(&slab->slab_list);
-				slab->node_partial = USL_SLAB_LIST_NONE;
-				usl_list_add_head(&slab->slab_list, &list);
+				slab_to_destroy(n, usl_container_of(n->slabs_free.prev, struct slab, slab_list), &list);
 				done++;
 			}
 		}
@@ -669,14 +672,8 @@ bool usl_slab_release(struct kmem_cache *s)
 		usl_list_init(&list);
 		usl_lock(&n->list_lock);
 		drain_shared_locked(s, n, ~0u, &list);
-		while (!usl_list_empty(&n->slabs_free)) {
-			struct slab *slab = usl_container_of(n->slabs_free.next, struct slab, slab_list);
-			set_count_ul(&n->free_objects, n->free_objects - (slab_num(slab)));
-			n->free_slabs--;
-			usl_list_del(&slab->slab_list);
-			slab->node_partial = USL_SLAB_LIST_NONE;
-			usl_list_add_head(&slab->slab_list, &list);
-		}
+		while (!usl_list_empty(&n->slabs_free))
+			slab_to_destroy(n, usl_container_of(n->slabs_free.next, struct slab, slab_list), &list);
 		left |= !usl_list_empty(&n->partial) || !usl_list_empty(&n->full);
 		usl_unlock(&n->list_lock);
 		slabs_destroy(s, &list);
