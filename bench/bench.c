@@ -1039,16 +1039,9 @@ static void nalloc_sizes_header(void)
 	printf("\n");
 }
 
-static void bench_nalloc(int runs, long n)
+/* One row per allocator of A/F cells (nalloc and seed003). */
+static void nalloc_rows(void)
 {
-	begin_scenario();
-	measure_n("nalloc", n, runs, 2 * (int)NSIZES, 2 * (int)NSIZES);
-	printf("\n== nalloc (seed 003's \"Kmalloc N*alloc N*free(size)\"): %ld allocations each timed, then %ld frees "
-	       "each timed, %d times; ticks (TSC) per call, lower is better; median of %d run%s ==\n", n, n, NALLOC_REPS,
-	       runs, plural(runs));
-	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
-	printf("each cell: A/F = average ticks per allocation / average ticks per free (the seed's \"Average=A/F\")\n");
-	nalloc_sizes_header();
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
@@ -1059,6 +1052,19 @@ static void bench_nalloc(int runs, long n)
 			nalloc_cell(medians[v][2 * s], medians[v][2 * s + 1], 0);
 		printf("\n");
 	}
+}
+
+static void bench_nalloc(int runs, long n)
+{
+	begin_scenario();
+	measure_n("nalloc", n, runs, 2 * (int)NSIZES, 2 * (int)NSIZES);
+	printf("\n== nalloc (seed 003's \"Kmalloc N*alloc N*free(size)\"): %ld allocations each timed, then %ld frees "
+	       "each timed, %d times; ticks (TSC) per call, lower is better; median of %d run%s ==\n", n, n, NALLOC_REPS,
+	       runs, plural(runs));
+	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
+	printf("each cell: A/F = average ticks per allocation / average ticks per free (the seed's \"Average=A/F\")\n");
+	nalloc_sizes_header();
+	nalloc_rows();
 	int tc = find_variant("tcmalloc");
 	printf("\nratios uslab / peer at each size, alloc/free (below 1.00: uslab is faster; above 1.00: slower); "
 	       "\"/ best peer\": the fastest peer at that size and operation, \"/ tcmalloc\": tcmalloc's numbers\n");
@@ -1105,16 +1111,7 @@ static void bench_seed003(int runs, long n)
 	       "SLAB with the colour advanced under the node lock (the seed's before), \"slab (rseq)\": without it "
 	       "(after)\n");
 	nalloc_sizes_header();
-	for (int v = 0; v < NVAR; v++) {
-		if (!variants[v].present)
-			continue;
-		printf("%-*s", RATIOW, variants[v].name);
-		if (!ran(v))
-			printf(" FAILED");
-		for (unsigned s = 0; s < NSIZES && ran(v); s++)
-			nalloc_cell(medians[v][2 * s], medians[v][2 * s + 1], 0);
-		printf("\n");
-	}
+	nalloc_rows();
 	int after = find_variant("uslab slab (rseq)"), before = find_variant("uslab slab, colour locked");
 	if (after >= 0 && before >= 0 && ran(after) && ran(before)) {
 		printf("%-*s", RATIOW, "after / before (slab)");
