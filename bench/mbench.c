@@ -6,7 +6,7 @@
  * which way is better; a summary at the end puts uslab against the best peer
  * of each workload (from the same medians). Progress goes to stderr, the
  * tables to stdout.
- * Usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]
+ * Usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -285,6 +285,24 @@ static void churn(long *rss_before, long *rss_after, long *rss_trim)
 	*rss_trim = rss_kib();
 }
 
+/* large: blocks of 5 to 25 MiB (each above any allocator's size classes),
+ * zero-filled and freed one after the other, 2000 of them: what a program that
+ * reads files or builds images into fresh buffers does. An allocator that maps
+ * and unmaps each one faults every page in again. */
+static void large(void)
+{
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	int n = quick ? 300 : 2000;
+	for (int i = 0; i < n; i++) {
+		size_t len = ((size_t)5 << 20) + xorshift(&x) % ((size_t)20 << 20);
+		char *p = vmalloc(len);
+		if (!p)
+			exit(1);
+		memset(p, 0, len);
+		vfree(p);
+	}
+}
+
 /* ---------------------------------------------------------------- driver */
 struct alloc {
 	const char *name;
@@ -516,6 +534,8 @@ static int child(const char *w)
 		xmalloc_test();
 	else if (!strcmp(w, "scratch"))
 		scratch();
+	else if (!strcmp(w, "large"))
+		large();
 	else if (!strcmp(w, "churn")) {
 		churn(&b, &f, &tr);
 		printf("%ld %ld %ld\n", b, f, tr);
@@ -526,7 +546,7 @@ static int child(const char *w)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|programs|all] [--runs N] [--quick]\n"
+	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick]\n"
 	           "  --runs N  runs per allocator and workload, 1..%d (default 5); medians are printed\n"
 	           "  --quick   smaller workloads\n", MAXRUNS);
 }
@@ -564,7 +584,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	static const char *const names[] = { "larson", "xmalloc", "scratch", "churn", "programs", "all" };
+	static const char *const names[] = { "larson", "xmalloc", "scratch", "churn", "large", "programs", "all" };
 	int known = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		known |= !strcmp(what, names[i]);
@@ -593,8 +613,8 @@ int main(int argc, char **argv)
 	       quick ? "quick" : "full", USLAB_SO_PATH);
 	how_to_read(stdout);
 	int all = !strcmp(what, "all");
-	/* Progress steps: the four workloads and the four programs. */
-	progress_total(all ? 8 : !strcmp(what, "programs") ? 4 : 1);
+	/* Progress steps: the five workloads and the four programs. */
+	progress_total(all ? 9 : !strcmp(what, "programs") ? 4 : 1);
 	struct {
 		const char *name, *title;
 	} w[] = {
@@ -602,6 +622,7 @@ int main(int argc, char **argv)
 		{ "xmalloc", "xmalloc-like: 2 producer threads, 2 consumer threads (16..256 B, batches of 64)" },
 		{ "scratch", "cache-scratch: 4 threads free a neighbour block, then allocate and write 8-byte blocks" },
 		{ "churn", "churn: 1 thread, 8000 slots, 8 B..64 KiB, malloc/free/realloc grow and shrink" },
+		{ "large", "large: 2000 blocks of 5..25 MiB, each zero-filled and freed (300 in quick mode)" },
 	};
 	for (unsigned i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (!all && strcmp(what, w[i].name))

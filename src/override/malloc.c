@@ -138,7 +138,10 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		if (p && pow2 != n)
 			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
 	} else {
-		p = usl_map_alloc(n, align);
+		bool fresh;
+		p = usl_map_alloc(n, align, &fresh);
+		if (p && (gfp & __GFP_ZERO) && !fresh)
+			memset(p, 0, n);
 	}
 	if (!p)
 		errno = ENOMEM;

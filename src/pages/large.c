@@ -1,8 +1,10 @@
 /* large.c - large blocks by pointer: the page blocks that kmalloc takes above
  * 8 KiB (USL_PAGE_LARGE, from pages.c), and direct mappings beyond the largest
  * block, recorded in an open-addressing table (the range cannot hold them, so
- * they are found by address). Lock: map_lock, the innermost lock of the
- * library, held for a table operation only. */
+ * they are found by address), with a few freed mappings kept for reuse
+ * (docs/ARCHITECTURE.md section 3). Lock: map_lock, the innermost lock of the
+ * library, held for a table or kept-set operation only (no system call under
+ * it but mremap in usl_map_resize). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -97,15 +99,185 @@ static bool huge_record(void *p, size_t len)
 	return ok;
 }
 
+/* ===========================================================================
+ * Kept mappings: a freed direct mapping is not unmapped at once but kept, up
+ * to KEPT_BYTES and KEPT_SLOTS, so the next large block reuses its pages
+ * instead of faulting fresh zeroed ones in (glibc gets the same by raising its
+ * mmap threshold as blocks are freed and serving them from its heap). A
+ * request takes the smallest kept mapping that holds it; the rest of that
+ * mapping stays kept, as a mapping of its own, and joins the block again when
+ * the block is freed (kept neighbours merge). With none big enough, the largest
+ * smaller one grows with mremap (its pages come along, only the rest is new).
+ * The purge unmaps kept mappings that no request took over two of its calls
+ * (the decay sweep's pace: between half a decay interval and one), malloc_trim
+ * all of them. Off under USLAB_DEBUG for the large kmalloc classes: a freed
+ * block then faults on use. Under map_lock; the oldest first in kept[].
+ * (Neighbours may come from two mmap calls the kernel did not merge: an mremap
+ * of such a block fails, and the callers fall back to a fresh mapping or a
+ * copy.)
+ */
+#define KEPT_SLOTS 8
+#define KEPT_BYTES ((size_t)64 << 20)
+static struct kept {
+	uintptr_t addr;
+	size_t len;
+	bool old;                            /* a purge saw it: the next one unmaps it */
+} kept[KEPT_SLOTS];
+static unsigned int kept_n;
+static size_t kept_bytes;
+static int kept_on = -1;                 /* -1: not yet decided */
+
+static bool keeping(void)
+{
+	int on = __atomic_load_n(&kept_on, __ATOMIC_RELAXED);
+	if (usl_unlikely(on < 0)) {
+		on = usl_opt.decay_ms != 0 && !usl_debug_flags_for("kmalloc-4k");
+		__atomic_store_n(&kept_on, on, __ATOMIC_RELAXED);
+	}
+	return on;
+}
+
+/* Under map_lock: take kept[i] out of the set. */
+static struct kept kept_take(unsigned int i)
+{
+	struct kept k = kept[i];
+	for (unsigned int j = i + 1; j < kept_n; j++)
+		kept[j - 1] = kept[j];
+	__atomic_store_n(&kept_n, kept_n - 1, __ATOMIC_RELAXED);   /* (peeked at unlocked) */
+	__atomic_store_n(&kept_bytes, kept_bytes - k.len, __ATOMIC_RELAXED);
+	return k;
+}
+
+/* Under map_lock, with a slot free: add [addr, addr + len) as the newest. */
+static void kept_add(uintptr_t addr, size_t len)
+{
+	kept[kept_n] = (struct kept){ addr, len, false };
+	__atomic_store_n(&kept_n, kept_n + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&kept_bytes, kept_bytes + len, __ATOMIC_RELAXED);
+}
+
+/* A mapping of len bytes aligned to align from the kept set, recorded, or
+ * NULL. */
+static void *kept_reuse(size_t len, size_t align)
+{
+	if (!__atomic_load_n(&kept_n, __ATOMIC_RELAXED))
+		return NULL;
+	int fit = -1, grow = -1;
+	usl_lock(&map_lock);
+	for (unsigned int i = 0; i < kept_n; i++) {
+		if (kept[i].addr & (align - 1))
+			continue;
+		if (kept[i].len >= len) {
+			if (fit < 0 || kept[i].len < kept[fit].len)
+				fit = (int)i;
+		} else if (align <= usl_page_size && (grow < 0 || kept[i].len > kept[grow].len)) {
+			grow = (int)i;              /* (mremap may move it: page alignment only) */
+		}
+	}
+	struct kept k = { 0, 0, false };
+	if (fit >= 0 || grow >= 0)
+		k = kept_take((unsigned int)(fit >= 0 ? fit : grow));
+	if (k.len > len)                     /* the rest stays kept (a slot was just freed) */
+		kept_add(k.addr + len, k.len - len);
+	usl_unlock(&map_lock);
+	if (!k.addr)
+		return NULL;
+	void *p = (void *)k.addr;
+	if (k.len < len) {
+		int saved_errno = errno;
+		p = mremap(p, k.len, len, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED) {
+			munmap((void *)k.addr, k.len);
+			p = NULL;
+		}
+		errno = saved_errno;
+	}
+	if (p && !huge_record(p, len)) {
+		munmap(p, len);
+		p = NULL;
+	}
+	return p;
+}
+
+/* Keep the mapping [p, p + len) freed by the program, merged with kept
+ * neighbours, making room by unmapping the oldest; false if it is not to be
+ * kept (the caller unmaps it). */
+static bool kept_put(void *p, size_t len)
+{
+	struct kept out[KEPT_SLOTS + 1];
+	unsigned int nout = 0;
+	uintptr_t a = (uintptr_t)p;
+
+	if (len > KEPT_BYTES || !keeping())
+		return false;
+	usl_lock(&map_lock);
+	for (unsigned int i = 0; i < kept_n;) {
+		if (kept[i].addr + kept[i].len == a || a + len == kept[i].addr) {
+			struct kept k = kept_take(i);
+			a = k.addr < a ? k.addr : a;
+			len += k.len;
+		} else {
+			i++;
+		}
+	}
+	while (kept_n && (kept_n == KEPT_SLOTS || kept_bytes + len > KEPT_BYTES))
+		out[nout++] = kept_take(0);
+	if (len <= KEPT_BYTES)
+		kept_add(a, len);
+	else
+		out[nout++] = (struct kept){ a, len, false };
+	usl_unlock(&map_lock);
+	int saved_errno = errno;
+	for (unsigned int i = 0; i < nout; i++)
+		munmap((void *)out[i].addr, out[i].len);
+	errno = saved_errno;
+	return true;
+}
+
+size_t usl_map_purge(bool all)
+{
+	struct kept out[KEPT_SLOTS];
+	unsigned int nout = 0;
+	size_t bytes = 0;
+
+	if (!__atomic_load_n(&kept_n, __ATOMIC_RELAXED))
+		return 0;
+	usl_lock(&map_lock);
+	for (unsigned int i = 0; i < kept_n;) {
+		if (all || kept[i].old) {
+			out[nout] = kept_take(i);
+			bytes += out[nout++].len;
+		} else {
+			kept[i++].old = true;
+		}
+	}
+	usl_unlock(&map_lock);
+	int saved_errno = errno;
+	for (unsigned int i = 0; i < nout; i++)
+		munmap((void *)out[i].addr, out[i].len);
+	errno = saved_errno;
+	return bytes;
+}
+
+size_t usl_map_kept_bytes(void)
+{
+	return __atomic_load_n(&kept_bytes, __ATOMIC_RELAXED);
+}
+
 /* A direct mapping of size bytes aligned to align (a power of two; a page
- * unless more is asked): above a page, map size + align and unmap the
- * unaligned head and the tail. Fresh anonymous memory reads as zeros. */
-void *usl_map_alloc(size_t size, size_t align)
+ * unless more is asked): a kept one, else a fresh one (above a page, map size
+ * + align and unmap the unaligned head and the tail). *fresh: whether it is
+ * fresh anonymous memory, which reads as zeros. */
+void *usl_map_alloc(size_t size, size_t align, bool *fresh)
 {
 	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
 	size_t extra = align > usl_page_size ? align : 0;
 	if (len < size || len + extra < len || len + extra > PTRDIFF_MAX)
 		return NULL;
+	void *k = kept_reuse(len, align > usl_page_size ? align : usl_page_size);
+	*fresh = k == NULL;
+	if (k)
+		return k;
 	char *raw = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return NULL;
@@ -190,6 +362,8 @@ static bool huge_free(const void *p)
 	usl_unlock(&map_lock);
 	if (!e)
 		return false;
+	if (kept_put((void *)p, len))
+		return true;
 	int saved_errno = errno;            /* free() must keep errno */
 	munmap((void *)p, len);
 	errno = saved_errno;

@@ -202,8 +202,13 @@ USL_HIDDEN void usl_meta_fork_unlock(void);
 /* ---- large blocks (large.c) ---- */
 /* A direct mapping of size bytes aligned to align (a power of two; at least a
  * page), recorded so free and size find it by address; NULL if the kernel
- * refuses or the table cannot grow. Fresh anonymous memory reads as zeros. */
-USL_HIDDEN void *usl_map_alloc(size_t size, size_t align);
+ * refuses or the table cannot grow. A freed mapping kept for reuse may serve
+ * it: *fresh says whether it is fresh anonymous memory (zeros). */
+USL_HIDDEN void *usl_map_alloc(size_t size, size_t align, bool *fresh);
+/* Unmap the kept freed mappings that no request took since the last call
+ * (all of them with all); the bytes unmapped. Called by usl_pages_purge. */
+USL_HIDDEN size_t usl_map_purge(bool all);
+USL_HIDDEN size_t usl_map_kept_bytes(void);     /* bytes in kept freed mappings */
 /* Resize the mapping at p to hold n bytes (mremap, which may move it): the new
  * address, or NULL (p unchanged) if p is not a mapping or the kernel refuses. */
 USL_HIDDEN void *usl_map_resize(void *p, size_t n);

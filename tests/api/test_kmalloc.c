@@ -419,6 +419,69 @@ static void test_threads(void)
 	}
 }
 
+/* Direct mappings from threads at once (more threads than CPUs): freed ones
+ * are kept and taken again, split and merged under map_lock; each block's
+ * pages hold its own mark until its free, and a kzalloc'd one reads zeros. */
+enum { LARGE_THREADS = 6, LARGE_OPS = 40 };
+static int large_failures;
+static void *large_worker(void *arg)
+{
+	uint64_t x = 0x2545F4914F6CDD1Dull * (uint64_t)((intptr_t)arg + 1);
+	size_t max_block = usl_page_size << USL_MAX_ORDER;
+	unsigned char *held[2] = { NULL, NULL };
+	size_t held_n[2] = { 0, 0 };
+	int bad = 0;
+	for (int op = 0; op < LARGE_OPS; op++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int k = op & 1;
+		size_t n = max_block + 1 + x % (6 * max_block / 4);
+		if (held[k]) {
+			unsigned char m = (unsigned char)((uintptr_t)held[k] >> 12);
+			for (size_t i = 0; i < held_n[k]; i += usl_page_size)
+				bad += held[k][i] != m;
+			kfree(held[k]);
+		}
+		bool zero = (x >> 20) % 3 == 0;
+		unsigned char *p = zero ? kzalloc(n, GFP_KERNEL) : kmalloc(n, GFP_KERNEL);
+		if (!p || ksize(p) < n) {
+			bad++;
+			held[k] = NULL;
+			continue;
+		}
+		unsigned char m = (unsigned char)((uintptr_t)p >> 12);
+		for (size_t i = 0; i < n; i += usl_page_size) {
+			if (zero)
+				bad += p[i] != 0;
+			p[i] = m;
+		}
+		held[k] = p;
+		held_n[k] = n;
+	}
+	for (int k = 0; k < 2; k++)
+		kfree(held[k]);
+	__atomic_fetch_add(&large_failures, bad, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_large_threads(void)
+{
+	pthread_t t[LARGE_THREADS];
+	unsigned long errs = uslab_error_count();
+	size_t maps = usl_map_count();
+	for (int i = 0; i < LARGE_THREADS; i++)
+		pthread_create(&t[i], NULL, large_worker, (void *)(intptr_t)i);
+	for (int i = 0; i < LARGE_THREADS; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(large_failures, 0);
+	CHECK_EQ(uslab_error_count(), errs);
+	CHECK_EQ(usl_map_count(), maps);             /* every block freed */
+	CHECK(usl_map_kept_bytes() <= (64u << 20));
+	uslab_release_free_memory();
+	CHECK_EQ(usl_map_kept_bytes(), 0);
+}
+
 int main(void)
 {
 	/* The very first uslab call a large kmalloc: the page size must be known. */
@@ -433,5 +496,6 @@ int main(void)
 	test_bad_input();
 	test_kfree_bulk();
 	test_threads();
+	test_large_threads();
 	return test_summary();
 }

@@ -302,10 +302,14 @@ static void test_rss(bool decay)
 		v[i] = vmalloc(n);
 		memset(v[i], 1, n);
 	}
+	char *big = vmalloc(16u << 20);          /* a mapping: kept at its free */
+	memset(big, 1, 16u << 20);
 	long full = rss_kib();
-	CHECK(full - before > 48 * 1024);
+	CHECK(full - before > 64 * 1024);
 	for (int i = 0; i < N; i++)
 		vfree(v[i]);
+	vfree(big);
+	CHECK(usl_map_kept_bytes() >= (16u << 20));
 	long after;
 	if (!decay) {
 		malloc_trim(0);
@@ -322,10 +326,71 @@ static void test_rss(bool decay)
 			usleep(50 * 1000);
 		}
 	}
-	/* Within a tenth of the working set of where it started. */
+	/* Within a tenth of the working set of where it started, the kept
+	 * mapping unmapped. */
 	if (after - before >= (full - before) / 10)
 		fprintf(stderr, "  rss %ld KiB before, %ld full, %ld after\n", before, full, after);
 	CHECK(after - before < (full - before) / 10);
+	CHECK_EQ(usl_map_kept_bytes(), 0);
+}
+
+/* A freed direct mapping is kept for the next large block (its pages are
+ * reused, not faulted in again): a smaller block takes its start, the rest
+ * stays kept and joins it again at the free; a larger one grows it; calloc of
+ * a kept one reads zeros; a second free is reported and changes nothing; the
+ * set stays within its bounds (64 MiB); malloc_trim unmaps it. */
+static void test_kept_mappings(void)
+{
+	malloc_trim(0);
+	CHECK_EQ(usl_map_kept_bytes(), 0);
+	size_t live = usl_map_count(), big = 20u << 20, small = 6u << 20;
+	char *p = vmalloc(big);
+	CHECK(p != NULL);
+	memset(p, 7, big);
+	vfree(p);
+	CHECK_EQ(usl_map_kept_bytes(), big);
+	CHECK_EQ(usl_map_count(), live);
+	char *q = vmalloc(small);
+	CHECK(q == p);                           /* its start */
+	CHECK_EQ(malloc_usable_size(q), small);
+	CHECK_EQ(usl_map_kept_bytes(), big - small);
+	CHECK(q[0] == 7 && q[small - 1] == 7);    /* the same pages */
+	vfree(q);
+	CHECK_EQ(usl_map_kept_bytes(), big);      /* joined again */
+	capture_reports();
+	unsigned long errs = uslab_error_count();
+	vfree(q);                                /* a second free */
+	CHECK_EQ(uslab_error_count(), errs + 1);
+	CHECK_EQ(usl_map_kept_bytes(), big);
+	uslab_set_report_handler(NULL, NULL);
+	unsigned char *z = vcalloc(1, big);      /* kept, so cleared */
+	CHECK(z == (unsigned char *)p && all_bytes(z, 0, big));
+	vfree(z);
+	char *g = vmalloc(big + (4u << 20));     /* bigger: the kept one grows */
+	CHECK(g != NULL && usl_map_kept_bytes() == 0);
+	CHECK(g && g[0] == 0 && g[big + (4u << 20) - 1] == 0);
+	memset(g, 2, big + (4u << 20));
+	vfree(g);
+	void *a = NULL;                          /* an alignment the kept one may lack */
+	CHECK_EQ(posix_memalign(&a, 16u << 20, 5u << 20), 0);
+	CHECK(a && ((uintptr_t)a & ((16u << 20) - 1)) == 0);
+	free(a);
+	/* Twelve of 10 MiB live at once, then freed: at most 64 MiB stays. */
+	static char *m[12];
+	for (int i = 0; i < 12; i++) {
+		m[i] = vmalloc(10u << 20);
+		CHECK(m[i] != NULL);
+		if (m[i])
+			memset(m[i], i, 10u << 20);
+	}
+	for (int i = 0; i < 12; i++) {
+		CHECK(m[i] && m[i][(10u << 20) - 1] == (char)i);   /* none shares pages with another */
+		vfree(m[i]);
+	}
+	CHECK(usl_map_kept_bytes() > 0 && usl_map_kept_bytes() <= (64u << 20));
+	CHECK_EQ(usl_map_count(), live);
+	malloc_trim(0);
+	CHECK_EQ(usl_map_kept_bytes(), 0);
 }
 
 /* Threads allocate while the main thread forks; each child allocates and
@@ -480,6 +545,7 @@ int main(int argc, char **argv)
 	test_thread_exit();
 	CHECK_EQ(uslab_error_count(), errs);       /* nothing so far was reported */
 	test_foreign_and_trim();
+	test_kept_mappings();
 	test_trim_sheaf_caches();
 	test_rss(false);
 	return test_summary();
