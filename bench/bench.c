@@ -1,14 +1,20 @@
 /* bench.c - uslab-bench: the seed benchmarks, side by side with the peers.
  * Each scenario runs in child processes (this same program with --child), one per
- * allocator: uslab (kmem_cache_*) with sheaves and with the old cpu-slab fast path
- * (USLAB_SHEAVES=1/0), each in rseq and locked mode (USLAB_RSEQ=0), and
- * malloc/free from glibc, jemalloc, tcmalloc and mimalloc (loaded with
- * LD_PRELOAD). Runs are interleaved; the table shows medians and ratios against
- * the peers of the same run, its header the unit and which way is better, and a
- * summary at the end puts uslab against the best peer of each row (from the same
- * medians). Progress goes to stderr, the tables to stdout. A child that crashes
- * or prints the wrong number of values is reported on stderr and in the table,
- * never read as a zero.
+ * allocator, each loaded the way its users load it: uslab's kmem_cache_* rows
+ * with LD_PRELOAD=libuslab.so (this program does not link uslab: its uslab
+ * calls are weak references that the preloaded library resolves, a call
+ * through the PLT as in a program linked with -luslab), with sheaves and with
+ * the old cpu-slab fast path (USLAB_SHEAVES=1/0), each in rseq and locked mode
+ * (USLAB_RSEQ=0), and on SLAB; uslab's malloc (LD_PRELOAD=libuslab.so, called
+ * as the peers are); malloc/free from glibc, jemalloc, tcmalloc and mimalloc
+ * (LD_PRELOAD). One extra row, labelled, runs uslab-bench-static: this source
+ * linked with the static library (-fno-plt). Runs are interleaved; the table
+ * shows medians and ratios against the peers of the same run, its header the
+ * unit and which way is better, and a summary at the end puts uslab against
+ * the best peer of each row (from the same medians). Progress goes to stderr,
+ * the tables to stdout. A child that crashes, prints the wrong number of
+ * values, or runs another allocator than its row's is reported on stderr and
+ * in the table, never read as a zero.
  * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
@@ -27,6 +33,27 @@
 
 #include "progress.h"
 #include "uslab.h"
+
+#ifndef USLAB_SO_PATH
+#define USLAB_SO_PATH "libuslab.so"
+#endif
+#ifndef BENCH_STATIC
+/* Resolved by the preloaded libuslab.so, NULL in the peers' children. */
+#pragma weak kmem_cache_create
+#pragma weak kmem_cache_destroy
+#pragma weak kmem_cache_alloc
+#pragma weak kmem_cache_free
+#pragma weak kmem_cache_alloc_bulk
+#pragma weak kmem_cache_free_bulk
+#pragma weak kmalloc
+#pragma weak kfree
+#pragma weak uslab_percpu_mode
+#pragma weak uslab_sheaf_capacity
+#pragma weak uslab_allocator
+#define USLAB_LOADED (kmem_cache_create != NULL)
+#else
+#define USLAB_LOADED 1                 /* linked in (malloc stays glibc's) */
+#endif
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -471,7 +498,9 @@ struct variant {
 	const char *name;
 	const char *tag;       /* short column heading */
 	const char *preload;   /* NULL: none */
-	int uslab;             /* 1: kmem_cache_* */
+	int uslab;             /* 1: kmem_cache_* (else malloc) */
+	int peer;              /* 1: one of the four peers (the ratios' columns, "best peer") */
+	int exe;               /* 0: this program, 1: uslab-bench-static (an extra row) */
 	const char *rseq;      /* USLAB_RSEQ value or NULL (default: rseq) */
 	const char *sheaves;   /* USLAB_SHEAVES value or NULL (peers: irrelevant) */
 	int present;           /* 0: peer library not installed */
@@ -484,28 +513,36 @@ struct variant {
  * and SLAB (USLAB_ALLOCATOR=slab: its arrays are always on) in both modes, each
  * chosen by its child's environment, which the library reads when it starts;
  * for seed 003's table SLAB with its colour under the node lock, and for the
- * colour table SLAB without colour. */
+ * colour table SLAB without colour; the static link (single and bulk only);
+ * uslab's malloc on both engines. Then the peers. */
+#define SO USLAB_SO_PATH
 static struct variant variants[] = {
-	{ "uslab sheaves (rseq)", "sheaves/rseq", NULL, 1, NULL, "1", 1, NULL, NULL, NULL },
-	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", NULL, 1, NULL, "0", 1, NULL, NULL, NULL },
-	{ "uslab sheaves (locked)", "sheaves/locked", NULL, 1, "0", "1", 1, NULL, NULL, NULL },
-	{ "uslab cpu-slab (locked)", "cpuslab/locked", NULL, 1, "0", "0", 1, NULL, NULL, NULL },
-	{ "uslab slab (rseq)", "slab/rseq", NULL, 1, NULL, "1", 1, "slab", NULL, NULL },
-	{ "uslab slab (locked)", "slab/locked", NULL, 1, "0", "1", 1, "slab", NULL, NULL },
-	{ "uslab slab, colour locked", "slab/lockcol", NULL, 1, NULL, "1", 1, "slab", "2", "seed003" },
-	{ "uslab slab, no colour", "slab/nocol", NULL, 1, NULL, "1", 1, "slab", "0", "colour" },
-	{ "glibc", "glibc", NULL, 0, NULL, NULL, 1, NULL, NULL, NULL },
-	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, NULL, NULL, 1, NULL, NULL, NULL },
-	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, NULL, NULL, 1, NULL, NULL,
+	{ "uslab sheaves (rseq)", "sheaves/rseq", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, NULL },
+	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, NULL },
+	{ "uslab sheaves (locked)", "sheaves/locked", SO, 1, 0, 0, "0", "1", 1, NULL, NULL, NULL },
+	{ "uslab cpu-slab (locked)", "cpuslab/locked", SO, 1, 0, 0, "0", "0", 1, NULL, NULL, NULL },
+	{ "uslab slab (rseq)", "slab/rseq", SO, 1, 0, 0, NULL, "1", 1, "slab", NULL, NULL },
+	{ "uslab slab (locked)", "slab/locked", SO, 1, 0, 0, "0", "1", 1, "slab", NULL, NULL },
+	{ "uslab slab, colour locked", "slab/lockcol", SO, 1, 0, 0, NULL, "1", 1, "slab", "2", "seed003" },
+	{ "uslab slab, no colour", "slab/nocol", SO, 1, 0, 0, NULL, "1", 1, "slab", "0", "colour" },
+	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk" },
+	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL },
+	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
 	  NULL },
-	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1, NULL,
+	  NULL, NULL },
+	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
+	  NULL },
 };
 #define NVAR (int)(sizeof(variants) / sizeof(variants[0]))
-#define NAMEW 24   /* width of the allocator column: the longest name, plus one */
+#define NAMEW 26   /* width of the allocator column: the longest name, plus one */
 #define MAXVALS 64
 #define MAXRUNS 31
 
 static const char *self_path;
+static char static_path[4200];      /* uslab-bench-static beside this program */
 
 /* Progress on stderr, so that stdout holds only the tables: one line per
  * measured step, "[2/6] nalloc: 7 runs of <allocators>; run 1 2 ... done in 9.1 s". */
@@ -566,7 +603,8 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 			setenv("USLAB_SLAB_COLOUR", v->colour, 1);
 		else
 			unsetenv("USLAB_SLAB_COLOUR");
-		execl(self_path, self_path, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
+		const char *exe = v->exe ? static_path : self_path;
+		execl(exe, exe, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -590,6 +628,25 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 		goto fail;
 	}
 	char *p = buf, *end;
+	/* A malloc child says whether uslab served it (see child_main): uslab's
+	 * malloc rows must, the peers' must not. */
+	int want_um = !v->uslab && v->preload && !strcmp(v->preload, USLAB_SO_PATH);
+	char um_mode[16], um_engine[16];
+	int um_used = 0;
+	if (!v->uslab && sscanf(p, "uslab-malloc %15s %15s%n", um_mode, um_engine, &um_used) == 2 && um_used) {
+		p += um_used;
+		if (!want_um) {
+			snprintf(why, sizeof(fail_why[0]), "was served by uslab's malloc, not %s", v->name);
+			goto fail;
+		}
+		if (strcmp(um_engine, v->engine ? v->engine : "slub") != 0) {
+			snprintf(why, sizeof(fail_why[0]), "ran on %s, not %s", um_engine, v->engine ? v->engine : "slub");
+			goto fail;
+		}
+	} else if (want_um) {
+		snprintf(why, sizeof(fail_why[0]), "was not served by uslab's malloc (%s not preloaded?)", USLAB_SO_PATH);
+		goto fail;
+	}
 	if (v->uslab) {
 		char mode[16], engine[16];
 		unsigned int cap;
@@ -770,7 +827,7 @@ static int best_peer_v(int k)
 {
 	int best = -1;
 	for (int v = 0; v < NVAR; v++)
-		if (!variants[v].uslab && ran(v) && medians[v][k] > 0 && (best < 0 || medians[v][k] < medians[best][k]))
+		if (variants[v].peer && ran(v) && medians[v][k] > 0 && (best < 0 || medians[v][k] < medians[best][k]))
 			best = v;
 	return best;
 }
@@ -921,6 +978,15 @@ static void summary_one(const char *what, int ku, int kp)
 	summary_add(what, uv, "", "", &row, sum_row_from(&row, "", uv, ku, kp));
 }
 
+/* The same for the variant named name (uslab's malloc rows), if it ran. */
+static void summary_one_of(const char *what, const char *name, int ku, int kp)
+{
+	struct sum_row row;
+	int uv = find_variant(name);
+	if (uv >= 0)
+		summary_add(what, uv, "", "", &row, sum_row_from(&row, "", uv, ku, kp));
+}
+
 static void print_summary(void)
 {
 	if (!nsum)
@@ -980,11 +1046,11 @@ static void bench_single(int runs, long iters)
 {
 	double fns[64], ftk[64], fn, ft;
 	int nf = runs < 64 ? runs : 64;
-	begin_scenario();
+	begin_scenario_of("single");
 	measure_n("single", iters, runs, 2, 2);
 	printf("\n== single: 256-byte alloc+free pair; ns and ticks (TSC) per pair, lower is better; "
 	       "%ld pairs in %d batches, median batch, median of %d run%s ==\n", iters, BATCHES, runs, plural(runs));
-	printf("uslab: kmem_cache_alloc/kmem_cache_free; peers: malloc(256)/free\n");
+	printf("uslab: kmem_cache_alloc/kmem_cache_free; uslab malloc and peers: malloc(256)/free\n");
 	ratio_legend("/glibc .. /mimalloc", "ns");
 	printf("%-*s %9s %11s", NAMEW, "allocator", "ns/pair", "ticks/pair");
 	ratio_header();
@@ -1001,6 +1067,7 @@ static void bench_single(int runs, long iters)
 	printf("\n");
 	print_footer();
 	summary_one("single (ns/pair)", 0, 0);
+	summary_one_of("single, malloc (ns/pair)", "uslab malloc", 0, 0);
 }
 
 /* nalloc's cells: per size, value a / value b, as "24/29" or "0.77/1.25". */
@@ -1260,7 +1327,7 @@ static void bulk_locked_table(void)
 
 static void bench_bulk(int runs, long n)
 {
-	begin_scenario();
+	begin_scenario_of("bulk");
 	measure_n("bulk", n, runs, 4 * (int)NBULK, 2 * (int)NBULK);
 	printf("\n== bulk (seed 000): 256-byte objects, N allocated then N freed; cycles (TSC) and ns per object "
 	       "(one alloc + one free), lower is better; %ld objects per size, median of %d run%s ==\n", n, runs,
@@ -1323,6 +1390,8 @@ static void bench_random_free(int runs, int quick)
 		}
 		snprintf(what, sizeof(what), "%s (ns/object)", rf_what[i]);
 		summary_one(what, 0, 0);
+		snprintf(what, sizeof(what), "%s, malloc (ns/object)", rf_what[i]);
+		summary_one_of(what, "uslab malloc", 0, 0);
 	}
 	printf("\n== random-free: N live 256-byte objects; per round all N freed in a random order "
 	       "(shuffle untimed), then N allocated and each written once; ns per object (free + alloc), "
@@ -1334,7 +1403,7 @@ static void bench_random_free(int runs, int quick)
 	double best[2] = { 0, 0 };
 	for (int i = 0; i < 2; i++)
 		for (int v = 0; v < NVAR; v++)
-			if (!variants[v].uslab && ok[i][v] && val[i][v] > 0 && (best[i] == 0 || val[i][v] < best[i]))
+			if (variants[v].peer && ok[i][v] && val[i][v] > 0 && (best[i] == 0 || val[i][v] < best[i]))
 				best[i] = val[i][v];
 	for (int v = 0; v < NVAR; v++)
 		if (!strcmp(variants[v].name, "mimalloc") && variants[v].present)
@@ -1388,6 +1457,14 @@ int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "--child")) {
 		use_uslab = !strcmp(argv[3], "uslab");
+		if (use_uslab && !USLAB_LOADED) {
+			fprintf(stderr, "uslab-bench: the uslab API is not loaded (run with LD_PRELOAD=%s)\n", USLAB_SO_PATH);
+			return 3;
+		}
+#ifndef BENCH_STATIC
+		if (!use_uslab && USLAB_LOADED)      /* malloc served by uslab: say so, and how */
+			printf("uslab-malloc %s %s\n", uslab_percpu_mode(), uslab_allocator());
+#endif
 		char *end;
 		long n = strtol(argv[4], &end, 10);
 		if (!strcmp(argv[2], "single"))
@@ -1441,6 +1518,12 @@ int main(int argc, char **argv)
 		exe[l] = 0;
 		self_path = exe;
 	}
+	snprintf(static_path, sizeof(static_path), "%s-static", self_path);
+	for (int v = 0; v < NVAR; v++)
+		if (variants[v].exe && access(static_path, X_OK) != 0) {
+			fprintf(stderr, "note: %s not built; the row %s is skipped\n", static_path, variants[v].name);
+			variants[v].present = 0;
+		}
 	for (int v = 0; v < NVAR; v++) {
 		if (variants[v].preload && access(variants[v].preload, R_OK) != 0) {
 			fprintf(stderr, "note: %s not installed (%s); its column is skipped\n", variants[v].name,
@@ -1449,8 +1532,8 @@ int main(int argc, char **argv)
 		}
 		installed[v] = variants[v].present;
 	}
-	printf("uslab-bench: %ld CPUs online; per-CPU mode by default: %s\n", sysconf(_SC_NPROCESSORS_ONLN),
-	       uslab_percpu_mode());
+	printf("uslab-bench: %ld CPUs online; uslab = LD_PRELOAD=%s (its kmem_cache_* calls through the PLT, its "
+	       "malloc as the peers'), the peers by LD_PRELOAD\n", sysconf(_SC_NPROCESSORS_ONLN), USLAB_SO_PATH);
 	how_to_read(stdout);
 	/* Default counts: `all` with --runs 7 took 280 s on the 2-CPU machine with
 	 * 8 variants (bulk is the largest part), well under 10 minutes, so no count

@@ -229,7 +229,10 @@ static double cost_run(int w, const struct variant *v, long n)
 			return -1;
 	}
 	double x;
-	if (r.status != 0 || sscanf(r.out, "%lf", &x) != 1 || !(x > 0)) {
+	const char *out = r.out;             /* uslab-bench's malloc child names uslab first */
+	if (!strncmp(out, "uslab-malloc ", 13) && strchr(out, '\n'))
+		out = strchr(out, '\n') + 1;
+	if (r.status != 0 || sscanf(out, "%lf", &x) != 1 || !(x > 0)) {
 		progress_break();
 		fprintf(stderr, "uslab-dbench: %s under %s failed (status %d)%s%.200s\n", works[w].name, v->name, r.status,
 		        r.nerr ? ": " : "", r.err);
