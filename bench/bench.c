@@ -14,8 +14,11 @@
  * the best peer of each row (from the same medians). Progress goes to stderr,
  * the tables to stdout. A child that crashes, prints the wrong number of
  * values, or runs another allocator than its row's is reported on stderr and
- * in the table, never read as a zero.
+ * in the table, never read as a zero. --data FILE also appends every median,
+ * with the least and greatest run, to FILE as tab-separated lines (the
+ * benchmark report's plots, scripts/bench_report.py).
  * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]
+ *                    [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -701,8 +704,9 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* medians[v][k]: median over runs of value k of variant v, for the runs that
- * gave numbers (nran[v] of them) in the last measure(). */
-static double medians[NVAR][MAXVALS];
+ * gave numbers (nran[v] of them) in the last measure(); lows, highs: the least
+ * and the greatest of those runs. */
+static double medians[NVAR][MAXVALS], lows[NVAR][MAXVALS], highs[NVAR][MAXVALS];
 static int nran[NVAR];
 
 /* Which variants a scenario shows: those installed, and not kept to other
@@ -762,6 +766,8 @@ static void measure(const char *what, const char *scenario, const char *arg, int
 				col[r] = all[v][r][k];
 			qsort(col, (size_t)nran[v], sizeof(double), cmp_double);
 			medians[v][k] = col[nran[v] / 2];
+			lows[v][k] = col[0];
+			highs[v][k] = col[nran[v] - 1];
 		}
 	}
 }
@@ -777,6 +783,29 @@ static void measure_n(const char *scenario, long n, int runs, int want_uslab, in
 static int ran(int v)
 {
 	return variants[v].present && nran[v] > 0;
+}
+
+/* --data FILE: one line per number a table shows, "uslab-bench, table,
+ * allocator, metric, x (a size, a count N; empty for none), median, least,
+ * greatest, runs", tab-separated, from the last measure(). */
+static FILE *data_file;
+
+static void data_row(const char *table, int v, const char *metric, const char *x, int k)
+{
+	if (!data_file || !ran(v))
+		return;
+	fprintf(data_file, "uslab-bench\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%d\n", table, variants[v].name, metric, x,
+	        medians[v][k], lows[v][k], highs[v][k], nran[v]);
+}
+
+/* The same for value k of every variant that ran, with x a number (or none: -1). */
+static void data_rows(const char *table, const char *metric, long x, int k)
+{
+	char xs[32] = "";
+	if (x >= 0)
+		snprintf(xs, sizeof(xs), "%ld", x);
+	for (int v = 0; v < NVAR; v++)
+		data_row(table, v, metric, xs, k);
 }
 
 /* Under each table: the sheaf capacity each uslab variant's children reported
@@ -1056,12 +1085,17 @@ static void bench_single(int runs, long iters)
 	ratio_header();
 	printf("\n");
 	print_rows(0, "%9.2f %11.1f");
+	data_rows("single", "ns/pair", -1, 0);
+	data_rows("single", "ticks/pair", -1, 1);
 	for (int r = 0; r < nf; r++)
 		call_floor(iters, &fns[r], &ftk[r]);
 	qsort(fns, (size_t)nf, sizeof(double), cmp_d);
 	qsort(ftk, (size_t)nf, sizeof(double), cmp_d);
 	fn = fns[nf / 2];
 	ft = ftk[nf / 2];
+	if (data_file)
+		fprintf(data_file, "uslab-bench\tsingle\t(floor: 2 empty calls)\tns/pair\t\t%.4f\t%.4f\t%.4f\t%d\n", fn,
+		        fns[0], fns[nf - 1], nf);
 	printf("%-*s %9.2f %11.1f", NAMEW, "(floor: 2 empty calls)", fn, ft);
 	ratios(fn, 0);
 	printf("\n");
@@ -1106,9 +1140,14 @@ static void nalloc_sizes_header(void)
 	printf("\n");
 }
 
-/* One row per allocator of A/F cells (nalloc and seed003). */
-static void nalloc_rows(void)
+/* One row per allocator of A/F cells (nalloc and seed003, the table's name
+ * in the data lines). */
+static void nalloc_rows(const char *table)
 {
+	for (unsigned s = 0; s < NSIZES; s++) {
+		data_rows(table, "ticks/alloc", nalloc_sizes[s], 2 * (int)s);
+		data_rows(table, "ticks/free", nalloc_sizes[s], 2 * (int)s + 1);
+	}
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
@@ -1131,7 +1170,7 @@ static void bench_nalloc(int runs, long n)
 	printf("uslab: kmem_cache of that size; peers: malloc(size)/free. Ticks include rdtsc itself.\n");
 	printf("each cell: A/F = average ticks per allocation / average ticks per free (the seed's \"Average=A/F\")\n");
 	nalloc_sizes_header();
-	nalloc_rows();
+	nalloc_rows("nalloc");
 	int tc = find_variant("tcmalloc");
 	printf("\nratios uslab / peer at each size, alloc/free (below 1.00: uslab is faster; above 1.00: slower); "
 	       "\"/ best peer\": the fastest peer at that size and operation, \"/ tcmalloc\": tcmalloc's numbers\n");
@@ -1178,7 +1217,7 @@ static void bench_seed003(int runs, long n)
 	       "SLAB with the colour advanced under the node lock (the seed's before), \"slab (rseq)\": without it "
 	       "(after)\n");
 	nalloc_sizes_header();
-	nalloc_rows();
+	nalloc_rows("seed003");
 	int after = find_variant("uslab slab (rseq)"), before = find_variant("uslab slab, colour locked");
 	if (after >= 0 && before >= 0 && ran(after) && ran(before)) {
 		printf("%-*s", RATIOW, "after / before (slab)");
@@ -1215,6 +1254,8 @@ static void bench_colour(int runs, long reads)
 			printf(" %8.3f", medians[v][k]);
 		printf("\n");
 	}
+	for (unsigned k = 0; k < NCOLOUR; k++)
+		data_rows("colour", "ns/read", colour_ms[k], (int)k);
 	int on = find_variant("uslab slab (rseq)"), off = find_variant("uslab slab, no colour");
 	if (on >= 0 && off >= 0 && ran(on) && ran(off)) {
 		printf("%-*s", RATIOW, "colour on / off (slab)");
@@ -1346,6 +1387,21 @@ static void bench_bulk(int runs, long n)
 	printf("peers: N x malloc(256), N x free\n");
 	bulk_table("uslab bulk = kmem_cache_alloc_bulk + kmem_cache_free_bulk", 3, "bulk, bulk API (ns/object)");
 	bulk_table("uslab fallback = N x kmem_cache_alloc, N x kmem_cache_free", 1, "bulk, fallback (ns/object)");
+	for (unsigned k = 0; k < NBULK; k++) {
+		char at[16];
+		snprintf(at, sizeof(at), "%u", bulk_sizes[k]);
+		for (int v = 0; v < NVAR; v++) {
+			if (variants[v].uslab) {
+				data_row("bulk", v, "fallback ns/object", at, 4 * (int)k + 1);
+				data_row("bulk", v, "bulk ns/object", at, 4 * (int)k + 3);
+				data_row("bulk", v, "fallback cycles/object", at, 4 * (int)k);
+				data_row("bulk", v, "bulk cycles/object", at, 4 * (int)k + 2);
+			} else {
+				data_row("bulk", v, "malloc ns/object", at, 2 * (int)k + 1);
+				data_row("bulk", v, "malloc cycles/object", at, 2 * (int)k);
+			}
+		}
+	}
 	print_footer();
 }
 
@@ -1360,6 +1416,7 @@ static void bench_remote(int runs, long n)
 	ratio_header();
 	printf("\n");
 	print_rows(0, "%9.2f");
+	data_rows("remote", "ns/object", -1, 0);
 	print_footer();
 	summary_one("remote (ns/object)", 0, 0);
 }
@@ -1384,6 +1441,7 @@ static void bench_random_free(int runs, int quick)
 		char arg[48], what[48];
 		snprintf(arg, sizeof(arg), "%ld:%ld", rf_n[i], rf_rounds[i]);
 		measure(rf_what[i], "random-free", arg, runs, 1, 1);
+		data_rows("random-free", "ns/object", rf_n[i], 0);
 		for (int v = 0; v < NVAR; v++) {
 			ok[i][v] = ran(v);
 			val[i][v] = medians[v][0];
@@ -1439,9 +1497,12 @@ static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]\n"
-	           "  --runs N  child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
-	           "  --quick   smaller counts (single, bulk, remote, random-free)\n", MAXRUNS);
+	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick] "
+	           "[--data FILE]\n"
+	           "  --runs N     child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
+	           "  --quick      smaller counts (single, bulk, remote, random-free)\n"
+	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
+	           "               program, table, allocator, metric, x, median, min, max, runs)\n", MAXRUNS);
 }
 
 /* What every table has in common, printed once at the top. */
@@ -1494,7 +1555,13 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
 			quick = 1;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
+			if (!(data_file = fopen(argv[++i], "ae"))) {
+				fprintf(stderr, "uslab-bench: %s: %s\n", argv[i], strerror(errno));
+				return 2;
+			}
+			setvbuf(data_file, NULL, _IOLBF, 0);
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			how_to_read(stdout);
 			return 0;

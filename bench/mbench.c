@@ -5,8 +5,10 @@
  * best peer (time) and glibc (RSS). Each table's header gives the units and
  * which way is better; a summary at the end puts uslab against the best peer
  * of each workload (from the same medians). Progress goes to stderr, the
- * tables to stdout.
- * Usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick]
+ * tables to stdout. --data FILE also appends every median, with the least and
+ * greatest run, to FILE as tab-separated lines (the benchmark report's plots,
+ * scripts/bench_report.py).
+ * Usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -326,6 +328,18 @@ static int is_peer(int a) { return allocs[a].engine == NULL; }
 
 static const char *self;
 
+/* --data FILE: one line per number, "uslab-mbench, workload, allocator,
+ * metric, (no x), median, least, greatest, runs", tab-separated. */
+static FILE *data_file;
+
+/* v[0..n) sorted (bench_median sorts it). */
+static void data_row(const char *workload, int a, const char *metric, double med, const double *v, int n)
+{
+	if (data_file && n > 0)
+		fprintf(data_file, "uslab-mbench\t%s\t%s\t%s\t\t%.4f\t%.4f\t%.4f\t%d\n", workload, allocs[a].name, metric,
+		        med, v[0], v[n - 1], n);
+}
+
 /* Progress on stderr, so that stdout holds only the tables: one line per
  * workload, "[2/8] xmalloc: 5 runs of <allocators>; run 1 2 ... done in 3.1 s". */
 
@@ -498,13 +512,13 @@ static void measure(const char *name, const char *title, char *const argv[], int
 	}
 	printf("\n== %s; wall time (s) and peak RSS (MB), lower is better; median of %d run%s ==\n", title, runs,
 	       runs == 1 ? "" : "s");
-	printf("/best: time / the best peer's time; /glibc: peak RSS / glibc's (below 1.00: faster, or less memory; "
-	       "above 1.00: slower, or more)\n");
+	printf("time s: the median run, (min..max): the fastest and the slowest run; /best: time / the best peer's "
+	       "time; /glibc: peak RSS / glibc's (below 1.00: faster, or less memory; above 1.00: slower, or more)\n");
 	if (with_rss_vals)
 		printf("RSS before (the workload), after free+1.5s (all freed, then 1.5 s of light traffic), after trim "
 		       "(malloc_trim(0)): MB, lower is better; /before: that RSS / RSS before, the median of each run's "
 		       "own ratio (1.00: all given back)\n");
-	printf("%-10s %9s %8s %11s %9s", "allocator", "time s", "/best", "peak RSS MB", "/glibc");
+	printf("%-10s %9s %-16s %8s %11s %9s", "allocator", "time s", "(min..max)", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
 		printf(" %12s %15s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
 	printf("\n");
@@ -515,11 +529,20 @@ static void measure(const char *name, const char *title, char *const argv[], int
 			printf("%-10s FAILED\n", allocs[a].name);
 			continue;
 		}
-		printf("%-10s %9.3f %8.2f %11.1f %9.2f", allocs[a].name, mt[a], best > 0 ? mt[a] / best : 0, mr[a],
-		       mr[1] > 0 ? mr[a] / mr[1] : 0);
+		char range[48];
+		snprintf(range, sizeof(range), "(%.3f..%.3f)", t[a][0], t[a][ok[a] - 1]);   /* sorted by bench_median */
+		printf("%-10s %9.3f %-16s %8.2f %11.1f %9.2f", allocs[a].name, mt[a], range, best > 0 ? mt[a] / best : 0,
+		       mr[a], mr[1] > 0 ? mr[a] / mr[1] : 0);
 		if (with_rss_vals)
 			printf(" %12.2f %15.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mq[a][0], mv[a][2], mq[a][1]);
 		printf("\n");
+		data_row(name, a, "time s", mt[a], t[a], ok[a]);
+		data_row(name, a, "peak RSS MB", mr[a], r[a], ok[a]);
+		if (with_rss_vals) {
+			data_row(name, a, "RSS before MB", mv[a][0], v[a][0], ok[a]);
+			data_row(name, a, "RSS after free+1.5s MB", mv[a][1], v[a][1], ok[a]);
+			data_row(name, a, "RSS after trim MB", mv[a][2], v[a][2], ok[a]);
+		}
 	}
 	fflush(stdout);
 	summary_add(name, ok, mt, mr);
@@ -546,9 +569,12 @@ static int child(const char *w)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick]\n"
-	           "  --runs N  runs per allocator and workload, 1..%d (default 5); medians are printed\n"
-	           "  --quick   smaller workloads\n", MAXRUNS);
+	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] "
+	           "[--data FILE]\n"
+	           "  --runs N     runs per allocator and workload, 1..%d (default 5); medians are printed\n"
+	           "  --quick      smaller workloads\n"
+	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
+	           "               program, workload, allocator, metric, x (empty), median, min, max, runs)\n", MAXRUNS);
 }
 
 /* What every table has in common, printed once at the top. */
@@ -573,6 +599,12 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
+		} else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
+			if (!(data_file = fopen(argv[++i], "ae"))) {
+				fprintf(stderr, "uslab-mbench: %s: %s\n", argv[i], strerror(errno));
+				return 2;
+			}
+			setvbuf(data_file, NULL, _IOLBF, 0);
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			how_to_read(stdout);

@@ -22,6 +22,8 @@ if [ "$want" = bench ]; then
   # scudo, the hardened peer of the debug detection table (bench/dbench.c).
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so >/dev/null 2>&1 ||
     pkgs+=(libclang-rt-14-dev)
+  # The report's plots (scripts/bench_report.py draws them with gnuplot's pngcairo).
+  command -v gnuplot >/dev/null || pkgs+=(gnuplot-nox)
 fi
 lib=/usr/lib/x86_64-linux-gnu
 [ -e $lib/libjemalloc.so.2 ] || pkgs+=(libjemalloc2)

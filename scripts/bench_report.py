@@ -1,0 +1,697 @@
+#!/usr/bin/env python3
+"""bench_report.py - the benchmark report of scripts/bench.sh.
+
+  bench_report.py meta DIR --mode full|quick --command "..."
+      at the start of a run: what the report's header states about the machine,
+      the libraries and the command, into DIR/raw/meta.json.
+  bench_report.py report DIR
+      at the end: DIR/README.md with every table the programs printed (from
+      DIR/raw/*.txt) and the plots (DIR/*.png, drawn with gnuplot from the
+      programs' --data lines in DIR/raw/data.tsv and the redis scenario's
+      DIR/raw/redis.tsv); then a short summary on stdout.
+
+A plot whose data or whose gnuplot is missing is left out and the report says
+so; nothing else stops the report. Only the Python standard library is used.
+"""
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# ------------------------------------------------------------------ meta
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception:
+        return ""
+
+
+def collect_meta(mode, command):
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = "%.1f GiB" % (int(line.split()[1]) / 1048576)
+                    break
+    except OSError:
+        pass
+    versions = {}
+    for p in ["libc6", "libjemalloc2", "libtcmalloc-minimal4", "libmimalloc2.0", "redis-server", "gcc-12"]:
+        versions[p] = sh("dpkg-query -W -f='${Version}' %s 2>/dev/null" % p) or "not installed"
+    dirty = sh("git status --porcelain -- src include bench scripts CMakeLists.txt 2>/dev/null")
+    return {
+        "mode": mode,
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "cpu": cpu or platform.processor() or "unknown",
+        "ncpu": os.cpu_count(),
+        "memory": mem,
+        "kernel": platform.release(),
+        "debian": sh("cat /etc/debian_version") or "unknown",
+        "loadavg": sh("cut -d' ' -f1-3 /proc/loadavg"),
+        "compiler": sh("cc --version | head -1"),
+        "versions": versions,
+        "commit": sh("git rev-parse HEAD 2>/dev/null") or "unknown",
+        "commit_subject": sh("git log -1 --format=%s 2>/dev/null")[:100],
+        "dirty": bool(dirty),
+    }
+
+
+# ------------------------------------------------------------------ reading
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def read_data(raw):
+    """DIR/raw/data.tsv: {(program, table, allocator, metric, x): (median, min, max, runs)}."""
+    data = {}
+    text = read(os.path.join(raw, "data.tsv")) or ""
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) != 9:
+            continue
+        try:
+            data[tuple(f[:5])] = (float(f[5]), float(f[6]), float(f[7]), int(f[8]))
+        except ValueError:
+            continue
+    return data
+
+
+def read_parts(raw):
+    parts = []
+    for line in (read(os.path.join(raw, "parts.tsv")) or "").splitlines():
+        f = line.split("\t")
+        if len(f) >= 3:
+            parts.append({"name": f[0], "rc": f[1], "secs": int(f[2]) if f[2].isdigit() else 0,
+                          "cmd": f[3] if len(f) > 3 else ""})
+    return parts
+
+
+def read_redis(raw):
+    """Medians per allocator of DIR/raw/redis.tsv: ([allocators in order], {alloc: [5 MB], ...}, {alloc: [[5 MB] per round]})."""
+    text = read(os.path.join(raw, "redis.tsv"))
+    if not text:
+        return [], {}, {}
+    order, rounds = [], {}
+    for line in text.splitlines()[1:]:
+        f = line.split("\t")
+        if len(f) < 7:
+            continue
+        try:
+            vals = [int(x) / 1000.0 for x in f[2:7]]
+        except ValueError:
+            continue
+        if f[0] not in rounds:
+            order.append(f[0])
+            rounds[f[0]] = []
+        rounds[f[0]].append(vals)
+    med = {}
+    for a, rs in rounds.items():
+        med[a] = [median([r[i] for r in rs]) for i in range(5)]
+    return order, med, rounds
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def fmt_secs(s):
+    return "%dm %02ds" % (s // 60, s % 60) if s >= 60 else "%ds" % s
+
+
+# ------------------------------------------------------------------ plots
+
+PEERS = ["glibc", "jemalloc", "tcmalloc", "mimalloc"]
+COLOURS = {
+    "uslab sheaves (rseq)": "#1f4e9c", "uslab": "#1f4e9c",
+    "uslab cpu-slab (rseq)": "#4a90d9", "uslab-nosheaves": "#4a90d9",
+    "uslab sheaves (locked)": "#8ab8e6", "uslab-decay0": "#8ab8e6",
+    "uslab cpu-slab (locked)": "#b8d3f0",
+    "uslab slab (rseq)": "#1b7a3a", "uslab-slab": "#1b7a3a",
+    "uslab slab (locked)": "#6cc17f",
+    "uslab slab, colour locked": "#a4d9a0",
+    "uslab slab, no colour": "#c7e9c0",
+    "uslab static (extra)": "#6a3d9a",
+    "uslab malloc": "#00a0a0",
+    "uslab malloc, slab": "#80d0c8",
+    "glibc": "#555555",
+    "jemalloc": "#d62728",
+    "tcmalloc": "#ff7f0e",
+    "mimalloc": "#8c564b",
+    "(floor: 2 empty calls)": "#bbbbbb",
+}
+SIZE = "960,540"
+
+
+def colour(name):
+    return COLOURS.get(name, "#999999")
+
+
+def gq(s):
+    """A gnuplot double-quoted string."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class Plotter:
+    def __init__(self, outdir):
+        self.outdir = outdir
+        self.tmp = tempfile.mkdtemp(prefix="bench-report-")
+        self.gnuplot = shutil.which("gnuplot")
+        self.made = []      # (png, title, caption)
+        self.missing = []   # (title, why)
+        self.nfile = 0
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def datafile(self, lines):
+        self.nfile += 1
+        p = os.path.join(self.tmp, "d%d.dat" % self.nfile)
+        with open(p, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return p
+
+    def run(self, png, title, caption, script):
+        if not self.gnuplot:
+            self.missing.append((title, "gnuplot is not installed (scripts/deps.sh bench installs gnuplot-nox)"))
+            return
+        out = os.path.join(self.outdir, png)
+        head = ["set terminal pngcairo size %s font 'sans,10' noenhanced" % SIZE,
+                "set output %s" % gq(out), "set title %s" % gq(title), "set grid ytics lc rgb '#dddddd'",
+                "set datafile missing 'NaN'"]
+        sp = os.path.join(self.tmp, png + ".gp")
+        with open(sp, "w") as f:
+            f.write("\n".join(head + script) + "\n")
+        r = subprocess.run(["gnuplot", sp], capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) == 0:
+            self.missing.append((title, "gnuplot failed: " + (r.stderr.strip().splitlines() or ["?"])[-1][:200]))
+            if os.path.exists(out):
+                os.remove(out)
+            return
+        self.made.append((png, title, caption))
+
+    def curves(self, png, title, caption, xlabel, ylabel, series, logx=False, logy=False, xtics=None):
+        """series: [(name, [(x, y)], dashed)]; a series without points is left out."""
+        series = [s for s in series if s[1]]
+        if not series:
+            self.missing.append((title, "no data (the table's step did not run or every row FAILED)"))
+            return
+        sc = ["set xlabel %s" % gq(xlabel), "set ylabel %s" % gq(ylabel),
+              "set key outside right top vertical Left reverse samplen 3 spacing 1.1 font ',9'",
+              "set yrange [0:*]" if not logy else "set logscale y"]
+        if logx:
+            sc.append("set logscale x 2" if xtics else "set logscale x")
+        if xtics:
+            sc.append("set xtics (%s)" % ", ".join("%s %s" % (gq(str(x)), x) for x in xtics))
+        plots = []
+        for i, (name, pts, dashed) in enumerate(series):
+            f = self.datafile(["%s %s" % (x, y) for x, y in pts])
+            plots.append("%s using 1:2 with linespoints lw 2 pt %d ps 0.8 dt %d lc rgb %s title %s"
+                         % (gq(f), 4 + 2 * (i % 6) + (1 if dashed else 0), 2 if dashed else 1,
+                            gq(colour(name)), gq(name)))
+        sc.append("plot " + ", \\\n  ".join(plots))
+        self.run(png, title, caption, sc)
+
+    def bars(self, png, title, caption, ylabel, groups, series, values, hline=None, ymax=None, key="outside"):
+        """Clustered bars: groups (labels on x), one bar per series in each;
+        values[(group, series)] = (y, low, high) (the range as error bars) or absent."""
+        series = [s for s in series if any((g, s) in values for g in groups)]
+        groups = [g for g in groups if any((g, s) in values for s in series)]
+        if not series:
+            self.missing.append((title, "no data (the table's step did not run or every row FAILED)"))
+            return
+        lines = []
+        for g in groups:
+            row = []
+            for s in series:
+                v = values.get((g, s))
+                row += ["%.6g %.6g %.6g" % v if v else "NaN NaN NaN"]
+            lines.append(" ".join(row))
+        f = self.datafile(lines)
+        sc = ["set style data histograms", "set style histogram errorbars gap 1.5 lw 1",
+              "set style fill solid 0.85 border rgb '#333333'", "set boxwidth 0.92",
+              "set ylabel %s" % gq(ylabel), "set bars 0.4",
+              "set xtics (%s) nomirror" % ", ".join("%s %d" % (gq(g), i) for i, g in enumerate(groups)),
+              "set xrange [-0.6:%f]" % (len(groups) - 0.4),
+              "set yrange [0:%s]" % (ymax if ymax else "*")]
+        if key == "outside":
+            sc.append("set key outside right top vertical Left reverse font ',9'")
+        else:
+            sc.append("set key %s font ',9'" % key)
+        if hline is not None:
+            sc.append("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 lc rgb '#000000' front"
+                      % (hline, hline))
+        plots = []
+        for i, s in enumerate(series):
+            plots.append("%s using %d:%d:%d lc rgb %s title %s" % (gq(f), 3 * i + 1, 3 * i + 2, 3 * i + 3,
+                                                                   gq(colour(s)), gq(s)))
+        sc.append("plot " + ", \\\n  ".join(plots))
+        self.run(png, title, caption, sc)
+
+
+def present_allocators(data, program, table):
+    seen = []
+    for k in data:
+        if k[0] == program and k[1] == table and k[2] not in seen:
+            seen.append(k[2])
+    return seen
+
+
+def order_allocators(names):
+    """uslab's rows first in the programs' order (kept as first seen), the peers last."""
+    return [n for n in names if n not in PEERS] + [p for p in PEERS if p in names]
+
+
+def plot_all(p, data, redis):
+    B = "uslab-bench"
+    # (a) bulk: ns per object against N.
+    for which, png, metric, cap in [
+        ("bulk API", "bulk-api.png", "bulk ns/object",
+         "uslab's kmem_cache_alloc_bulk + kmem_cache_free_bulk (solid) against the peers' N x malloc + N x free "
+         "(dashed)"),
+        ("fallback", "bulk-fallback.png", "fallback ns/object",
+         "uslab's N x kmem_cache_alloc + N x kmem_cache_free and uslab's malloc (solid) against the peers' "
+         "N x malloc + N x free (dashed)")]:
+        names = order_allocators(present_allocators(data, B, "bulk"))
+        series = []
+        for n in names:
+            m = metric if (B, "bulk", n, metric, "1") in data else "malloc ns/object"
+            if n not in PEERS and m == "malloc ns/object" and which == "bulk API":
+                continue     # uslab's malloc rows have no bulk API
+            pts = sorted((int(k[4]), v[0]) for k, v in data.items()
+                         if k[0] == B and k[1] == "bulk" and k[2] == n and k[3] == m)
+            series.append((n, pts, n in PEERS))
+        xt = sorted({int(k[4]) for k in data if k[0] == B and k[1] == "bulk"})
+        p.curves(png, "bulk (%s): 256-byte objects, N allocated then N freed; ns per object, lower is better" % which,
+                 cap, "N (objects per call or batch), log scale", "ns per object (alloc + free)", series, logx=True,
+                 xtics=xt)
+    # (a) nalloc and seed003: ticks per call against size.
+    for table, desc in [("nalloc", "one thread, kmem_cache per size (peers: malloc)"),
+                        ("seed003", "kmalloc, a thread on each of two CPUs at once (peers: malloc)")]:
+        for op in ["alloc", "free"]:
+            names = order_allocators(present_allocators(data, B, table))
+            series = []
+            for n in names:
+                pts = sorted((int(k[4]), v[0]) for k, v in data.items()
+                             if k[0] == B and k[1] == table and k[2] == n and k[3] == "ticks/" + op)
+                series.append((n, pts, n in PEERS))
+            xt = sorted({int(k[4]) for k in data if k[0] == B and k[1] == table})
+            p.curves("%s-%s.png" % (table, op),
+                     "%s N*alloc N*free: ticks per %s by size, lower is better" % (table, op),
+                     "%s; average TSC ticks per %s call (rdtsc included), log scale on both axes" % (desc, op),
+                     "object size (bytes), log scale", "ticks per %s" % op, series, logx=True, logy=True, xtics=xt)
+    # (b) uslab-mbench: time and peak RSS per workload, over the best peer's.
+    M = "uslab-mbench"
+    workloads = []
+    for k in data:
+        if k[0] == M and k[1] not in workloads:
+            workloads.append(k[1])
+    allocs = order_allocators(list(dict.fromkeys(k[2] for k in data if k[0] == M)))
+    allocs = [a for a in allocs if a in PEERS] + [a for a in allocs if a not in PEERS]
+    for metric, png, what, unit in [("time s", "mbench-time.png", "wall time", "s"),
+                                    ("peak RSS MB", "mbench-rss.png", "peak RSS", "MB")]:
+        values, labels = {}, []
+        top = 0
+        for w in workloads:
+            best = [data[(M, w, a, metric, "")][0] for a in PEERS if (M, w, a, metric, "") in data]
+            best = min([b for b in best if b > 0], default=0)
+            label = "%s\n(%.3g %s)" % (w, best, unit) if best else w
+            labels.append(label)
+            for a in allocs:
+                v = data.get((M, w, a, metric, ""))
+                if v and best:
+                    values[(label, a)] = (v[0] / best, v[1] / best, v[2] / best)
+                    top = max(top, v[0] / best)
+        ymax = None
+        if top > 4:
+            ymax = 4   # a far outlier would flatten the rest; the tables have its value
+        p.bars(png, "uslab-mbench: %s per workload / the best peer's (1.00 = the best of glibc, jemalloc, tcmalloc, "
+               "mimalloc); lower is better" % what,
+               "%s as a ratio to the best peer of each workload (the peer's own %s under the workload's name); bars: "
+               "medians, whiskers: the fastest..slowest run (time) or least..greatest (RSS)%s"
+               % (what, what, "; the y axis stops at 4, taller bars are cut (their values are in the tables)"
+                  if ymax else ""),
+               "%s / best peer's" % what, labels, allocs, values, hline=1.0, ymax=ymax)
+    # (c) single pair and random-free, per allocator.
+    groups = [("single", "ns/pair", "", "single pair"),
+              ("random-free", "ns/object", "10000", "random-free N=10k"),
+              ("random-free", "ns/object", "1000000", "random-free N=1M")]
+    names = []
+    for t, m, x, _ in groups:
+        names += [k[2] for k in data if k[0] == B and k[1] == t and k[3] == m and k[4] == x]
+    names = order_allocators(list(dict.fromkeys(names)))
+    values = {}
+    for t, m, x, label in groups:
+        for n in names:
+            v = data.get((B, t, n, m, x))
+            if v:
+                values[(n, label)] = v[:3]
+    short = {}
+    for n in names:
+        short[n] = n.replace("uslab ", "").replace("(extra)", "").strip() if n.startswith("uslab ") else n
+    vals2 = {(short[n], s): v for (n, s), v in values.items()}
+    COLOURS.update({"single pair": "#1f4e9c", "random-free N=10k": "#ff7f0e", "random-free N=1M": "#d62728"})
+    p.bars("single-random-free.png",
+           "single 256-byte alloc+free pair, and random-order free + alloc of N live objects; ns, lower is better",
+           "ns per pair (single) and per object (random-free), per allocator (uslab's rows first, without the "
+           "word 'uslab'); bars: medians of the runs, whiskers: the least..greatest run",
+           "ns", [short[n] for n in names], [g[3] for g in groups], vals2, key="inside left top")
+    # (d) redis: RSS at each point of the scenario.
+    order, med, _ = redis
+    phases = ["start", "loaded", "after DEL 80%", "after more keys", "after FLUSHALL + idle"]
+    values = {}
+    for a in order:
+        for i, ph in enumerate(phases):
+            values[(ph, a)] = (med[a][i], med[a][i], med[a][i])
+    p.bars("redis-rss.png", "redis-server: RSS (MB) at each point of the scenario; lower is better",
+           "VmRSS in MB (kB / 1000), medians of the rounds, per allocator (the spread is in the tables)",
+           "RSS MB", phases, order, values)
+
+
+# ------------------------------------------------------------------ tables
+
+DESCRIBE = [
+    # (program, title prefix, what the section measures)
+    ("uslab-bench", "single", "The fast path: one 256-byte allocation and its free, back to back, per pair."),
+    ("uslab-bench", "nalloc", "One thread: 10000 allocations of one size, each timed, then 10000 frees; ticks per "
+     "call by size."),
+    ("uslab-bench", "bulk", "Objects allocated N at a time and freed N at a time: uslab's bulk API against single "
+     "calls (fallback), and the peers' N mallocs + N frees."),
+    ("uslab-bench", "remote", "Cross-thread frees: one thread allocates, another frees through a ring."),
+    ("uslab-bench", "random-free", "N live objects (10k: about the last-level cache; 1M: far beyond) freed in a "
+     "random order and allocated again: slow paths and cache misses."),
+    ("uslab-bench", "seed003", "nalloc through kmalloc with a thread on each of two CPUs at once; SLAB with its "
+     "colour advanced under the node lock and without."),
+    ("uslab-bench", "colour", "What SLAB's slab colouring buys: reading the first cache line of M objects in turn."),
+    ("uslab-bench", "summary", "uslab (sheaves, rseq: the default) against the best peer of each row."),
+    ("uslab-mbench", "larson", "Threads replace random blocks; arrays handed between threads, so blocks are freed "
+     "by other threads."),
+    ("uslab-mbench", "xmalloc", "Producer threads allocate, consumer threads free."),
+    ("uslab-mbench", "cache-scratch", "False sharing: threads given neighbouring blocks write their own blocks."),
+    ("uslab-mbench", "churn", "One thread, sizes 8 B..64 KiB, malloc/free/realloc; and the RSS given back after "
+     "freeing everything."),
+    ("uslab-mbench", "large", "Large blocks (5..25 MiB) zero-filled and freed: page faults and reuse."),
+    ("uslab-mbench", "python3", "A real program under LD_PRELOAD: python3 (dicts, sorting, sets, json)."),
+    ("uslab-mbench", "sort", "A real program under LD_PRELOAD: sort -n of a large file."),
+    ("uslab-mbench", "sqlite3", "A real program under LD_PRELOAD: sqlite3 in memory, inserts and indexes."),
+    ("uslab-mbench", "perl", "A real program under LD_PRELOAD: perl, a large hash, sorted."),
+    ("uslab-mbench", "summary", "uslab against the best peer of each workload, time and peak RSS."),
+    ("uslab-dbench", "debug cost, single", "What each USLAB_DEBUG letter costs on the single pair, against "
+     "glibc's checking mode."),
+    ("uslab-dbench", "debug cost, larson", "The same on the larson-like workload (4 threads)."),
+    ("uslab-dbench", "heap misuse", "Which heap misuse each allocator detects, as it ships."),
+]
+
+
+def split_sections(text):
+    """[(title or None, block text)]: the preamble, then one block per '== title ==' header."""
+    blocks, cur, title = [], [], None
+    for line in text.splitlines():
+        if line.startswith("== ") and line.rstrip().endswith("=="):
+            if any(x.strip() for x in cur):
+                blocks.append((title, "\n".join(cur).strip("\n")))
+            cur, title = [line], line.strip("= ").strip()
+        else:
+            cur.append(line)
+    if any(x.strip() for x in cur):
+        blocks.append((title, "\n".join(cur).strip("\n")))
+    return blocks
+
+
+def describe(program, title):
+    for prog, prefix, what in DESCRIBE:
+        if prog == program and title.startswith(prefix):
+            return prefix, what
+    return title.split(":")[0].split(";")[0], ""
+
+
+def fence(text):
+    return "```\n" + text.rstrip("\n") + "\n```\n"
+
+
+def stderr_notes(text):
+    """Lines of a program's stderr that are neither progress nor the scenario's
+    per-round log: failures, notes and warnings."""
+    out = []
+    for line in (text or "").splitlines():
+        s = line.strip()
+        if not s or re.match(r"^\[\d+/\d+\] ", s) or s.startswith("== bench.sh: "):
+            continue
+        out.append(s)
+    return out
+
+
+# ------------------------------------------------------------------ summary
+
+
+def summary_lines(data, parts, redis, meta):
+    """The compact summary: the parts, then uslab's default row against the best peer."""
+    out = []
+    B, M = "uslab-bench", "uslab-mbench"
+    for pt in parts:
+        if pt["name"] == "total":
+            continue
+        out.append("%-13s %-10s %8s" % (pt["name"], "ok" if pt["rc"] == "0" else "FAILED (exit %s)" % pt["rc"],
+                                        fmt_secs(pt["secs"])))
+
+    def best_peer(prog, table, metric, x):
+        c = [(data[(prog, table, a, metric, x)][0], a) for a in PEERS if (prog, table, a, metric, x) in data]
+        c = [t for t in c if t[0] > 0]
+        return min(c) if c else None
+
+    def ratio(prog, table, who, metric, x=""):
+        b = best_peer(prog, table, metric, x)
+        v = data.get((prog, table, who, metric, x))
+        if not b or not v:
+            return None
+        return v[0] / b[0], b[1], v[0], b[0]
+
+    U = "uslab sheaves (rseq)"
+    rows = []
+    for label, table, metric, x, who in [
+            ("single pair ns", "single", "ns/pair", "", U),
+            ("single pair ns, uslab malloc", "single", "ns/pair", "", "uslab malloc"),
+            ("remote ns/object", "remote", "ns/object", "", U),
+            ("random-free 10k ns/object", "random-free", "ns/object", "10000", U),
+            ("random-free 1M ns/object", "random-free", "ns/object", "1000000", U)]:
+        r = ratio(B, table, who, metric, x)
+        if r:
+            rows.append("  %-30s uslab %8.2f  best peer %8.2f (%s)  uslab/best %.2f" % (label, r[2], r[3], r[1], r[0]))
+    for label, table, metric, who in [("bulk API ns/object", "bulk", "bulk ns/object", U),
+                                      ("bulk fallback ns/object", "bulk", "fallback ns/object", U),
+                                      ("nalloc alloc ticks", "nalloc", "ticks/alloc", U),
+                                      ("nalloc free ticks", "nalloc", "ticks/free", U)]:
+        xs = sorted({k[4] for k in data if k[0] == B and k[1] == table and k[3] == metric}, key=int)
+        rs = [(ratio(B, table, who, metric, x), x) for x in xs]
+        rs = [(r[0], x) for r, x in rs if r]
+        if rs:
+            lo, hi = min(rs), max(rs)
+            rows.append("  %-30s uslab/best %.2f (at %s) .. %.2f (at %s); leads at %d of %d"
+                        % (label, lo[0], lo[1], hi[0], hi[1], sum(1 for r in rs if r[0] < 0.995), len(rs)))
+    if rows:
+        out.append("uslab-bench, %s against the best peer (medians; below 1.00 uslab is faster):" % U)
+        out += rows
+    ws = list(dict.fromkeys(k[1] for k in data if k[0] == M))
+    cells = []
+    for w in ws:
+        t = ratio(M, w, "uslab", "time s")
+        r = ratio(M, w, "uslab", "peak RSS MB")
+        if t or r:
+            cells.append("%s %s/%s" % (w, "%.2f" % t[0] if t else "-", "%.2f" % r[0] if r else "-"))
+    if cells:
+        out.append("uslab-mbench, uslab/best peer, time/peak RSS:")
+        line = " "
+        for c in cells:
+            if len(line) + len(c) > 100:
+                out.append(line)
+                line = " "
+            line += " " + c + ";"
+        out.append(line.rstrip(";"))
+    order, med, _ = redis
+    if med:
+        out.append("redis RSS MB after loading / after FLUSHALL + idle: " +
+                   "; ".join("%s %.0f/%.0f" % (a, med[a][1], med[a][4]) for a in order))
+    return out
+
+
+# ------------------------------------------------------------------ the report
+
+
+def report(d):
+    raw = os.path.join(d, "raw")
+    meta = {}
+    try:
+        with open(os.path.join(raw, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        pass
+    data = read_data(raw)
+    parts = read_parts(raw)
+    redis = read_redis(raw)
+    for f in os.listdir(d):
+        if f.endswith(".png"):
+            os.remove(os.path.join(d, f))
+    p = Plotter(d)
+    try:
+        plot_all(p, data, redis)
+    except Exception as e:    # a bug in one plot must not lose the tables
+        p.missing.append(("the remaining plots", "the generator failed: %r" % e))
+    p.close()
+
+    quick = meta.get("mode") == "quick"
+    total = next((pt for pt in parts if pt["name"] == "total"), None)
+    v = meta.get("versions", {})
+    L = []
+    L.append("# uslab benchmark report%s\n" % (" (quick mode)" if quick else ""))
+    if quick:
+        L.append("**Quick mode** (`bash scripts/bench.sh quick`): small counts and 3 runs per allocator (the redis "
+                 "scenario: one round of 300k keys); the numbers are noisier than a full run's and not comparable "
+                 "with its absolute values.\n")
+    L.append("Written by `scripts/bench.sh` (tables: the programs' own output; plots: `scripts/bench_report.py`, "
+             "gnuplot). Regenerate the report from `raw/` with `python3 scripts/bench_report.py report "
+             "bench/report`.\n")
+    L.append("| | |\n|---|---|")
+    L.append("| date | %s%s |" % (meta.get("date", "?"), ", %s in all" % fmt_secs(total["secs"]) if total else ""))
+    L.append("| command | `%s` |" % meta.get("command", "?"))
+    L.append("| mode | %s |" % ("quick" if quick else "full"))
+    L.append("| machine | %s, %s CPUs, %s RAM; load average at the start %s |"
+             % (meta.get("cpu", "?"), meta.get("ncpu", "?"), meta.get("memory", "?"), meta.get("loadavg", "?")))
+    L.append("| system | Debian %s, Linux %s, %s |" % (meta.get("debian", "?"), meta.get("kernel", "?"),
+                                                     meta.get("compiler", "?")))
+    L.append("| libraries | libc6 %s, libjemalloc2 %s, libtcmalloc-minimal4 %s, libmimalloc2.0 %s, redis-server %s |"
+             % (v.get("libc6", "?"), v.get("libjemalloc2", "?"), v.get("libtcmalloc-minimal4", "?"),
+                v.get("libmimalloc2.0", "?"), v.get("redis-server", "?")))
+    L.append("| uslab | commit `%s`%s (%s) |" % (meta.get("commit", "?")[:12],
+                                               ", with uncommitted changes" if meta.get("dirty") else "",
+                                               meta.get("commit_subject", "").replace("|", "/")))
+    L.append("")
+    L.append("**All numbers are medians** over runs, each run a process of its own per allocator, runs interleaved "
+             "(lower is better everywhere). Ranges: the `uslab-mbench` tables give the time's `(min..max)` over the "
+             "runs; the `uslab-bench` and `uslab-dbench` tables print medians only (the plots' whiskers show the "
+             "least..greatest run, from `raw/data.tsv`); the redis tables give the spread (max - min) over the "
+             "rounds. The machine is shared and noisy: compare numbers from one run only.\n")
+
+    L.append("## Summary\n")
+    L.append(fence("\n".join(summary_lines(data, parts, redis, meta)) or "(no data)"))
+    bad = [pt for pt in parts if pt["name"] != "total" and pt["rc"] != "0"]
+    if bad:
+        L.append("**Failed parts:** %s (see their notes below).\n"
+                 % ", ".join("%s (exit %s)" % (pt["name"], pt["rc"]) for pt in bad))
+
+    L.append("## Plots\n")
+    for png, title, cap in p.made:
+        L.append("**%s**  \n%s\n" % (title, cap))
+        L.append("![%s](%s)\n" % (title.replace("[", "(").replace("]", ")"), png))
+    if p.missing:
+        L.append("Plots left out:\n")
+        for title, why in p.missing:
+            L.append("* %s: %s" % (title, why))
+        L.append("")
+
+    sections = [
+        ("uslab-bench", "uslab-bench: the seed benchmarks",
+         "uslab's kmem_cache API on both engines (SLUB with sheaves or the cpu slab, SLAB), in rseq and locked "
+         "mode, uslab's malloc, and the peers' malloc; ns, ticks or cycles per operation."),
+        ("uslab-mbench", "uslab-mbench: malloc workloads and real programs",
+         "Every allocator through LD_PRELOAD; wall time and peak RSS."),
+        ("uslab-dbench", "uslab-dbench: the debug caches",
+         "What USLAB_DEBUG costs, and which heap misuse each allocator finds."),
+    ]
+    for prog, head, what in sections:
+        L.append("## %s\n" % head)
+        L.append(what + "\n")
+        text = read(os.path.join(raw, prog + ".txt"))
+        if not text or not text.strip():
+            L.append("*No output: this part did not run or printed nothing.*\n")
+        else:
+            for title, block in split_sections(text):
+                if title is None:
+                    L.append(fence(block))
+                    continue
+                name, desc = describe(prog, title)
+                L.append("### %s\n" % name)
+                if desc:
+                    L.append(desc + "\n")
+                L.append(fence(block))
+        notes = stderr_notes(read(os.path.join(raw, prog + ".err")))
+        if notes:
+            L.append("Messages on stderr (failures and notes):\n")
+            L.append(fence("\n".join(notes)))
+    L.append("## redis-server: memory on a real server\n")
+    L.append("Debian's redis 7.0 loads keys, deletes 80% of them, loads as many again, then FLUSHALL and idles; RSS "
+             "in MB at each point (bench/redis/README.md).\n")
+    text = read(os.path.join(raw, "redis.txt"))
+    if not text or not text.strip():
+        L.append("*No output: this part did not run or printed nothing.*\n")
+    else:
+        L.append(text.strip() + "\n")
+    log = [x for x in (read(os.path.join(raw, "redis.err")) or "").splitlines()
+           if x.strip() and not x.startswith("== bench.sh: ")]
+    if log:
+        L.append("Per-round log (stderr):\n")
+        L.append(fence("\n".join(log)))
+    with open(os.path.join(d, "README.md"), "w") as f:
+        f.write("\n".join(L))
+
+    print("\n== bench.sh: %s run done%s ==" % ("quick" if quick else "full",
+                                               " in " + fmt_secs(total["secs"]) if total else ""))
+    for line in summary_lines(data, parts, redis, meta):
+        print(line)
+    print("report: %s (%d plots%s); raw output in %s/"
+          % (os.path.join(d, "README.md"), len(p.made),
+             "; left out: " + ", ".join(t.split(":")[0] for t, _ in p.missing) if p.missing else "", raw))
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "meta":
+        mode, command = "full", ""
+        i = 2
+        while i < len(argv):
+            if argv[i] == "--mode" and i + 1 < len(argv):
+                mode = argv[i + 1]
+                i += 2
+            elif argv[i] == "--command" and i + 1 < len(argv):
+                command = argv[i + 1]
+                i += 2
+            else:
+                i += 1
+        raw = os.path.join(argv[1], "raw")
+        os.makedirs(raw, exist_ok=True)
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(collect_meta(mode, command), f, indent=1)
+        return 0
+    if len(argv) == 2 and argv[0] == "report":
+        report(argv[1])
+        return 0
+    sys.stderr.write("usage: bench_report.py meta DIR --mode full|quick --command CMD\n"
+                     "       bench_report.py report DIR\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
