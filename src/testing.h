@@ -24,6 +24,9 @@ struct usl_state_counts {
 };
 USL_HIDDEN void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out);
 
+/* slub: detached freelists this thread's bulk frees built. */
+extern __thread unsigned long usl_bulk_lists USL_HIDDEN __attribute__((tls_model("initial-exec")));
+
 /* percpu: sheaves on the CPUs and in the barn. */
 struct usl_sheaf_counts {
 	unsigned long cpu_sheaves, cpu_objects, barn_full, barn_empty, barn_objects;

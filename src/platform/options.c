@@ -10,7 +10,7 @@
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1,
-                               .slab_nodes = 1, .slab_colour = 1 };
+                               .slab_nodes = 1, .slab_colour = 1, .bulk_lookahead = 3 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -55,6 +55,9 @@ static const struct option options[] = {
 	 * default) or under the node lock (the benchmark's "before"). */
 	{ "USLAB_SLAB_NODES", &usl_opt.slab_nodes, 1, USL_SLAB_MAX_NODES, NULL },
 	{ "USLAB_SLAB_COLOUR", &usl_opt.slab_colour, 0, 2, NULL },
+	/* SLUB's bulk free: 1 builds a detached freelist from consecutive
+	 * objects of one slab only (the benchmark's "simple"). */
+	{ "USLAB_BULK_LOOKAHEAD", &usl_opt.bulk_lookahead, 1, 64, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */

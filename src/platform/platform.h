@@ -27,6 +27,8 @@ struct usl_options {
 	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
 	int slab_nodes;              /* USLAB_SLAB_NODES: SLAB's nodes (2: a fake second, for tests) */
 	int slab_colour;             /* USLAB_SLAB_COLOUR: SLAB's colour 0 off, 1 racy, 2 under the node lock */
+	int bulk_lookahead;          /* USLAB_BULK_LOOKAHEAD: objects of other slabs a detached freelist's scan
+	                                passes before it stops (1: consecutive objects only) */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u

@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "slot.h"
 #include "slub.h"
+#include "../testing.h"
 
 /* ===========================================================================
  * Bulk allocation
@@ -133,6 +134,8 @@ static struct slab *bulk_check(const char *fn, struct kmem_cache *s, void *x, un
 	return slab;
 }
 
+__thread unsigned long usl_bulk_lists __attribute__((tls_model("initial-exec")));
+
 static void df_map_init(struct detached_freelist *df, unsigned int objects)
 {
 	/* A plain loop: a memset here costs more than the few words. */
@@ -143,15 +146,16 @@ static void df_map_init(struct detached_freelist *df, unsigned int objects)
 }
 
 /* Gather one slab's objects from the end of p[0..size): take the last object,
- * then every object of the same slab found before it, stopping after three
- * objects of other slabs in a row (the kernel's look-ahead of 3). Gathered entries
+ * then every object of the same slab found before it, stopping at the third
+ * object of another slab (the kernel's look-ahead of 3; USLAB_BULK_LOOKAHEAD:
+ * 1 stops at the first, so only a run of consecutive objects is gathered). Gathered entries
  * are swapped to the end, so p[0..return) is what is left. NULL entries are
  * skipped; bad pointers and duplicates are reported and dropped. df->slab is NULL
  * when nothing was gathered. */
 static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size_t size, void **p,
                                       struct detached_freelist *df)
 {
-	unsigned int lookahead = 3, idx;
+	unsigned int lookahead = (unsigned int)usl_opt.bulk_lookahead, idx;
 	size_t same, end;
 	void *object = NULL;
 
@@ -434,8 +438,10 @@ void usl_slub_free_bulk_as(const char *fn, struct kmem_cache *s, size_t nr, void
 	df.map = map;
 	while (nr) {
 		nr = build_detached_freelist(fn, s, nr, p, &df);
-		if (df.slab)
+		if (df.slab) {
+			usl_bulk_lists++;
 			free_detached(&df, fn);
+		}
 	}
 }
 

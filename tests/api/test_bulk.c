@@ -294,8 +294,52 @@ static void test_cross_thread(void)
 	kmem_cache_destroy(xs);
 }
 
+/* The detached freelists' look-ahead (USLAB_BULK_LOOKAHEAD, default 3): an
+ * array alternating between objects of two slabs gathers several objects of a
+ * slab per list when the scan may pass objects of the other slab, one per list
+ * when it stops at the first (1). Without sheaves only: with them, bulk frees
+ * go to the sheaves. */
+static void test_lookahead(void)
+{
+	struct kmem_cache *s = kmem_cache_create("bulk-la", 256, 0, SLAB_NO_MERGE, NULL);
+	enum { M = 12, ALL = 600 };
+	static void *all[ALL], *p[2 * M];
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, ALL, all), ALL);
+	if (s->sheaf_capacity) {
+		kmem_cache_free_bulk(s, ALL, all);
+		kmem_cache_destroy(s);
+		return;
+	}
+	/* Two slabs holding M objects each among those handed out. */
+	struct slab *sa = usl_virt_to_slab(all[0]), *sb = NULL;
+	int na = 0, nb = 0;
+	for (int i = 0; i < ALL; i++) {
+		struct slab *x = usl_virt_to_slab(all[i]);
+		if (x == sa && na < M) {
+			p[2 * na++] = all[i];
+			all[i] = NULL;
+		} else if (x != sa && (!sb || x == sb) && nb < M) {
+			sb = x;
+			p[2 * nb++ + 1] = all[i];
+			all[i] = NULL;
+		}
+	}
+	CHECK(na == M && nb == M);
+	unsigned long before = usl_bulk_lists;
+	kmem_cache_free_bulk(s, 2 * M, p);
+	unsigned long lists = usl_bulk_lists - before;
+	if (usl_opt.bulk_lookahead == 1)
+		CHECK_EQ(lists, 2 * M);              /* one object each */
+	else
+		CHECK(lists <= M);                   /* (3 per list and the tails) */
+	kmem_cache_free_bulk(s, ALL, all);       /* NULL entries skipped */
+	CHECK_EQ(in_use(s), 0);
+	kmem_cache_destroy(s);
+}
+
 int main(void)
 {
+	test_lookahead();
 	printf("per-CPU mode: %s\n", uslab_percpu_mode());
 	test_sizes();
 	test_mixed_kfree_bulk();
