@@ -98,6 +98,7 @@ static inline bool usl_obj_index_at(const struct kmem_cache *s, const struct sla
 static inline bool usl_slab_cas(const struct kmem_cache *s, struct slab *slab, void *old_fl, unsigned long old_c,
                                 void *new_fl, unsigned long new_c)
 {
+	usl_stat(s, USL_CMPXCHG_DOUBLE);
 	if (usl_likely(usl_cas16(&slab->freelist, (unsigned long)old_fl, old_c, (unsigned long)new_fl, new_c)))
 		return true;
 	usl_stat(s, USL_CMPXCHG_DOUBLE_FAIL);
@@ -114,6 +115,14 @@ static inline void usl_slab_snapshot(struct slab *slab, void **fl, unsigned long
 /* ===========================================================================
  * Node partial lists (under list_lock)
  */
+
+/* n's list_lock, taken by an allocation or free path of s (counted:
+ * USL_LIST_LOCK; counts, shrink and validation take it uncounted). */
+static inline void usl_list_lock(const struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	usl_stat(s, USL_LIST_LOCK);
+	usl_lock(&n->list_lock);
+}
 
 static inline void usl_add_partial(struct kmem_cache_node *n, struct slab *slab, bool tail)
 {

@@ -326,7 +326,7 @@ static void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *fl)
 		usl_discard_slab(s, slab);
 	} else if (has_free) {
 		usl_stat(s, remote_frees ? USL_DEACTIVATE_TO_TAIL : USL_DEACTIVATE_TO_HEAD);
-		usl_lock(&n->list_lock);
+		usl_list_lock(s, n);
 		usl_add_partial(n, slab, remote_frees);
 		usl_unlock(&n->list_lock);
 	} else {
@@ -349,7 +349,7 @@ void usl_put_partials(struct kmem_cache *s, struct slab *chain)
 			if (n)
 				usl_unlock(&n->list_lock);
 			n = sn;
-			usl_lock(&n->list_lock);
+			usl_list_lock(s, n);
 		}
 		/* Under list_lock inuse == 0 is final: nobody can allocate from a slab on
 		 * no list, and a free that empties it takes list_lock before its CAS. */
@@ -478,7 +478,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 				/* May need list changes: lock before the CAS so that a
 				 * concurrent put_partials sees a consistent inuse. */
 				n = usl_get_node(s, slab);
-				usl_lock(&n->list_lock);
+				usl_list_lock(s, n);
 				on_node_partial = slab->node_partial;
 			}
 		}
@@ -528,7 +528,7 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 	*extra = NULL;
 	if (!__atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED))
 		return NULL;
-	usl_lock(&n->list_lock);
+	usl_list_lock(s, n);
 	while (!usl_list_empty(&n->partial)) {
 		struct slab *slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		usl_remove_partial(n, slab);
@@ -579,7 +579,7 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	unsigned long c, nc;
 	struct slab *slab;
 
-	usl_lock(&n->list_lock);
+	usl_list_lock(s, n);
 	while (!usl_list_empty(&n->partial)) {
 		slab = usl_container_of(n->partial.next, struct slab, slab_list);
 		usl_slab_snapshot(slab, &fl, &c);
@@ -613,7 +613,7 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	if (!fl)
 		usl_slab_carved(s, slab, nc);
 	if (next || usl_counters_uncarved(nc)) {
-		usl_lock(&n->list_lock);
+		usl_list_lock(s, n);
 		usl_add_partial(n, slab, false);
 		usl_unlock(&n->list_lock);
 	}

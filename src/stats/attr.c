@@ -57,6 +57,8 @@ const char *const usl_stat_names[USL_NR_STATS] = {
 	[USL_SHEAF_PREFILL_OVERSIZE] = "sheaf_prefill_oversize",
 	[USL_SHEAF_RETURN_FAST] = "sheaf_return_fast",
 	[USL_SHEAF_RETURN_SLOW] = "sheaf_return_slow",
+	[USL_CMPXCHG_DOUBLE] = "cmpxchg_double",
+	[USL_LIST_LOCK] = "list_lock",
 };
 
 static inline uint64_t *stat_cell(const struct kmem_cache *s, unsigned int cpu, enum usl_stat_item i)
