@@ -17,11 +17,13 @@
  * in the table, never read as a zero. --data FILE also appends every median,
  * with the least and greatest run, to FILE as tab-separated lines (the
  * benchmark report's plots, scripts/bench_report.py).
- * Usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick]
+ * Usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|seed003|messaging|colour|all]
+ *                    [--runs N] [--quick]
  *                    [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -53,6 +55,10 @@
 #pragma weak uslab_percpu_mode
 #pragma weak uslab_sheaf_capacity
 #pragma weak uslab_allocator
+#pragma weak uslab_for_each_cache
+#pragma weak uslab_cache_find
+#pragma weak kmem_cache_name
+#pragma weak uslab_cache_attr
 #define USLAB_LOADED (kmem_cache_create != NULL)
 #else
 #define USLAB_LOADED 1                 /* linked in (malloc stays glibc's) */
@@ -274,6 +280,136 @@ static void child_seed003(long n)
  * read for each M. */
 static const unsigned int colour_ms[] = { 16, 64, 256, 512, 1024, 4096 };
 #define NCOLOUR (sizeof(colour_ms) / sizeof(colour_ms[0]))
+
+/* detached: the bulk API at seed 000's second table's sizes, total objects per
+ * size; per size the cycles (TSC) per object of one kmem_cache_alloc_bulk +
+ * kmem_cache_free_bulk round, over the whole loop. */
+static const unsigned int detached_sizes[] = { 16, 48, 144, 512, 2048 };
+#define NDETACHED (sizeof(detached_sizes) / sizeof(detached_sizes[0]))
+static void child_detached(long total)
+{
+	static void *p[2048];
+	if (!use_uslab)
+		return;
+	struct kmem_cache *c = kmem_cache_create("detached-256", 256, 0, SLAB_HWCACHE_ALIGN, NULL);
+	report_path(c);
+	for (unsigned k = 0; k < NDETACHED; k++) {
+		unsigned int n = detached_sizes[k];
+		long loops = total / n;
+		kmem_cache_alloc_bulk(c, GFP_KERNEL, n, p);     /* warm: slabs made */
+		kmem_cache_free_bulk(c, n, p);
+		uint64_t t0 = ticks();
+		for (long l = 0; l < loops; l++) {
+			kmem_cache_alloc_bulk(c, GFP_KERNEL, n, p);
+			ESCAPE(p[0]);
+			kmem_cache_free_bulk(c, n, p);
+		}
+		printf("%.2f ", (double)(ticks() - t0) / (double)(loops * n));
+	}
+	printf("\n");
+}
+
+/* messaging: seed 001's "perf bench sched messaging" in threads: G groups of
+ * 20 senders and 20 receivers; each sender allocates a 100-byte message for
+ * every receiver of its group, loops times, and writes its address into that
+ * receiver's pipe; the receiver reads and frees it (uslab: kmalloc/kfree;
+ * others: malloc/free), so nearly every message is freed on another thread than
+ * its sender's, often on the other CPU. Prints the wall seconds and ns per
+ * message, and with counters on (USLAB_STATS) the kmalloc caches' slab CAS
+ * tried, list_lock taken, slow frees and slow allocations per 1000 messages. */
+enum { MSG_GROUPS = 2, MSG_SIDE = 20, MSG_SIZE = 100 };
+struct msg_arg {
+	int *fds;           /* the group's receivers' pipes (write ends) */
+	int fd;             /* a receiver's read end */
+	long loops;
+};
+
+static void *msg_sender(void *p)
+{
+	struct msg_arg *a = p;
+	for (long l = 0; l < a->loops; l++)
+		for (int r = 0; r < MSG_SIDE; r++) {
+			char *m = use_uslab ? kmalloc(MSG_SIZE, GFP_KERNEL) : sys_malloc(MSG_SIZE);
+			m[0] = (char)l;
+			m[MSG_SIZE - 1] = (char)r;
+			if (write(a->fds[r], &m, sizeof(m)) != (ssize_t)sizeof(m))
+				abort();
+		}
+	return NULL;
+}
+
+static void *msg_receiver(void *p)
+{
+	struct msg_arg *a = p;
+	long want = a->loops * MSG_SIDE, got = 0;
+	char *buf[64];
+	while (got < want) {
+		ssize_t n = read(a->fd, buf, sizeof(buf));
+		if (n <= 0 || n % (ssize_t)sizeof(char *))
+			abort();                     /* (pipe writes of 8 bytes are atomic) */
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(char *); i++) {
+			if (use_uslab)
+				kfree(buf[i]);
+			else
+				sys_free(buf[i]);
+		}
+		got += n / (ssize_t)sizeof(char *);
+	}
+	return NULL;
+}
+
+static unsigned long long msg_counter;   /* a counter summed over the kmalloc caches */
+static int msg_sum(struct kmem_cache *s, void *name)
+{
+	char buf[64];
+	const char *cn = kmem_cache_name(s);
+	if (cn && !strncmp(cn, "kmalloc-", 8) && uslab_cache_attr(s, name, buf, sizeof(buf)) >= 0)
+		msg_counter += strtoull(buf, NULL, 10);
+	return 0;
+}
+
+static void child_messaging(long loops)
+{
+	static struct msg_arg snd[MSG_GROUPS][MSG_SIDE], rcv[MSG_GROUPS][MSG_SIDE];
+	static int wfd[MSG_GROUPS][MSG_SIDE];
+	static pthread_t ts[MSG_GROUPS][MSG_SIDE], tr[MSG_GROUPS][MSG_SIDE];
+	if (use_uslab) {
+		void *m = kmalloc(MSG_SIZE, GFP_KERNEL);
+		report_path(uslab_cache_find("kmalloc-128"));   /* the messages' class */
+		kfree(m);
+	}
+	for (int g = 0; g < MSG_GROUPS; g++)
+		for (int r = 0; r < MSG_SIDE; r++) {
+			int fd[2];
+			if (pipe(fd) != 0)
+				abort();
+			wfd[g][r] = fd[1];
+			rcv[g][r] = (struct msg_arg){ NULL, fd[0], loops };
+		}
+	double t0 = now_ns();
+	for (int g = 0; g < MSG_GROUPS; g++)
+		for (int i = 0; i < MSG_SIDE; i++) {
+			pthread_create(&tr[g][i], NULL, msg_receiver, &rcv[g][i]);
+			snd[g][i] = (struct msg_arg){ wfd[g], -1, loops };
+			pthread_create(&ts[g][i], NULL, msg_sender, &snd[g][i]);
+		}
+	for (int g = 0; g < MSG_GROUPS; g++)
+		for (int i = 0; i < MSG_SIDE; i++) {
+			pthread_join(ts[g][i], NULL);
+			pthread_join(tr[g][i], NULL);
+		}
+	double secs = (now_ns() - t0) / 1e9, msgs = (double)MSG_GROUPS * MSG_SIDE * MSG_SIDE * (double)loops;
+	printf("%.4f %.1f", secs, secs * 1e9 / msgs);
+	if (use_uslab && getenv("USLAB_STATS")) {
+		static const char *const names[] = { "cmpxchg_double", "list_lock", "free_slowpath", "alloc_slowpath" };
+		for (unsigned i = 0; i < 4; i++) {
+			msg_counter = 0;
+			uslab_for_each_cache(msg_sum, (void *)names[i]);
+			printf(" %.2f", (double)msg_counter * 1000.0 / msgs);
+		}
+	}
+	printf("\n");
+}
 
 static void child_colour(long reads)
 {
@@ -510,6 +646,7 @@ struct variant {
 	const char *engine;    /* USLAB_ALLOCATOR (uslab rows; NULL: slub) */
 	const char *colour;    /* USLAB_SLAB_COLOUR or NULL */
 	const char *only;      /* the scenarios it runs in (space-separated), NULL: all */
+	const char *lookahead; /* USLAB_BULK_LOOKAHEAD or NULL (the default, 3) */
 };
 
 /* uslab: the four combinations of sheaves / cpu-slab and rseq / locked on SLUB,
@@ -520,24 +657,26 @@ struct variant {
  * uslab's malloc on both engines. Then the peers. */
 #define SO USLAB_SO_PATH
 static struct variant variants[] = {
-	{ "uslab sheaves (rseq)", "sheaves/rseq", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, NULL },
-	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, NULL },
-	{ "uslab sheaves (locked)", "sheaves/locked", SO, 1, 0, 0, "0", "1", 1, NULL, NULL, NULL },
-	{ "uslab cpu-slab (locked)", "cpuslab/locked", SO, 1, 0, 0, "0", "0", 1, NULL, NULL, NULL },
-	{ "uslab slab (rseq)", "slab/rseq", SO, 1, 0, 0, NULL, "1", 1, "slab", NULL, NULL },
-	{ "uslab slab (locked)", "slab/locked", SO, 1, 0, 0, "0", "1", 1, "slab", NULL, NULL },
-	{ "uslab slab, colour locked", "slab/lockcol", SO, 1, 0, 0, NULL, "1", 1, "slab", "2", "seed003" },
-	{ "uslab slab, no colour", "slab/nocol", SO, 1, 0, 0, NULL, "1", 1, "slab", "0", "colour" },
-	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk" },
-	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL },
-	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL },
-	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL },
+	{ "uslab sheaves (rseq)", "sheaves/rseq", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, NULL, NULL },
+	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, NULL, NULL },
+	{ "uslab sheaves (locked)", "sheaves/locked", SO, 1, 0, 0, "0", "1", 1, NULL, NULL, NULL, NULL },
+	{ "uslab cpu-slab (locked)", "cpuslab/locked", SO, 1, 0, 0, "0", "0", 1, NULL, NULL, NULL, NULL },
+	{ "uslab slab (rseq)", "slab/rseq", SO, 1, 0, 0, NULL, "1", 1, "slab", NULL, NULL, NULL },
+	{ "uslab slab (locked)", "slab/locked", SO, 1, 0, 0, "0", "1", 1, "slab", NULL, NULL, NULL },
+	{ "uslab slab, colour locked", "slab/lockcol", SO, 1, 0, 0, NULL, "1", 1, "slab", "2", "seed003", NULL },
+	{ "uslab slab, no colour", "slab/nocol", SO, 1, 0, 0, NULL, "1", 1, "slab", "0", "colour", NULL },
+	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk", NULL },
+	{ "uslab sheaves, simple", "sheaves/simple", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, "detached", "1" },
+	{ "uslab cpu-slab, simple", "cpuslab/simple", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, "detached", "1" },
+	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL },
+	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL, NULL },
+	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL },
 	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
-	  NULL },
-	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1, NULL,
 	  NULL, NULL },
+	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1, NULL,
+	  NULL, NULL, NULL },
 	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
-	  NULL },
+	  NULL, NULL },
 };
 #define NVAR (int)(sizeof(variants) / sizeof(variants[0]))
 #define NAMEW 26   /* width of the allocator column: the longest name, plus one */
@@ -606,6 +745,10 @@ static int run_child(int vi, const char *scenario, const char *arg, int want, do
 			setenv("USLAB_SLAB_COLOUR", v->colour, 1);
 		else
 			unsetenv("USLAB_SLAB_COLOUR");
+		if (v->lookahead)
+			setenv("USLAB_BULK_LOOKAHEAD", v->lookahead, 1);
+		else
+			unsetenv("USLAB_BULK_LOOKAHEAD");
 		const char *exe = v->exe ? static_path : self_path;
 		execl(exe, exe, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
 		_exit(127);
@@ -1231,6 +1374,144 @@ static void bench_seed003(int runs, long n)
 
 /* What colouring buys on this CPU: SLAB with and without colour, SLUB and the
  * peers for reference. */
+/* Seed 000's second table: the detached freelists of its first version
+ * ("simple": consecutive objects of one slab, USLAB_BULK_LOOKAHEAD=1) against
+ * the look-ahead of 3 (the default), with sheaves (bulk frees fill the sheaves
+ * and full ones are flushed to the slabs by detached freelists) and without
+ * (every bulk free builds them); runs processes each, mean, standard deviation
+ * and range, as the seed gave them. */
+#define DETACHED_MAXRUNS 100
+static void bench_detached(int runs, long total)
+{
+	static const char *const rows[4] = { "uslab sheaves (rseq)", "uslab sheaves, simple", "uslab cpu-slab (rseq)",
+		                             "uslab cpu-slab, simple" };
+	static double val[4][DETACHED_MAXRUNS][NDETACHED];
+	int vi[4], n[4] = { 0, 0, 0, 0 };
+	const char *names[NVAR];
+	char arg[32];
+
+	begin_scenario_of("detached");
+	for (int v = 0; v < NVAR; v++)
+		names[v] = NULL;
+	for (int i = 0; i < 4; i++) {
+		vi[i] = -1;
+		for (int v = 0; v < NVAR; v++)
+			if (!strcmp(variants[v].name, rows[i]) && variants[v].present)
+				vi[i] = v;
+		if (vi[i] >= 0)
+			names[vi[i]] = variants[vi[i]].tag;
+	}
+	snprintf(arg, sizeof(arg), "%ld", total);
+	progress_begin("detached", runs, names, NVAR);
+	for (int r = 0; r < runs; r++) {
+		progress_run(r);
+		for (int i = 0; i < 4; i++) {
+			if (vi[i] < 0)
+				continue;
+			ntried[vi[i]]++;
+			if (run_child(vi[i], "detached", arg, (int)NDETACHED, val[i][n[i]]) == (int)NDETACHED)
+				n[i]++;
+			else
+				nfail[vi[i]]++;
+		}
+	}
+	progress_end();
+	printf("\n== detached (seed 000's second table): kmem_cache_alloc_bulk + kmem_cache_free_bulk of N 256-byte "
+	       "objects, %ld objects per N per run; cycles (TSC) per object, lower is better; %d runs (processes) each: "
+	       "mean, standard deviation, least..greatest ==\n", total, runs);
+	printf("simple: the detached freelist gathers consecutive objects of one slab only (USLAB_BULK_LOOKAHEAD=1); "
+	       "look-ahead: it passes up to 3 objects of other slabs (the default); \"look-ahead - simple\": the "
+	       "difference of the means (the seed measured +2 cycles at 16 up to +27 at 2048)\n");
+	for (int pair = 0; pair < 2; pair++) {
+		int la = 2 * pair, si = 2 * pair + 1;
+		printf("-- %s\n", pair ? "sheaves off (USLAB_SHEAVES=0)" : "sheaves on (the default)");
+		for (unsigned k = 0; k < NDETACHED; k++) {
+			double mean[2] = { 0, 0 }, sd[2] = { 0, 0 }, lo[2] = { 0, 0 }, hi[2] = { 0, 0 };
+			for (int j = 0; j < 2; j++) {
+				int i = j ? la : si, m = n[i];
+				for (int r = 0; r < m; r++) {
+					double x = val[i][r][k];
+					mean[j] += x / m;
+					lo[j] = r && lo[j] < x ? lo[j] : x;
+					hi[j] = r && hi[j] > x ? hi[j] : x;
+				}
+				for (int r = 0; r < m; r++)
+					sd[j] += (val[i][r][k] - mean[j]) * (val[i][r][k] - mean[j]) / (m > 1 ? m - 1 : 1);
+				sd[j] = sqrt(sd[j]);
+				if (data_file && m)
+					fprintf(data_file, "uslab-bench\tdetached\t%s\tcycles/object\t%u\t%.4f\t%.4f\t%.4f\t%d\n",
+					        variants[vi[i]].name, detached_sizes[k], mean[j], lo[j], hi[j], m);
+			}
+			if (!n[la] || !n[si]) {
+				printf("bulk size:%u FAILED\n", detached_sizes[k]);
+				continue;
+			}
+			printf("bulk size:%u, look-ahead - simple: %+.2f cycles\n", detached_sizes[k], mean[1] - mean[0]);
+			printf("  simple:     between %.0f-%.0f (average: %.2f stddev:+/-%.1f)\n", lo[0], hi[0], mean[0], sd[0]);
+			printf("  look-ahead: between %.0f-%.0f (average: %.2f stddev:+/-%.1f)\n", lo[1], hi[1], mean[1], sd[1]);
+		}
+	}
+	print_footer();
+}
+
+/* Seed 001's messaging workload: time per message for every allocator, then
+ * uslab's slab-layer counters per 1000 messages (a second set of runs with
+ * USLAB_STATS, SLUB only: SLAB has no such paths). */
+static void bench_messaging(int runs, long loops)
+{
+	char arg[32];
+	snprintf(arg, sizeof(arg), "%ld", loops);
+	begin_scenario_of("messaging");
+	measure("messaging", "messaging", arg, runs, 2, 2);
+	printf("\n== messaging (seed 001's \"perf bench sched messaging -g %d -t\"): %d groups of %d sender and %d "
+	       "receiver threads, each sender sends %ld messages of %d bytes to each receiver of its group through "
+	       "pipes (the receiver frees what the sender allocated); wall seconds and ns per message, lower is "
+	       "better; median of %d run%s ==\n", MSG_GROUPS, MSG_GROUPS, MSG_SIDE, MSG_SIDE, loops, MSG_SIZE, runs,
+	       plural(runs));
+	printf("uslab: kmalloc/kfree; uslab malloc and peers: malloc/free. Most of the time is the pipes' system "
+	       "calls, as in the kernel's benchmark\n");
+	ratio_legend("/glibc .. /mimalloc", "seconds");
+	printf("%-*s %9s %9s", NAMEW, "allocator", "seconds", "ns/msg");
+	ratio_header();
+	printf("\n");
+	print_rows(0, "%9.3f %9.0f");
+	print_footer();
+	data_rows("messaging", "seconds", -1, 0);
+	summary_one("messaging (seconds)", 0, 0);
+
+	/* The counters: uslab's SLUB rows only, with USLAB_STATS (slabinfo at
+	 * exit to /dev/null). */
+	begin_scenario_of("messaging");
+	for (int v = 0; v < NVAR; v++)
+		if (!variants[v].uslab || variants[v].engine || variants[v].exe)
+			variants[v].present = 0;
+	setenv("USLAB_STATS", "/dev/null", 1);
+	measure("messaging counters", "messaging", arg, runs < 3 ? runs : 3, 6, 2);
+	unsetenv("USLAB_STATS");
+	printf("-- the kmalloc caches' counters per 1000 messages (USLAB_STATS; median of %d run%s): cmpxchg_double: "
+	       "slab {freelist, counters} CAS tried; list_lock: node list_lock taken by the allocation and free "
+	       "paths; free_slowpath, alloc_slowpath: the kernel's counters. uslab has only the state machine after "
+	       "the seed (CPU partial slabs not frozen), so there is no before to set beside it; with sheaves the "
+	       "CPUs' sheaves take most frees off the slabs\n", runs < 3 ? runs : 3, plural(runs < 3 ? runs : 3));
+	printf("%-*s %14s %9s %13s %14s\n", NAMEW, "allocator", "cmpxchg_double", "list_lock", "free_slowpath",
+	       "alloc_slowpath");
+	for (int v = 0; v < NVAR; v++) {
+		if (!variants[v].present)
+			continue;
+		if (!ran(v)) {
+			printf("%-*s FAILED\n", NAMEW, variants[v].name);
+			continue;
+		}
+		printf("%-*s %14.2f %9.2f %13.2f %14.2f\n", NAMEW, variants[v].name, medians[v][2], medians[v][3],
+		       medians[v][4], medians[v][5]);
+	}
+	static const char *const cn[4] = { "cmpxchg_double/1000 msgs", "list_lock/1000 msgs",
+		                           "free_slowpath/1000 msgs", "alloc_slowpath/1000 msgs" };
+	for (int i = 0; i < 4; i++)
+		data_rows("messaging counters", cn[i], -1, 2 + i);
+	print_footer();
+}
+
 static void bench_colour(int runs, long reads)
 {
 	begin_scenario_of("colour");
@@ -1492,12 +1773,13 @@ static void bench_random_free(int runs, int quick)
 	print_footer();
 }
 
-static const char *const scenarios[] = { "single", "nalloc", "bulk", "remote", "random-free", "seed003", "colour",
-	                                  "all" };
+static const char *const scenarios[] = { "single", "nalloc", "bulk", "detached", "remote", "random-free",
+	                                  "seed003", "messaging", "colour", "all" };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|remote|random-free|seed003|colour|all] [--runs N] [--quick] "
+	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|seed003|messaging|colour|all] "
+	           "[--runs N] [--quick] "
 	           "[--data FILE]\n"
 	           "  --runs N     child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
 	           "  --quick      smaller counts (single, bulk, remote, random-free)\n"
@@ -1538,6 +1820,10 @@ int main(int argc, char **argv)
 			child_bulk(n);
 		else if (!strcmp(argv[2], "seed003"))
 			child_seed003(n);
+		else if (!strcmp(argv[2], "detached"))
+			child_detached(n);
+		else if (!strcmp(argv[2], "messaging"))
+			child_messaging(n);
 		else if (!strcmp(argv[2], "colour"))
 			child_colour(n);
 		else if (!strcmp(argv[2], "random-free")) {
@@ -1607,19 +1893,24 @@ int main(int argc, char **argv)
 	 * was lowered when the variants went from 6 to 8. */
 	int all = !strcmp(what, "all");
 	/* Progress steps: one a measure(), two for random-free (two sizes). */
-	progress_total(all ? 8 : !strcmp(what, "random-free") ? 2 : 1);
+	progress_total(all ? 11 : !strcmp(what, "random-free") || !strcmp(what, "messaging") ? 2 : 1);
 	if (all || !strcmp(what, "single"))
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))
 		bench_nalloc(runs, 10000);
 	if (all || !strcmp(what, "bulk"))
 		bench_bulk(runs, quick ? 1000000 : 10000000);
+	/* 100 runs as the seed's (20 quick): each process about 50 ms. */
+	if (all || !strcmp(what, "detached"))
+		bench_detached(quick ? 20 : DETACHED_MAXRUNS, quick ? 400000 : 2000000);
 	if (all || !strcmp(what, "remote"))
 		bench_remote(runs, quick ? 500000 : 4000000);
 	if (all || !strcmp(what, "random-free"))
 		bench_random_free(runs, quick);
 	if (all || !strcmp(what, "seed003"))
 		bench_seed003(runs, 10000);
+	if (all || !strcmp(what, "messaging"))
+		bench_messaging(runs, quick ? 50 : 250);
 	if (all || !strcmp(what, "colour"))
 		bench_colour(runs, quick ? 2000000 : 20000000);
 	print_summary();
