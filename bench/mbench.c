@@ -311,16 +311,20 @@ struct alloc {
 	const char *preload;    /* NULL: glibc */
 	int present;
 	const char *engine;     /* uslab's rows: USLAB_ALLOCATOR (NULL: a peer) */
+	const char *sheaves;    /* uslab's rows: USLAB_SHEAVES (NULL: the default, on) */
 };
-/* uslab on its default engine first (the summary's row), the peers, and uslab
- * on SLAB last (a row of its own, never counted as a peer). */
+/* uslab on its default engine first (the summary's row), the peers, then
+ * uslab's other rows, never counted as peers: on SLAB, and on SLUB without
+ * sheaves (the cpu slab's lockless freelist as the fast path, as SLUB was
+ * built before sheaves: what the default's sheaves are measured against). */
 static struct alloc allocs[] = {
-	{ "uslab", USLAB_SO_PATH, 1, "slub" },
-	{ "glibc", NULL, 1, NULL },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL },
-	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL },
-	{ "uslab-slab", USLAB_SO_PATH, 1, "slab" },
+	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL },
+	{ "glibc", NULL, 1, NULL, NULL },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL },
+	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL },
+	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL },
+	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0" },
 };
 static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
@@ -420,6 +424,10 @@ static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[
 			setenv("USLAB_ALLOCATOR", allocs[a].engine, 1);
 		else
 			unsetenv("USLAB_ALLOCATOR");
+		if (allocs[a].sheaves)
+			setenv("USLAB_SHEAVES", allocs[a].sheaves, 1);
+		else
+			unsetenv("USLAB_SHEAVES");
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -518,7 +526,7 @@ static void measure(const char *name, const char *title, char *const argv[], int
 		printf("RSS before (the workload), after free+1.5s (all freed, then 1.5 s of light traffic), after trim "
 		       "(malloc_trim(0)): MB, lower is better; /before: that RSS / RSS before, the median of each run's "
 		       "own ratio (1.00: all given back)\n");
-	printf("%-10s %9s %-16s %8s %11s %9s", "allocator", "time s", "(min..max)", "/best", "peak RSS MB", "/glibc");
+	printf("%-15s %9s %-16s %8s %11s %9s", "allocator", "time s", "(min..max)", "/best", "peak RSS MB", "/glibc");
 	if (with_rss_vals)
 		printf(" %12s %15s %7s %11s %7s", "RSS before", "after free+1.5s", "/before", "after trim", "/before");
 	printf("\n");
@@ -526,12 +534,12 @@ static void measure(const char *name, const char *title, char *const argv[], int
 		if (!allocs[a].present)
 			continue;
 		if (!ok[a]) {
-			printf("%-10s FAILED\n", allocs[a].name);
+			printf("%-15s FAILED\n", allocs[a].name);
 			continue;
 		}
 		char range[48];
 		snprintf(range, sizeof(range), "(%.3f..%.3f)", t[a][0], t[a][ok[a] - 1]);   /* sorted by bench_median */
-		printf("%-10s %9.3f %-16s %8.2f %11.1f %9.2f", allocs[a].name, mt[a], range, best > 0 ? mt[a] / best : 0,
+		printf("%-15s %9.3f %-16s %8.2f %11.1f %9.2f", allocs[a].name, mt[a], range, best > 0 ? mt[a] / best : 0,
 		       mr[a], mr[1] > 0 ? mr[a] / mr[1] : 0);
 		if (with_rss_vals)
 			printf(" %12.2f %15.2f %7.2f %11.2f %7.2f", mv[a][0], mv[a][1], mq[a][0], mv[a][2], mq[a][1]);
