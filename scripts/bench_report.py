@@ -224,10 +224,12 @@ class Plotter:
         sc = ["set xlabel %s" % gq(xlabel), "set ylabel %s" % gq(ylabel),
               "set key outside right top vertical Left reverse samplen 3 spacing 1.1 font ',9'",
               "set yrange [0:*]" if not logy else "set logscale y"]
+        xs = [x for _, pts, _ in series for x, _ in pts]
         if logx:
             sc.append("set logscale x 2" if xtics else "set logscale x")
+            sc.append("set xrange [%g:%g]" % (min(xs) / 1.15, max(xs) * 1.15))
         if xtics:
-            sc.append("set xtics (%s)" % ", ".join("%s %s" % (gq(str(x)), x) for x in xtics))
+            sc.append("set xtics (%s)" % ", ".join("%s %s" % (gq(str(x)).replace("%", "%%"), x) for x in xtics))
         plots = []
         for i, (name, pts, dashed) in enumerate(series):
             f = self.datafile(["%s %s" % (x, y) for x, y in pts])
@@ -237,7 +239,8 @@ class Plotter:
         sc.append("plot " + ", \\\n  ".join(plots))
         self.run(png, title, caption, sc)
 
-    def bars(self, png, title, caption, ylabel, groups, series, values, hline=None, ymax=None, key="outside"):
+    def bars(self, png, title, caption, ylabel, groups, series, values, hline=None, ymax=None, key="outside",
+             rotate=False):
         """Clustered bars: groups (labels on x), one bar per series in each;
         values[(group, series)] = (y, low, high) (the range as error bars) or absent."""
         series = [s for s in series if any((g, s) in values for g in groups)]
@@ -256,13 +259,27 @@ class Plotter:
         sc = ["set style data histograms", "set style histogram errorbars gap 1.5 lw 1",
               "set style fill solid 0.85 border rgb '#333333'", "set boxwidth 0.92",
               "set ylabel %s" % gq(ylabel), "set bars 0.4",
-              "set xtics (%s) nomirror" % ", ".join("%s %d" % (gq(g), i) for i, g in enumerate(groups)),
+              "set xtics (%s) nomirror%s" % (", ".join("%s %d" % (gq(g).replace("%", "%%"), i)
+                                                       for i, g in enumerate(groups)),
+                                            " rotate by 30 right" if rotate else ""),
+              "set bmargin %d" % (7 if rotate else 4),
               "set xrange [-0.6:%f]" % (len(groups) - 0.4),
               "set yrange [0:%s]" % (ymax if ymax else "*")]
         if key == "outside":
             sc.append("set key outside right top vertical Left reverse font ',9'")
+        elif key == "off":
+            sc.append("unset key")
         else:
             sc.append("set key %s font ',9'" % key)
+        if ymax:
+            # bars cut by the axis get their value written at the top
+            bw = 1.0 / (len(series) + 1.5)
+            for i, g in enumerate(groups):
+                for j, sname in enumerate(series):
+                    v = values.get((g, sname))
+                    if v and v[0] > ymax:
+                        sc.append("set label %s at %f, %f rotate by 90 right front font ',8'"
+                                  % (gq("%.3g" % v[0]), i + (j - (len(series) - 1) / 2.0) * bw, ymax * 0.98))
         if hline is not None:
             sc.append("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 lc rgb '#000000' front"
                       % (hline, hline))
@@ -306,7 +323,8 @@ def plot_all(p, data, redis):
             pts = sorted((int(k[4]), v[0]) for k, v in data.items()
                          if k[0] == B and k[1] == "bulk" and k[2] == n and k[3] == m)
             series.append((n, pts, n in PEERS))
-        xt = sorted({int(k[4]) for k in data if k[0] == B and k[1] == "bulk"})
+        xt = [x for x in sorted({int(k[4]) for k in data if k[0] == B and k[1] == "bulk"})
+              if x & (x - 1) == 0 or x == max(int(k[4]) for k in data if k[0] == B and k[1] == "bulk")]
         p.curves(png, "bulk (%s): 256-byte objects, N allocated then N freed; ns per object, lower is better" % which,
                  cap, "N (objects per call or batch), log scale", "ns per object (alloc + free)", series, logx=True,
                  xtics=xt)
@@ -332,7 +350,6 @@ def plot_all(p, data, redis):
         if k[0] == M and k[1] not in workloads:
             workloads.append(k[1])
     allocs = order_allocators(list(dict.fromkeys(k[2] for k in data if k[0] == M)))
-    allocs = [a for a in allocs if a in PEERS] + [a for a in allocs if a not in PEERS]
     for metric, png, what, unit in [("time s", "mbench-time.png", "wall time", "s"),
                                     ("peak RSS MB", "mbench-rss.png", "peak RSS", "MB")]:
         values, labels = {}, []
@@ -349,38 +366,39 @@ def plot_all(p, data, redis):
                     top = max(top, v[0] / best)
         ymax = None
         if top > 4:
-            ymax = 4   # a far outlier would flatten the rest; the tables have its value
+            ymax = 4   # a far outlier would flatten the rest: cut, its value written on it
         p.bars(png, "uslab-mbench: %s per workload / the best peer's (1.00 = the best of glibc, jemalloc, tcmalloc, "
                "mimalloc); lower is better" % what,
                "%s as a ratio to the best peer of each workload (the peer's own %s under the workload's name); bars: "
                "medians, whiskers: the fastest..slowest run (time) or least..greatest (RSS)%s"
-               % (what, what, "; the y axis stops at 4, taller bars are cut (their values are in the tables)"
+               % (what, what, "; the y axis stops at 4, a taller bar is cut and its value written on it"
                   if ymax else ""),
                "%s / best peer's" % what, labels, allocs, values, hline=1.0, ymax=ymax)
     # (c) single pair and random-free, per allocator.
-    groups = [("single", "ns/pair", "", "single pair"),
-              ("random-free", "ns/object", "10000", "random-free N=10k"),
-              ("random-free", "ns/object", "1000000", "random-free N=1M")]
-    names = []
-    for t, m, x, _ in groups:
-        names += [k[2] for k in data if k[0] == B and k[1] == t and k[3] == m and k[4] == x]
-    names = order_allocators(list(dict.fromkeys(names)))
-    values = {}
-    for t, m, x, label in groups:
-        for n in names:
-            v = data.get((B, t, n, m, x))
-            if v:
-                values[(n, label)] = v[:3]
-    short = {}
-    for n in names:
-        short[n] = n.replace("uslab ", "").replace("(extra)", "").strip() if n.startswith("uslab ") else n
-    vals2 = {(short[n], s): v for (n, s), v in values.items()}
-    COLOURS.update({"single pair": "#1f4e9c", "random-free N=10k": "#ff7f0e", "random-free N=1M": "#d62728"})
-    p.bars("single-random-free.png",
-           "single 256-byte alloc+free pair, and random-order free + alloc of N live objects; ns, lower is better",
-           "ns per pair (single) and per object (random-free), per allocator (uslab's rows first, without the "
-           "word 'uslab'); bars: medians of the runs, whiskers: the least..greatest run",
-           "ns", [short[n] for n in names], [g[3] for g in groups], vals2, key="inside left top")
+    def short(n):
+        return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
+    COLOURS.update({"ns/pair": "#1f4e9c", "N=10k": "#ff7f0e", "N=1M": "#d62728"})
+    for png, title, cap, parts in [
+        ("single.png", "single: a 256-byte alloc+free pair; ns per pair, lower is better",
+         "uslab's rows: kmem_cache_alloc + kmem_cache_free (the malloc rows: malloc + free), the peers: malloc + "
+         "free; the floor: two empty calls through pointers",
+         [("single", "ns/pair", "", "ns/pair")]),
+        ("random-free.png", "random-free: N live 256-byte objects freed in a random order and allocated again; "
+         "ns per object, lower is better", "N = 10k (about the last-level cache) and 1M (far beyond it)",
+         [("random-free", "ns/object", "10000", "N=10k"), ("random-free", "ns/object", "1000000", "N=1M")])]:
+        names = []
+        for t, m, x, _ in parts:
+            names += [k[2] for k in data if k[0] == B and k[1] == t and k[3] == m and k[4] == x]
+        names = order_allocators(list(dict.fromkeys(names)))
+        values = {}
+        for t, m, x, label in parts:
+            for n in names:
+                v = data.get((B, t, n, m, x))
+                if v:
+                    values[(short(n), label)] = v[:3]
+        p.bars(png, title, cap + "; uslab's rows first, without the word 'uslab'; bars: medians of the runs, "
+               "whiskers: the least..greatest run", "ns", [short(n) for n in names], [g[3] for g in parts], values,
+               key="inside left top" if len(parts) > 1 else "off", rotate=True)
     # (d) redis: RSS at each point of the scenario.
     order, med, _ = redis
     phases = ["start", "loaded", "after DEL 80%", "after more keys", "after FLUSHALL + idle"]
@@ -402,6 +420,10 @@ DESCRIBE = [
      "call by size."),
     ("uslab-bench", "bulk", "Objects allocated N at a time and freed N at a time: uslab's bulk API against single "
      "calls (fallback), and the peers' N mallocs + N frees."),
+    ("uslab-bench", "detached", "The bulk free's detached freelists: simple (consecutive objects of one slab) "
+     "against look-ahead, sheaves on and off; mean, standard deviation and range of many processes."),
+    ("uslab-bench", "messaging", "Threads sending messages through pipes (perf bench sched messaging), every "
+     "allocator; then the kmalloc caches' slow-path counters per 1000 messages."),
     ("uslab-bench", "remote", "Cross-thread frees: one thread allocates, another frees through a ring."),
     ("uslab-bench", "random-free", "N live objects (10k: about the last-level cache; 1M: far beyond) freed in a "
      "random order and allocated again: slow paths and cache misses."),
