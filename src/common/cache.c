@@ -822,7 +822,7 @@ int usl_decay_sweep(uint64_t now)
 	each_cache_own_last(decay_one, &sw);
 	usl_pages_aging = false;
 	cache_unlock();
-	size_t purged = usl_pages_purge(false);
+	size_t purged = usl_pages_purge(false) + usl_map_purge(false);
 	errno = saved_errno;
 	return sw.flushed || purged || sw.pending;
 }
@@ -837,5 +837,5 @@ size_t uslab_release_free_memory(void)
 	cache_lock();
 	each_cache_own_last(release_one, NULL);
 	cache_unlock();
-	return usl_pages_release();
+	return usl_pages_release() + usl_map_purge(true);
 }

@@ -749,7 +749,7 @@ size_t usl_pages_purge(bool all)
 	usl_lock(&pages_lock);
 	bytes = purge_locked(all, usl_now_ms());
 	usl_unlock(&pages_lock);
-	return bytes + usl_map_purge(all);
+	return bytes;
 }
 
 void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)

@@ -206,7 +206,8 @@ USL_HIDDEN void usl_meta_fork_unlock(void);
  * it: *fresh says whether it is fresh anonymous memory (zeros). */
 USL_HIDDEN void *usl_map_alloc(size_t size, size_t align, bool *fresh);
 /* Unmap the kept freed mappings that no request took since the last call
- * (all of them with all); the bytes unmapped. Called by usl_pages_purge. */
+ * (all of them with all); the bytes unmapped. Called by the decay sweep and
+ * malloc_trim, beside usl_pages_purge. */
 USL_HIDDEN size_t usl_map_purge(bool all);
 USL_HIDDEN size_t usl_map_kept_bytes(void);     /* bytes in kept freed mappings */
 /* Resize the mapping at p to hold n bytes (mremap, which may move it): the new
