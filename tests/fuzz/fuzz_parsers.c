@@ -22,12 +22,18 @@ static void one_line(enum uslab_error kind, const char *line, void *arg)
 		abort();
 }
 
-static const struct usl_options defaults = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1,
-                                              .sheaves = -1, .decay_ms = 1000, .background = 1, .harden = 1,
-                                              .slab_nodes = 1, .slab_colour = 1 };
+/* The library's defaults: usl_opt as it is at the first input (its
+ * initializer's values, or the ctest environment's if start-up ran: no
+ * copy of the defaults here to fall out of date). */
+static struct usl_options defaults;
+static bool defaults_taken;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	if (!defaults_taken) {
+		defaults = usl_opt;
+		defaults_taken = true;
+	}
 	char buf[4096];
 	size_t n = size < sizeof(buf) - 1 ? size : sizeof(buf) - 1;
 	memcpy(buf, data, n);
