@@ -49,7 +49,8 @@ failed=0
 
 # run_part NAME COMMAND...: runs it with stdout to the terminal and
 # $RAW/NAME.txt, stderr to the terminal and $RAW/NAME.err; records its exit
-# status and seconds in $RAW/parts.tsv.
+# status, seconds and the load average at its end in $RAW/parts.tsv (the
+# machine may be shared: the report shows the load beside each part).
 run_part() {
   local name=$1 t0=$SECONDS rc
   shift
@@ -58,7 +59,8 @@ run_part() {
   "$@" 2> >(tee "$RAW/$name.err" >&2) | tee "$RAW/$name.txt"
   rc=${PIPESTATUS[0]}
   set -e
-  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" $((SECONDS - t0)) "$*" >> "$RAW/parts.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" $((SECONDS - t0)) "$*" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    >> "$RAW/parts.tsv"
   if [ "$rc" != 0 ]; then
     echo "== bench.sh: $name exited with status $rc; going on with the next part" >&2
     failed=$((failed + 1))
@@ -77,7 +79,8 @@ else
   run_part redis bash bench/redis/redis_rss.sh --uslab $USLAB_SO --out "$RAW/redis.tsv"
 fi
 sleep 1   # the stderr copies (tee in a process substitution) finish writing
-printf '%s\t%s\t%s\t%s\n' total $failed $((SECONDS - start)) "$command_line" >> "$RAW/parts.tsv"
+printf '%s\t%s\t%s\t%s\t%s\n' total $failed $((SECONDS - start)) "$command_line" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  >> "$RAW/parts.tsv"
 python3 scripts/bench_report.py report "$REPORT" ||
   { echo "bench.sh: the report generator failed (the programs' output is in $RAW/)" >&2; exit 1; }
 [ $failed = 0 ]

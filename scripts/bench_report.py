@@ -55,7 +55,8 @@ def collect_meta(mode, command):
     versions = {}
     for p in ["libc6", "libjemalloc2", "libtcmalloc-minimal4", "libmimalloc2.0", "redis-server", "gcc-12"]:
         versions[p] = sh("dpkg-query -W -f='${Version}' %s 2>/dev/null" % p) or "not installed"
-    dirty = sh("git status --porcelain -- src include bench scripts CMakeLists.txt 2>/dev/null")
+    # the sources the run builds and runs (the report's own directory aside)
+    dirty = sh("git status --porcelain -- src include bench scripts CMakeLists.txt ':!bench/report' 2>/dev/null")
     return {
         "mode": mode,
         "command": command,
@@ -69,7 +70,7 @@ def collect_meta(mode, command):
         "compiler": sh("cc --version | head -1"),
         "versions": versions,
         "commit": sh("git rev-parse HEAD 2>/dev/null") or "unknown",
-        "commit_subject": sh("git log -1 --format=%s 2>/dev/null")[:100],
+        "commit_subject": sh("git log -1 --format=%s 2>/dev/null"),
         "dirty": bool(dirty),
     }
 
@@ -106,7 +107,7 @@ def read_parts(raw):
         f = line.split("\t")
         if len(f) >= 3:
             parts.append({"name": f[0], "rc": f[1], "secs": int(f[2]) if f[2].isdigit() else 0,
-                          "cmd": f[3] if len(f) > 3 else ""})
+                          "cmd": f[3] if len(f) > 3 else "", "load": f[4] if len(f) > 4 else ""})
     return parts
 
 
@@ -498,8 +499,9 @@ def summary_lines(data, parts, redis, meta):
     for pt in parts:
         if pt["name"] == "total":
             continue
-        out.append("%-13s %-10s %8s" % (pt["name"], "ok" if pt["rc"] == "0" else "FAILED (exit %s)" % pt["rc"],
-                                        fmt_secs(pt["secs"])))
+        out.append("%-13s %-10s %8s%s" % (pt["name"], "ok" if pt["rc"] == "0" else "FAILED (exit %s)" % pt["rc"],
+                                          fmt_secs(pt["secs"]),
+                                          "   load average at its end %s" % pt["load"] if pt["load"] else ""))
 
     def best_peer(prog, table, metric, x):
         c = [(data[(prog, table, a, metric, x)][0], a) for a in PEERS if (prog, table, a, metric, x) in data]
@@ -598,7 +600,7 @@ def report(d):
              "gnuplot). Regenerate the report from `raw/` with `python3 scripts/bench_report.py report "
              "bench/report`.\n")
     L.append("| | |\n|---|---|")
-    L.append("| date | %s%s |" % (meta.get("date", "?"), ", %s in all" % fmt_secs(total["secs"]) if total else ""))
+    L.append("| date | %s%s |" % (meta.get("date", "?"), "; the parts ran %s" % fmt_secs(total["secs"]) if total else ""))
     L.append("| command | `%s` |" % meta.get("command", "?"))
     L.append("| mode | %s |" % ("quick" if quick else "full"))
     L.append("| machine | %s, %s CPUs, %s RAM; load average at the start %s |"
@@ -608,9 +610,11 @@ def report(d):
     L.append("| libraries | libc6 %s, libjemalloc2 %s, libtcmalloc-minimal4 %s, libmimalloc2.0 %s, redis-server %s |"
              % (v.get("libc6", "?"), v.get("libjemalloc2", "?"), v.get("libtcmalloc-minimal4", "?"),
                 v.get("libmimalloc2.0", "?"), v.get("redis-server", "?")))
-    L.append("| uslab | commit `%s`%s (%s) |" % (meta.get("commit", "?")[:12],
-                                               ", with uncommitted changes" if meta.get("dirty") else "",
-                                               meta.get("commit_subject", "").replace("|", "/")))
+    subj = meta.get("commit_subject", "").replace("|", "/")
+    if len(subj) > 90:
+        subj = subj[:subj.rfind(" ", 0, 90)] + " ..."
+    L.append("| uslab | commit `%s`%s: %s |" % (meta.get("commit", "?")[:12],
+                                              " with uncommitted changes" if meta.get("dirty") else "", subj))
     L.append("")
     L.append("**All numbers are medians** over runs, each run a process of its own per allocator, runs interleaved "
              "(lower is better everywhere). Ranges: the `uslab-mbench` tables give the time's `(min..max)` over the "
