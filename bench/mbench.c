@@ -8,7 +8,7 @@
  * tables to stdout. --data FILE also appends every median, with the least and
  * greatest run, to FILE as tab-separated lines (the benchmark report's plots,
  * scripts/bench_report.py).
- * Usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] [--data FILE]
+ * Usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,8 +70,10 @@ static int quick;
  * it swaps arrays with the shared exchange, so its next frees are of blocks
  * another thread allocated (larson's "server" handing connections over). */
 enum { LARSON_SLOTS = 1000, LARSON_ROUND = 20000 };
-static void **larson_exchange[NTHREADS];
+#define LARSON_MAX_THREADS 16
+static void **larson_exchange[LARSON_MAX_THREADS];
 static long larson_ops;
+static int larson_threads = NTHREADS;
 
 static void *larson_thread(void *arg)
 {
@@ -87,7 +89,7 @@ static void *larson_thread(void *arg)
 		p[n - 1] = (char)id;
 		slots[i] = p;
 		if (op % LARSON_ROUND == LARSON_ROUND - 1)
-			slots = __atomic_exchange_n(&larson_exchange[(id + 1) % NTHREADS], slots, __ATOMIC_ACQ_REL);
+			slots = __atomic_exchange_n(&larson_exchange[(id + 1) % larson_threads], slots, __ATOMIC_ACQ_REL);
 	}
 	for (size_t i = 0; i < LARSON_SLOTS; i++)
 		vfree(slots[i]);
@@ -98,20 +100,22 @@ static void *larson_thread(void *arg)
 /* Prints the ns per operation (a free and a malloc) of the threaded part:
  * uslab-dbench runs it with fewer operations (MBENCH_LARSON_OPS, per thread)
  * under slow debug allocators and compares per operation. */
-static void larson(void)
+static void larson(int threads)
 {
-	pthread_t t[NTHREADS];
+	pthread_t t[LARSON_MAX_THREADS];
 	const char *ops = getenv("MBENCH_LARSON_OPS");
-	larson_ops = ops && atol(ops) > 0 ? atol(ops) : quick ? 500000 : 2500000;
+	larson_threads = threads;
+	/* The same operations in all, however many threads share them. */
+	larson_ops = ops && atol(ops) > 0 ? atol(ops) : (quick ? 500000 : 2500000) * NTHREADS / threads;
 	double t0 = now_s();
-	for (int i = 0; i < NTHREADS; i++)
+	for (int i = 0; i < threads; i++)
 		larson_exchange[i] = calloc(LARSON_SLOTS, sizeof(void *));
-	for (int i = 0; i < NTHREADS; i++)
+	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, larson_thread, (void *)(intptr_t)i);
-	for (int i = 0; i < NTHREADS; i++)
+	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
-	double ns = (now_s() - t0) * 1e9 / ((double)larson_ops * NTHREADS);
-	for (int i = 0; i < NTHREADS; i++) {
+	double ns = (now_s() - t0) * 1e9 / ((double)larson_ops * threads);
+	for (int i = 0; i < threads; i++) {
 		for (size_t j = 0; j < LARSON_SLOTS; j++)
 			vfree(larson_exchange[i][j]);
 		free(larson_exchange[i]);
@@ -560,7 +564,11 @@ static int child(const char *w)
 {
 	long b = 0, f = 0, tr = 0;
 	if (!strcmp(w, "larson"))
-		larson();
+		larson(NTHREADS);
+	else if (!strcmp(w, "larson2"))
+		larson(2);
+	else if (!strcmp(w, "larson16"))
+		larson(16);
 	else if (!strcmp(w, "xmalloc"))
 		xmalloc_test();
 	else if (!strcmp(w, "scratch"))
@@ -577,7 +585,7 @@ static int child(const char *w)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-mbench [larson|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] "
+	fprintf(f, "usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] "
 	           "[--data FILE]\n"
 	           "  --runs N     runs per allocator and workload, 1..%d (default 5); medians are printed\n"
 	           "  --quick      smaller workloads\n"
@@ -624,7 +632,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	static const char *const names[] = { "larson", "xmalloc", "scratch", "churn", "large", "programs", "all" };
+	static const char *const names[] = { "larson", "larson2", "larson16", "xmalloc", "scratch", "churn", "large",
+		                                     "programs", "all" };
 	int known = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		known |= !strcmp(what, names[i]);
@@ -653,12 +662,14 @@ int main(int argc, char **argv)
 	       quick ? "quick" : "full", USLAB_SO_PATH);
 	how_to_read(stdout);
 	int all = !strcmp(what, "all");
-	/* Progress steps: the five workloads and the four programs. */
-	progress_total(all ? 9 : !strcmp(what, "programs") ? 4 : 1);
+	/* Progress steps: the seven workloads and the four programs. */
+	progress_total(all ? 11 : !strcmp(what, "programs") ? 4 : 1);
 	struct {
 		const char *name, *title;
 	} w[] = {
 		{ "larson", "larson-like: 4 threads replace random slots (16..512 B), arrays handed between threads" },
+		{ "larson2", "larson-like with 2 threads (one per CPU), the same operations in all" },
+		{ "larson16", "larson-like with 16 threads on this machine's CPUs, the same operations in all" },
 		{ "xmalloc", "xmalloc-like: 2 producer threads, 2 consumer threads (16..256 B, batches of 64)" },
 		{ "scratch", "cache-scratch: 4 threads free a neighbour block, then allocate and write 8-byte blocks" },
 		{ "churn", "churn: 1 thread, 8000 slots, 8 B..64 KiB, malloc/free/realloc grow and shrink" },
