@@ -368,8 +368,8 @@ def plot_all(p, data, redis):
         ymax = None
         if top > 4:
             ymax = 4   # a far outlier would flatten the rest: cut, its value written on it
-        p.bars(png, "uslab-mbench: %s per workload / the best peer's (1.00 = the best of glibc, jemalloc, tcmalloc, "
-               "mimalloc); lower is better" % what,
+        p.bars(png, "uslab-mbench: %s / the best peer's (glibc, jemalloc, tcmalloc, mimalloc), per workload; "
+               "lower is better" % what,
                "%s as a ratio to the best peer of each workload (the peer's own %s under the workload's name); bars: "
                "medians, whiskers: the fastest..slowest run (time) or least..greatest (RSS)%s"
                % (what, what, "; the y axis stops at 4, a taller bar is cut and its value written on it"
