@@ -9,7 +9,7 @@
 # Progress goes to stderr, the tables to stdout, and a short summary ends it.
 #
 # "quick" (first argument): every part with small counts and few runs (about
-# 3.5 minutes on a 2-CPU machine), the report the same, marked quick mode.
+# 4 minutes on a 2-CPU machine), the report the same, marked quick mode.
 # "all ..." or no argument: the full job (about 25 minutes); the rest of
 # the arguments go to uslab-bench (e.g. "all --runs 5").
 # Other arguments run one program without a report: extra arguments go to
