@@ -508,8 +508,8 @@ def summary_lines(data, parts, redis, meta):
         c = [t for t in c if t[0] > 0]
         return min(c) if c else None
 
-    def ratio(prog, table, who, metric, x=""):
-        b = best_peer(prog, table, metric, x)
+    def ratio(prog, table, who, metric, x="", peer_metric=None):
+        b = best_peer(prog, table, peer_metric or metric, x)
         v = data.get((prog, table, who, metric, x))
         if not b or not v:
             return None
@@ -526,17 +526,20 @@ def summary_lines(data, parts, redis, meta):
         r = ratio(B, table, who, metric, x)
         if r:
             rows.append("  %-30s uslab %8.2f  best peer %8.2f (%s)  uslab/best %.2f" % (label, r[2], r[3], r[1], r[0]))
-    for label, table, metric, who in [("bulk API ns/object", "bulk", "bulk ns/object", U),
-                                      ("bulk fallback ns/object", "bulk", "fallback ns/object", U),
-                                      ("nalloc alloc ticks", "nalloc", "ticks/alloc", U),
-                                      ("nalloc free ticks", "nalloc", "ticks/free", U)]:
+    # the peers' bulk rows are N mallocs + N frees
+    for label, table, metric, pm, who in [("bulk API ns/object", "bulk", "bulk ns/object", "malloc ns/object", U),
+                                          ("bulk fallback ns/object", "bulk", "fallback ns/object",
+                                           "malloc ns/object", U),
+                                          ("nalloc alloc ticks", "nalloc", "ticks/alloc", None, U),
+                                          ("nalloc free ticks", "nalloc", "ticks/free", None, U)]:
         xs = sorted({k[4] for k in data if k[0] == B and k[1] == table and k[3] == metric}, key=int)
-        rs = [(ratio(B, table, who, metric, x), x) for x in xs]
+        rs = [(ratio(B, table, who, metric, x, pm), x) for x in xs]
         rs = [(r[0], x) for r, x in rs if r]
         if rs:
             lo, hi = min(rs), max(rs)
-            rows.append("  %-30s uslab/best %.2f (at %s) .. %.2f (at %s); leads at %d of %d"
-                        % (label, lo[0], lo[1], hi[0], hi[1], sum(1 for r in rs if r[0] < 0.995), len(rs)))
+            rows.append("  %-30s uslab/best %.2f (at %s) .. %.2f (at %s); leads at %d of %d %s"
+                        % (label, lo[0], lo[1], hi[0], hi[1], sum(1 for r in rs if r[0] < 0.995), len(rs),
+                           "sizes" if table == "nalloc" else "N"))
     if rows:
         out.append("uslab-bench, %s against the best peer (medians; below 1.00 uslab is faster):" % U)
         out += rows
