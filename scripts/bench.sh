@@ -10,7 +10,7 @@
 #
 # "quick" (first argument): every part with small counts and few runs (about
 # 4 minutes on a 2-CPU machine), the report the same, marked quick mode.
-# "all ..." or no argument: the full job (about 25 minutes); the rest of
+# "all ..." or no argument: the full job (about 27 minutes); the rest of
 # the arguments go to uslab-bench (e.g. "all --runs 5").
 # Other arguments run one program without a report: extra arguments go to
 # uslab-bench alone (e.g. "single --runs 5"); "malloc ..." runs only
