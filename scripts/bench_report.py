@@ -158,6 +158,7 @@ COLOURS = {
     "uslab slab, colour locked": "#a4d9a0",
     "uslab slab, no colour": "#c7e9c0",
     "uslab static (extra)": "#6a3d9a",
+    "uslab sheaves, simple": "#1f4e9c", "uslab cpu-slab, simple": "#4a90d9",
     "uslab malloc": "#00a0a0",
     "uslab malloc, slab": "#80d0c8",
     "glibc": "#555555",
@@ -344,6 +345,20 @@ def plot_all(p, data, redis):
                      "%s N*alloc N*free: ticks per %s by size, lower is better" % (table, op),
                      "%s; average TSC ticks per %s call (rdtsc included), log scale on both axes" % (desc, op),
                      "object size (bytes), log scale", "ticks per %s" % op, series, logx=True, logy=True, xtics=xt)
+    # (a) detached: seed 000's second table, mean cycles per object against N
+    # (uslab-bench writes the mean of its runs where the others have medians).
+    rows = order_allocators(present_allocators(data, B, "detached"))
+    series = []
+    for n in rows:
+        pts = sorted((int(k[4]), v[0]) for k, v in data.items()
+                     if k[0] == B and k[1] == "detached" and k[2] == n and k[3] == "cycles/object")
+        series.append((n, pts, "simple" in n))
+    xt = sorted({int(k[4]) for k in data if k[0] == B and k[1] == "detached"})
+    p.curves("detached.png", "detached: bulk alloc + free of N 256-byte objects; cycles per object, lower is better",
+             "the detached freelists' look-ahead of 3 (solid) against the simple ones, consecutive objects only "
+             "(USLAB_BULK_LOOKAHEAD=1, dashed), with sheaves and without; the mean of the runs (processes), "
+             "as seed 000 gave it", "N (objects per call), log scale", "TSC cycles per object (alloc + free)",
+             series, logx=True, xtics=xt)
     # (b) uslab-mbench: time and peak RSS per workload, over the best peer's.
     M = "uslab-mbench"
     workloads = []
@@ -378,7 +393,8 @@ def plot_all(p, data, redis):
     # (c) single pair and random-free, per allocator.
     def short(n):
         return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
-    COLOURS.update({"ns/pair": "#1f4e9c", "N=10k": "#ff7f0e", "N=1M": "#d62728"})
+    COLOURS.update({"ns/pair": "#1f4e9c", "N=10k": "#ff7f0e", "N=1M": "#d62728", "seconds": "#1f4e9c",
+                    "cmpxchg_double": "#1f4e9c", "list_lock": "#d62728"})
     for png, title, cap, parts in [
         ("single.png", "single: a 256-byte alloc+free pair; ns per pair, lower is better",
          "uslab's rows: kmem_cache_alloc + kmem_cache_free (the malloc rows: malloc + free), the peers: malloc + "
@@ -386,7 +402,16 @@ def plot_all(p, data, redis):
          [("single", "ns/pair", "", "ns/pair")]),
         ("random-free.png", "random-free: N live 256-byte objects freed in a random order and allocated again; "
          "ns per object, lower is better", "N = 10k (about the last-level cache) and 1M (far beyond it)",
-         [("random-free", "ns/object", "10000", "N=10k"), ("random-free", "ns/object", "1000000", "N=1M")])]:
+         [("random-free", "ns/object", "10000", "N=10k"), ("random-free", "ns/object", "1000000", "N=1M")]),
+        ("messaging.png", "messaging: 2 groups of 20 sender and 20 receiver threads through pipes; wall seconds, "
+         "lower is better", "the receiver frees what the sender allocated (uslab's rows: kmalloc/kfree, the "
+         "others: malloc/free); most of the time is the pipes' system calls",
+         [("messaging", "seconds", "", "seconds")]),
+        ("messaging-counters.png", "messaging: uslab's slab CAS and list_lock per 1000 messages (USLAB_STATS); "
+         "lower is better", "cmpxchg_double: slab {freelist, counters} compare-and-swaps tried; list_lock: node "
+         "list_lock taken by the allocation and free paths; with sheaves and without",
+         [("messaging counters", "cmpxchg_double/1000 msgs", "", "cmpxchg_double"),
+          ("messaging counters", "list_lock/1000 msgs", "", "list_lock")])]:
         names = []
         for t, m, x, _ in parts:
             names += [k[2] for k in data if k[0] == B and k[1] == t and k[3] == m and k[4] == x]
@@ -398,7 +423,9 @@ def plot_all(p, data, redis):
                 if v:
                     values[(short(n), label)] = v[:3]
         p.bars(png, title, cap + "; uslab's rows first, without the word 'uslab'; bars: medians of the runs, "
-               "whiskers: the least..greatest run", "ns", [short(n) for n in names], [g[3] for g in parts], values,
+               "whiskers: the least..greatest run",
+               {"messaging.png": "seconds", "messaging-counters.png": "per 1000 messages"}.get(png, "ns"),
+               [short(n) for n in names], [g[3] for g in parts], values,
                key="inside left top" if len(parts) > 1 else "off", rotate=True)
     # (d) redis: RSS at each point of the scenario.
     order, med, _ = redis
