@@ -304,12 +304,9 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 	usl_ensure_init();                  /* the page size is known from here on */
 	unsigned int order = usl_bytes_order(size);
 	if (order > USL_MAX_ORDER) {
-		bool fresh;
-		p = usl_map_alloc(size, usl_page_size, &fresh);
+		p = usl_map_alloc(size, usl_page_size, gfp & __GFP_ZERO);
 		if (!p && !(gfp & __GFP_NOWARN))
 			usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (a direct mapping)", size);
-		if (p && (gfp & __GFP_ZERO) && !fresh)   /* fresh pages are zero already */
-			memset(p, 0, size);
 		return p;
 	}
 	bool zeroed = false;

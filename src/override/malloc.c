@@ -138,10 +138,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		if (p && pow2 != n)
 			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
 	} else {
-		bool fresh;
-		p = usl_map_alloc(n, align, &fresh);
-		if (p && (gfp & __GFP_ZERO) && !fresh)
-			memset(p, 0, n);
+		p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
 	}
 	if (!p)
 		errno = ENOMEM;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "pages.h"
@@ -156,6 +157,15 @@ static void kept_add(uintptr_t addr, size_t len)
 	__atomic_store_n(&kept_bytes, kept_bytes + len, __ATOMIC_RELAXED);
 }
 
+/* munmap out[0..n), keeping errno (free() may end here). */
+static void kept_unmap(const struct kept *out, unsigned int n)
+{
+	int saved_errno = errno;
+	for (unsigned int i = 0; i < n; i++)
+		munmap((void *)out[i].addr, out[i].len);
+	errno = saved_errno;
+}
+
 /* A mapping of len bytes aligned to align from the kept set, recorded, or
  * NULL. */
 static void *kept_reuse(size_t len, size_t align)
@@ -227,10 +237,7 @@ static bool kept_put(void *p, size_t len)
 	else
 		out[nout++] = (struct kept){ a, len, false };
 	usl_unlock(&map_lock);
-	int saved_errno = errno;
-	for (unsigned int i = 0; i < nout; i++)
-		munmap((void *)out[i].addr, out[i].len);
-	errno = saved_errno;
+	kept_unmap(out, nout);
 	return true;
 }
 
@@ -252,10 +259,7 @@ size_t usl_map_purge(bool all)
 		}
 	}
 	usl_unlock(&map_lock);
-	int saved_errno = errno;
-	for (unsigned int i = 0; i < nout; i++)
-		munmap((void *)out[i].addr, out[i].len);
-	errno = saved_errno;
+	kept_unmap(out, nout);
 	return bytes;
 }
 
@@ -265,19 +269,21 @@ size_t usl_map_kept_bytes(void)
 }
 
 /* A direct mapping of size bytes aligned to align (a power of two; a page
- * unless more is asked): a kept one, else a fresh one (above a page, map size
- * + align and unmap the unaligned head and the tail). *fresh: whether it is
- * fresh anonymous memory, which reads as zeros. */
-void *usl_map_alloc(size_t size, size_t align, bool *fresh)
+ * unless more is asked): a kept one, its first size bytes cleared if zero,
+ * else a fresh one, zeros already (above a page, map size + align and unmap
+ * the unaligned head and the tail). */
+void *usl_map_alloc(size_t size, size_t align, bool zero)
 {
 	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
 	size_t extra = align > usl_page_size ? align : 0;
 	if (len < size || len + extra < len || len + extra > PTRDIFF_MAX)
 		return NULL;
 	void *k = kept_reuse(len, align > usl_page_size ? align : usl_page_size);
-	*fresh = k == NULL;
-	if (k)
+	if (k) {
+		if (zero)
+			memset(k, 0, size);
 		return k;
+	}
 	char *raw = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
 		return NULL;
@@ -362,11 +368,8 @@ static bool huge_free(const void *p)
 	usl_unlock(&map_lock);
 	if (!e)
 		return false;
-	if (kept_put((void *)p, len))
-		return true;
-	int saved_errno = errno;            /* free() must keep errno */
-	munmap((void *)p, len);
-	errno = saved_errno;
+	if (!kept_put((void *)p, len))
+		kept_unmap(&(struct kept){ (uintptr_t)p, len, false }, 1);
 	return true;
 }
 

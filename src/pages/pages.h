@@ -203,8 +203,9 @@ USL_HIDDEN void usl_meta_fork_unlock(void);
 /* A direct mapping of size bytes aligned to align (a power of two; at least a
  * page), recorded so free and size find it by address; NULL if the kernel
  * refuses or the table cannot grow. A freed mapping kept for reuse may serve
- * it: *fresh says whether it is fresh anonymous memory (zeros). */
-USL_HIDDEN void *usl_map_alloc(size_t size, size_t align, bool *fresh);
+ * it; with zero its size bytes read as zeros either way (a fresh one is not
+ * written). */
+USL_HIDDEN void *usl_map_alloc(size_t size, size_t align, bool zero);
 /* Unmap the kept freed mappings that no request took since the last call
  * (all of them with all); the bytes unmapped. Called by the decay sweep and
  * malloc_trim, beside usl_pages_purge. */

@@ -624,7 +624,6 @@ static unsigned int drain_aliens(struct kmem_cache *s, unsigned int nid)
 /* A node's shared array and free slabs are reaped at most once a decay sweep
  * (every USLAB_DECAY_MS / 2: the kernel reaped the arrays every 2 s and a
  * node every 4 s; here the pace is uslab's decay, as SLUB's). */
-
 unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 {
 	unsigned int done = 0;
