@@ -190,8 +190,13 @@ static void attributes(struct kmem_cache *s, bool stats)
 	if (stats) {
 		CHECK_EQ(uslab_cache_attr_write(s, "alloc_fastpath", "5"), -1);   /* only "0" */
 		CHECK_EQ(errno, EINVAL);
+		CHECK_EQ(uslab_cache_attr_write(s, "list_lock", "5"), -1);        /* uslab's own too */
+		CHECK_EQ(errno, EINVAL);
+		CHECK_EQ(uslab_cache_attr_write(s, "cmpxchg_double", "-1"), -1);
+		CHECK_EQ(errno, EINVAL);
 		for (const char *const *a = uslab_cache_attrs(); *a; a++)
-			if (!strcmp(*a, "alloc_fastpath") || !strcmp(*a, "free_cpu_sheaf") || !strcmp(*a, "barn_put"))
+			if (!strcmp(*a, "alloc_fastpath") || !strcmp(*a, "free_cpu_sheaf") || !strcmp(*a, "barn_put") ||
+			    !strcmp(*a, "cmpxchg_double") || !strcmp(*a, "list_lock"))
 				CHECK(counter_consistent(s, *a));
 	} else {
 		CHECK_EQ(uslab_cache_attr(s, "alloc_fastpath", buf, sizeof(buf)), -1);
