@@ -34,10 +34,12 @@ struct usl_sheaf_counts {
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 
-/* common: the decay thread: running now, sweeps it ran, times it parked. */
+/* common: the decay thread: running now, sweeps it ran, times it parked;
+ * and every decay sweep that ran, the thread's or a slow path's. */
 USL_HIDDEN bool usl_background_running(void);
 extern unsigned long usl_background_sweeps USL_HIDDEN;
 extern unsigned long usl_background_parks USL_HIDDEN;
+extern unsigned long usl_decay_sweeps USL_HIDDEN;
 
 /* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and
  * malloc's finer classes (made on demand). */

@@ -811,12 +811,15 @@ static void release_one(struct kmem_cache *s, void *unused)
 	usl_engine_release(s);
 }
 
+unsigned long usl_decay_sweeps;      /* atomic: sweeps that ran (tests) */
+
 int usl_decay_sweep(uint64_t now)
 {
 	struct sweep sw = { now, 0, false };
 
 	if (!cache_trylock())
 		return -1;
+	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_RELAXED);
 	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
 	each_cache_own_last(decay_one, &sw);
