@@ -35,7 +35,8 @@ struct usl_sheaf_counts {
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
 
 /* common: the decay thread: running now, sweeps it ran, times it parked;
- * and every decay sweep that ran, the thread's or a slow path's. */
+ * and every decay sweep, the thread's or a slow path's (a sequence count:
+ * odd while one runs). */
 USL_HIDDEN bool usl_background_running(void);
 extern unsigned long usl_background_sweeps USL_HIDDEN;
 extern unsigned long usl_background_parks USL_HIDDEN;

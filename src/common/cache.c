@@ -811,7 +811,8 @@ static void release_one(struct kmem_cache *s, void *unused)
 	usl_engine_release(s);
 }
 
-unsigned long usl_decay_sweeps;      /* atomic: sweeps that ran (tests) */
+/* atomic, for tests: a sequence count, odd while a sweep runs, +2 a sweep */
+unsigned long usl_decay_sweeps;
 
 int usl_decay_sweep(uint64_t now)
 {
@@ -819,13 +820,14 @@ int usl_decay_sweep(uint64_t now)
 
 	if (!cache_trylock())
 		return -1;
-	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_SEQ_CST);
 	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
 	usl_pages_aging = true;
 	each_cache_own_last(decay_one, &sw);
 	usl_pages_aging = false;
 	cache_unlock();
 	size_t purged = usl_pages_purge(false) + usl_map_purge(false);
+	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_SEQ_CST);
 	errno = saved_errno;
 	return sw.flushed || purged || sw.pending;
 }
