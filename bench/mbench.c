@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -361,9 +362,13 @@ struct sum_row {
 	double time, rss;    /* uslab / best peer */
 	int tpeer, rpeer;
 };
-#define MAXSUM 16   /* more than the workloads */
+#define MAXSUM 24   /* more than the workloads and programs */
 static struct sum_row sums[MAXSUM];
 static int nsums;
+
+/* The medians of the last workload measured (the real programs' geomean). */
+static int last_ok[NALLOC];
+static double last_mt[NALLOC], last_mr[NALLOC];
 
 static void sum_cell(double r, int peer, const char *more, const char *less)
 {
@@ -386,11 +391,11 @@ static void print_summary(void)
 	printf("\n== summary: uslab against the best peer of each workload (the fastest, and the one with the least "
 	       "peak RSS); uslab/best = uslab's median / the best peer's median, lower is better: below 1.00 uslab "
 	       "leads, above 1.00 it trails ==\n");
-	printf("%-10s  %10s %-10s %-22s  %10s %-10s %-22s\n", "", "time", "", "", "peak RSS", "", "");
-	printf("%-10s  %10s %-10s %-22s  %10s %-10s %-22s\n", "workload", "uslab/best", "best peer", "uslab",
+	printf("%-14s  %10s %-10s %-22s  %10s %-10s %-22s\n", "", "time", "", "", "peak RSS", "", "");
+	printf("%-14s  %10s %-10s %-22s  %10s %-10s %-22s\n", "workload", "uslab/best", "best peer", "uslab",
 	       "uslab/best", "best peer", "uslab");
 	for (int i = 0; i < nsums; i++) {
-		printf("%-10s", sums[i].name);
+		printf("%-14s", sums[i].name);
 		if (sums[i].tpeer == -2) {
 			printf("  uslab FAILED\n");
 			continue;
@@ -401,9 +406,12 @@ static void print_summary(void)
 	}
 }
 
-/* Run argv under allocator a: wall seconds, peak RSS (KiB), and up to 3 numbers
- * the child printed. Returns the count of numbers read, -1 on failure. */
-static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[3], const char *outfile)
+/* Run argv under allocator a, with env ("NAME=VALUE", or NULL) added: wall
+ * seconds, peak RSS (KiB: the largest process of the run, as wait4 gives it),
+ * and up to 3 numbers the child printed. Returns the count of numbers read, -1
+ * on failure. */
+static int run(int a, char *const argv[], const char *env, double *secs, long *maxrss, long vals[3],
+               const char *outfile)
 {
 	int pfd[2];
 	if (pipe(pfd) != 0)
@@ -432,6 +440,8 @@ static int run(int a, char *const argv[], double *secs, long *maxrss, long vals[
 			setenv("USLAB_SHEAVES", allocs[a].sheaves, 1);
 		else
 			unsetenv("USLAB_SHEAVES");
+		if (env)
+			putenv((char *)env);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -481,8 +491,8 @@ static void summary_add(const char *name, const int *ok, const double *mt, const
 /* One workload (a child mode of this program, or an external command): runs
  * interleaved over the allocators, then its table; name: its short name
  * (progress, summary). */
-static void measure(const char *name, const char *title, char *const argv[], int runs, int with_rss_vals,
-                    const char *outfile)
+static void measure(const char *name, const char *title, char *const argv[], const char *env, int runs,
+                    int with_rss_vals, const char *outfile)
 {
 	double t[NALLOC][MAXRUNS], r[NALLOC][MAXRUNS], v[NALLOC][3][MAXRUNS], q[NALLOC][2][MAXRUNS];
 	int ok[NALLOC] = { 0 };
@@ -497,7 +507,7 @@ static void measure(const char *name, const char *title, char *const argv[], int
 				continue;
 			double secs;
 			long maxrss, vals[3] = { 0, 0, 0 };
-			if (run(a, argv, &secs, &maxrss, vals, outfile) < 0)
+			if (run(a, argv, env, &secs, &maxrss, vals, outfile) < 0)
 				continue;
 			t[a][ok[a]] = secs;
 			r[a][ok[a]] = (double)maxrss / 1024.0;
@@ -558,6 +568,11 @@ static void measure(const char *name, const char *title, char *const argv[], int
 	}
 	fflush(stdout);
 	summary_add(name, ok, mt, mr);
+	for (int a = 0; a < NALLOC; a++) {
+		last_ok[a] = ok[a];
+		last_mt[a] = mt[a];
+		last_mr[a] = mr[a];
+	}
 }
 
 static int child(const char *w)
@@ -600,6 +615,141 @@ static void how_to_read(FILE *f)
 	           "and memory (MB): lower is better. A ratio a/b below 1.00 means a is faster (or uses less memory) "
 	           "than b, above 1.00 slower (or more). The summary at the end compares uslab with the best peer of "
 	           "each workload. Progress goes to stderr.\n");
+}
+
+/* ------------------------------------------------------------- programs */
+/* Real programs from Debian, each doing a real job written for this bench (no
+ * loop around malloc), under every allocator through LD_PRELOAD; then the
+ * geomean over them of each allocator's time and peak RSS over glibc's. A
+ * program that is not installed is skipped, and said so. */
+struct program {
+	const char *name, *title, *env;
+	char *argv[8];
+};
+
+static void programs_geomean(const char *const *names, double lt[][NALLOC], double lr[][NALLOC], int np)
+{
+	printf("\n== real programs: geomean over the %d programs above of each allocator's median time and peak RSS "
+	       "over glibc's (1.00: as glibc; lower is better) ==\n", np);
+	printf("%-15s %10s %10s %8s\n", "allocator", "time", "peak RSS", "programs");
+	double best = 0;
+	double gt[NALLOC], gr[NALLOC];
+	int gn[NALLOC];
+	for (int a = 0; a < NALLOC; a++) {
+		double st = 0, sr = 0;
+		gn[a] = 0;
+		for (int i = 0; i < np; i++)
+			if (lt[i][a] > 0 && lt[i][1] > 0 && lr[i][a] > 0 && lr[i][1] > 0) {
+				st += log(lt[i][a] / lt[i][1]);
+				sr += log(lr[i][a] / lr[i][1]);
+				gn[a]++;
+			}
+		gt[a] = gn[a] ? exp(st / gn[a]) : 0;
+		gr[a] = gn[a] ? exp(sr / gn[a]) : 0;
+		if (is_peer(a) && gn[a] == np && (best == 0 || gt[a] < best))
+			best = gt[a];
+	}
+	for (int a = 0; a < NALLOC; a++) {
+		if (!allocs[a].present)
+			continue;
+		printf("%-15s %10.3f %10.3f %5d/%d%s\n", allocs[a].name, gt[a], gr[a], gn[a], np,
+		       gn[a] < np ? "  (not every program ran: not comparable)" : "");
+		if (gn[a]) {
+			data_row("programs geomean", a, "time /glibc", gt[a], &gt[a], 1);
+			data_row("programs geomean", a, "peak RSS /glibc", gr[a], &gr[a], 1);
+		}
+	}
+	if (best > 0 && gn[0] == np)
+		printf("uslab's geomean time over the best peer's: %.3f (%s)\n", gt[0] / best,
+		       gt[0] <= best ? "uslab leads" : "uslab trails");
+	(void)names;
+}
+
+static int programs(int runs)
+{
+	char dir[] = "/tmp/uslab-mbench-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	char script[8192], lines[4600], out[4200], cc[8192], requests[16];
+	snprintf(lines, sizeof(lines), "%s/lines.txt", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(script, sizeof(script), "seq 1 %d | awk '{ print ($1 * 7919) %% 1000003, \"line\", $1 }' > %s",
+	         quick ? 200000 : 1000000, lines);
+	if (system(script) != 0)
+		return 1;
+	/* --quick: a quarter of each program's work (as in the titles). */
+	int keys = quick ? 150000 : 600000, rows = quick ? 100000 : 400000;
+	char pys[512], sqs[512], pls[256], t_py[96], t_pm[112], t_sq[96], t_pl[96], t_cc[96], t_rd[160];
+	snprintf(pys, sizeof(pys), "d = {i: str(i) * (i %% 9) for i in range(%d)}\n"
+	                           "l = sorted(d.values(), key=len)\n"
+	                           "s = set(x[:3] for x in l)\n"
+	                           "import json; j = json.loads(json.dumps([{'k': k, 'v': v} for k, v in "
+	                           "list(d.items())[:%d]]))\n"
+	                           "print(len(l), len(s), len(j))", keys, keys / 6);
+	snprintf(sqs, sizeof(sqs), "create table t(a integer primary key, b text, c int);"
+	                           "with recursive n(x) as (select 1 union all select x + 1 from n where x < %d)"
+	                           " insert into t select x, hex(randomblob(16)) || x, x %% 97 from n;"
+	                           "create index ic on t(c); create index ib on t(b);"
+	                           "select c, count(*) from t where c < 3 group by c;", rows);
+	snprintf(pls, sizeof(pls), "my %%h; $h{\"k$_\"} = \"v\" x ($_ %% 50) for 1..%d;"
+	                           " my @s = sort keys %%h; print scalar(@s), \"\\n\"", keys);
+	/* gcc: -O2 on some of uslab's own sources (cc1 and as run preloaded too). */
+	snprintf(cc, sizeof(cc), "cd %s && exec gcc -O2 -c -I%s/include -I%s/src %s/src/slub/slub.c "
+	                         "%s/src/common/objects.c%s", dir, USLAB_SOURCE_DIR, USLAB_SOURCE_DIR,
+	         USLAB_SOURCE_DIR, USLAB_SOURCE_DIR,
+	         quick ? "" : " " USLAB_SOURCE_DIR "/src/percpu/barn.c " USLAB_SOURCE_DIR "/src/slab/slab.c "
+	                      USLAB_SOURCE_DIR "/src/override/malloc.c " USLAB_SOURCE_DIR "/src/stats/attr.c");
+	snprintf(requests, sizeof(requests), "%d", quick ? 20000 : 100000);
+	snprintf(t_py, sizeof(t_py), "python3: dicts (%dk keys), sorting, sets, json", keys / 1000);
+	snprintf(t_pm, sizeof(t_pm), "python3 with its object allocator off (PYTHONMALLOC=malloc): the same job");
+	snprintf(t_sq, sizeof(t_sq), "sqlite3: %dk inserts, two indexes, a query", rows / 1000);
+	snprintf(t_pl, sizeof(t_pl), "perl: a hash of %dk keys, sorted", keys / 1000);
+	snprintf(t_cc, sizeof(t_cc), "gcc -O2 -c of %d of uslab's sources", quick ? 2 : 6);
+	snprintf(t_rd, sizeof(t_rd), "redis-server under redis-benchmark on loopback: 13 commands x %s requests, "
+	         "50 clients, pipelined by 16, 1M keys", requests);
+	struct program progs[] = {
+		{ "python3", t_py, NULL, { (char *)"/usr/bin/python3", (char *)"-c", pys } },
+		{ "python3-malloc", t_pm, "PYTHONMALLOC=malloc", { (char *)"/usr/bin/python3", (char *)"-c", pys } },
+		{ "perl", t_pl, NULL, { (char *)"perl", (char *)"-e", pls } },
+		{ "sqlite3", t_sq, NULL, { (char *)"sqlite3", (char *)":memory:", sqs } },
+		{ "gcc", t_cc, NULL, { (char *)"/bin/sh", (char *)"-c", cc } },
+		{ "redis", t_rd, NULL,
+		  { (char *)"bash", (char *)USLAB_SOURCE_DIR "/bench/redis/redis_load.sh", (char *)GLIBC_SHIM_PATH,
+		    requests } },
+		{ "sort", quick ? "sort -n of a file of 200k lines" : "sort -n of a file of 1M lines", NULL,
+		  { (char *)"sort", (char *)"-n", lines } },
+	};
+	enum { NPROG = sizeof(progs) / sizeof(progs[0]) };
+	static const char *const needs[NPROG] = { "/usr/bin/python3", "/usr/bin/python3", "perl", "sqlite3", "gcc",
+		                                      "redis-server", "sort" };
+	double lt[NPROG][NALLOC], lr[NPROG][NALLOC];
+	const char *names[NPROG];
+	int np = 0;
+	for (int i = 0; i < NPROG; i++) {
+		snprintf(script, sizeof(script), "command -v %s >/dev/null%s", needs[i],
+		         !strcmp(progs[i].name, "redis") ? " && command -v redis-benchmark >/dev/null && "
+		                                           "command -v taskset >/dev/null" : "");
+		if (system(script) != 0) {
+			progress_begin(progs[i].name, 0, NULL, 0);
+			progress_break();
+			fprintf(stderr, "uslab-mbench: %s not installed (bash scripts/deps.sh bench); %s skipped\n",
+			        needs[i], progs[i].name);
+			progress_end();
+			continue;
+		}
+		measure(progs[i].name, progs[i].title, progs[i].argv, progs[i].env, runs, 0,
+		        !strcmp(progs[i].name, "redis") ? NULL : out);
+		names[np] = progs[i].name;
+		for (int a = 0; a < NALLOC; a++) {
+			lt[np][a] = last_ok[a] ? last_mt[a] : 0;
+			lr[np][a] = last_ok[a] ? last_mr[a] : 0;
+		}
+		np++;
+	}
+	if (np)
+		programs_geomean(names, lt, lr, np);
+	snprintf(script, sizeof(script), "rm -rf %s", dir);
+	return system(script) != 0;
 }
 
 int main(int argc, char **argv)
@@ -662,8 +812,8 @@ int main(int argc, char **argv)
 	       quick ? "quick" : "full", USLAB_SO_PATH);
 	how_to_read(stdout);
 	int all = !strcmp(what, "all");
-	/* Progress steps: the seven workloads and the four programs. */
-	progress_total(all ? 11 : !strcmp(what, "programs") ? 4 : 1);
+	/* Progress steps: the seven workloads and the seven programs. */
+	progress_total(all ? 14 : !strcmp(what, "programs") ? 7 : 1);
 	struct {
 		const char *name, *title;
 	} w[] = {
@@ -679,52 +829,11 @@ int main(int argc, char **argv)
 		if (!all && strcmp(what, w[i].name))
 			continue;
 		char *cargv[] = { exe, (char *)"--child", (char *)w[i].name, NULL };
-		measure(w[i].name, w[i].title, cargv, runs, !strcmp(w[i].name, "churn"), NULL);
+		measure(w[i].name, w[i].title, cargv, NULL, runs, !strcmp(w[i].name, "churn"), NULL);
 	}
-	if (all || !strcmp(what, "programs")) {
-		/* Real programs; their output goes to a scratch file. */
-		char dir[] = "/tmp/uslab-mbench-XXXXXX";
-		if (!mkdtemp(dir))
+	if (all || !strcmp(what, "programs"))
+		if (programs(runs) != 0)
 			return 1;
-		char script[8192], lines[4600], out[4200];
-		snprintf(lines, sizeof(lines), "%s/lines.txt", dir);
-		snprintf(out, sizeof(out), "%s/out", dir);
-		snprintf(script, sizeof(script), "seq 1 %d | awk '{ print ($1 * 7919) %% 1000003, \"line\", $1 }' > %s",
-		         quick ? 200000 : 1000000, lines);
-		if (system(script) != 0)
-			return 1;
-		/* --quick: a quarter of each program's work (as in the titles). */
-		int keys = quick ? 150000 : 600000, rows = quick ? 100000 : 400000;
-		char pys[512], sqs[512], pls[256], t_py[96], t_sq[96], t_pl[96];
-		snprintf(pys, sizeof(pys), "d = {i: str(i) * (i %% 9) for i in range(%d)}\n"
-		                           "l = sorted(d.values(), key=len)\n"
-		                           "s = set(x[:3] for x in l)\n"
-		                           "import json; j = json.loads(json.dumps([{'k': k, 'v': v} for k, v in "
-		                           "list(d.items())[:%d]]))\n"
-		                           "print(len(l), len(s), len(j))", keys, keys / 6);
-		snprintf(sqs, sizeof(sqs), "create table t(a integer primary key, b text, c int);"
-		                           "with recursive n(x) as (select 1 union all select x + 1 from n where x < %d)"
-		                           " insert into t select x, hex(randomblob(16)) || x, x %% 97 from n;"
-		                           "create index ic on t(c); create index ib on t(b);"
-		                           "select c, count(*) from t where c < 3 group by c;", rows);
-		snprintf(pls, sizeof(pls), "my %%h; $h{\"k$_\"} = \"v\" x ($_ %% 50) for 1..%d;"
-		                           " my @s = sort keys %%h; print scalar(@s), \"\\n\"", keys);
-		snprintf(t_py, sizeof(t_py), "python3: dicts (%dk keys), sorting, sets, json", keys / 1000);
-		snprintf(t_sq, sizeof(t_sq), "sqlite3: %dk inserts, two indexes, a query", rows / 1000);
-		snprintf(t_pl, sizeof(t_pl), "perl: a hash of %dk keys, sorted", keys / 1000);
-		char *py[] = { (char *)"python3", (char *)"-c", pys, NULL };
-		char *srt[] = { (char *)"sort", (char *)"-n", lines, NULL };
-		char *sq[] = { (char *)"sqlite3", (char *)":memory:", sqs, NULL };
-		char *pl[] = { (char *)"perl", (char *)"-e", pls, NULL };
-		measure("python3", t_py, py, runs, 0, out);
-		measure("sort", quick ? "sort -n of a file of 200k lines" : "sort -n of a file of 1M lines", srt, runs, 0,
-		        out);
-		measure("sqlite3", t_sq, sq, runs, 0, out);
-		measure("perl", t_pl, pl, runs, 0, out);
-		snprintf(script, sizeof(script), "rm -rf %s", dir);
-		if (system(script) != 0)
-			return 1;
-	}
 	print_summary();
 	return 0;
 }

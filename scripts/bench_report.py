@@ -390,6 +390,30 @@ def plot_all(p, data, redis):
                % (what, what, "; the y axis stops at 4, a taller bar is cut and its value written on it"
                   if ymax else ""),
                "%s / best peer's" % what, labels, allocs, values, hline=1.0, ymax=ymax)
+    # (b2) the real programs: time and peak RSS over glibc's, and their geomean.
+    progs = [w for w in ["python3", "python3-malloc", "perl", "sqlite3", "gcc", "redis", "sort"]
+             if (M, w, "glibc", "time s", "") in data]
+    if progs:
+        for metric, gmetric, png, what in [("time s", "time /glibc", "programs-time.png", "wall time"),
+                                           ("peak RSS MB", "peak RSS /glibc", "programs-rss.png", "peak RSS")]:
+            values, labels = {}, []
+            for w in progs + ["geomean"]:
+                label = w
+                labels.append(label)
+                for a in allocs:
+                    if w == "geomean":
+                        v = data.get((M, "programs geomean", a, gmetric, ""))
+                        if v:
+                            values[(label, a)] = (v[0], v[0], v[0])
+                        continue
+                    v, g = data.get((M, w, a, metric, "")), data.get((M, w, "glibc", metric, ""))
+                    if v and g and g[0] > 0:
+                        values[(label, a)] = (v[0] / g[0], v[1] / g[0], v[2] / g[0])
+            p.bars(png, "real programs: %s / glibc's, per program and their geomean; lower is better" % what,
+                   "each program under every allocator through LD_PRELOAD, interleaved runs; bars: medians over "
+                   "glibc's median, whiskers: the fastest..slowest run (time) or least..greatest (RSS); geomean: "
+                   "over the programs, of the medians' ratios", "%s / glibc's" % what, labels, allocs, values,
+                   hline=1.0)
     # (c) single pair and random-free, per allocator.
     def short(n):
         return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
@@ -466,7 +490,15 @@ DESCRIBE = [
     ("uslab-mbench", "churn", "One thread, sizes 8 B..64 KiB, malloc/free/realloc; and the RSS given back after "
      "freeing everything."),
     ("uslab-mbench", "large", "Large blocks (5..25 MiB) zero-filled and freed: page faults and reuse."),
+    ("uslab-mbench", "python3 with its object allocator off", "A real program under LD_PRELOAD: the same python3 "
+     "job with PYTHONMALLOC=malloc, so every object comes from malloc."),
     ("uslab-mbench", "python3", "A real program under LD_PRELOAD: python3 (dicts, sorting, sets, json)."),
+    ("uslab-mbench", "gcc", "A real program under LD_PRELOAD: gcc -O2 compiling uslab's sources (cc1 preloaded "
+     "too)."),
+    ("uslab-mbench", "redis-server", "A server under its own load generator: redis-server preloaded, "
+     "redis-benchmark (not preloaded) on the other CPU over loopback; the server's peak RSS."),
+    ("uslab-mbench", "real programs: geomean", "The geomean over the real programs of each allocator's time and "
+     "peak RSS over glibc's."),
     ("uslab-mbench", "sort", "A real program under LD_PRELOAD: sort -n of a large file."),
     ("uslab-mbench", "sqlite3", "A real program under LD_PRELOAD: sqlite3 in memory, inserts and indexes."),
     ("uslab-mbench", "perl", "A real program under LD_PRELOAD: perl, a large hash, sorted."),
