@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh - install what uslab needs on Debian, only if missing. "deps.sh bench":
 # the build tools, the peer allocators the benchmarks run against (scudo among
-# them) and the real programs they run (python3, sqlite3, perl, redis-server):
+# them) and the real programs they run (python3, sqlite3, perl, gcc,
+# redis-server and redis-benchmark):
 # what scripts/bench.sh needs.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
 # valgrind, g++, pkg-config and git. Nothing else is downloaded.
@@ -18,7 +19,9 @@ command -v perl >/dev/null || pkgs+=(perl)
 if [ "$want" = bench ]; then
   # The redis memory scenario (bench/redis/redis_rss.sh).
   command -v redis-server >/dev/null || pkgs+=(redis-server)
-  command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+  command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || pkgs+=(redis-tools)
+  # The compiler among the real programs (uslab-mbench's gcc workload).
+  command -v gcc >/dev/null || pkgs+=(gcc)
   # scudo, the hardened peer of the debug detection table (bench/dbench.c).
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so >/dev/null 2>&1 ||
     pkgs+=(libclang-rt-14-dev)
