@@ -130,7 +130,7 @@ static unsigned int malloc_class_size(size_t n)
  * a program's mix of sizes would mispredict. NULL until that class is made;
  * entry 0 (malloc(0)) is the smallest class. */
 struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
-struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB];
+struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] __attribute__((aligned(64)));
 
 /* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
 static struct kmem_cache *malloc_class(unsigned int size)
@@ -168,9 +168,13 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
 				/* A debug class publishes no slots: malloc's fast path
 				 * then sends its sizes to alloc_bytes, which passes the
-				 * size asked for to the checked path. */
-				if (!(s->flags & USL_SLAB_DEBUG_FLAGS))
-					__atomic_store_n(&usl_malloc_slots[j], s->cpu_slab, __ATOMIC_RELEASE);
+				 * size asked for to the checked path. Nor does a class
+				 * whose marker is not word 0 (none is: the fast path's
+				 * check takes it there). The secret before the slots. */
+				if (!(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
+					__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
+					__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
+				}
 			}
 	}
 	usl_cache_classes_unlock();
@@ -217,18 +221,19 @@ static __attribute__((noinline)) void *malloc_other(struct kmem_cache *s, void *
 	return obj;
 }
 
-void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i)
+void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret)
 {
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	unsigned int mode = usl_opt.fast_mode;
 	if (usl_likely(mode == USL_MODE_HARDEN)) {
-		/* The free marker (common/objects.c); the cache is loaded only
-		 * for its key. */
-		struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED);
-		if (usl_unlikely(!usl_marker_pop(s, obj)))
-			return malloc_refused(s, obj);
+		/* The free marker (common/objects.c), at word 0 of a malloc
+		 * class's block: usl_marker_pop with the table's secret. */
+		uintptr_t *at = obj;
+		if (usl_unlikely(*at != ((uintptr_t)obj ^ usl_key(secret, at))))
+			return malloc_refused(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj);
+		*at = 0;
 	} else if (mode) {
 		return malloc_other(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj, mode);
 	}

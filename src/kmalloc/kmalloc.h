@@ -14,12 +14,20 @@
 #define KMALLOC_MAX_CACHE_SIZE (1UL << KMALLOC_SHIFT_HIGH)
 #define USL_MALLOC_TAB (KMALLOC_MAX_CACHE_SIZE / 16 + 1)
 extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
-/* The same classes' slots (their cpu_slab), for malloc's fast path. */
-extern struct kmem_cache_cpu *usl_malloc_slots[USL_MALLOC_TAB] USL_HIDDEN;
-/* malloc from the class at usl_malloc_tab[i], whose slots are slots: the
- * sheaf pop with no load of the cache; on failure kmem_cache_alloc(class,
- * GFP_KERNEL | __GFP_NOWARN), errno ENOMEM when that fails. */
-USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i);
+/* The same classes for malloc's fast path: their slots (cpu_slab; NULL until
+ * published, and for a debug class) and their free markers' secret (a malloc
+ * class's marker is word 0), in one 16-byte entry, so the fast path loads no
+ * cache structure. */
+struct usl_malloc_class {
+	struct kmem_cache_cpu *slots;
+	uintptr_t secret;
+};
+extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
+/* malloc from the class at usl_malloc_tab[i], whose slots and secret are c's:
+ * the sheaf pop and the marker check with no load of the cache; on failure
+ * kmem_cache_alloc(class, GFP_KERNEL | __GFP_NOWARN), errno ENOMEM when that
+ * fails. */
+USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret);
 /* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
  * 32 bytes to 256, then eight a doubling), each made on first use. */
 USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller);   /* caller: for debug classes' owner track (0: this call's) */

@@ -159,9 +159,10 @@ EXPORT void *malloc(size_t n)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
 		size_t i = (n + 15) >> 4;
-		struct kmem_cache_cpu *slots = __atomic_load_n(&usl_malloc_slots[i], __ATOMIC_ACQUIRE);
+		const struct usl_malloc_class *c = &usl_malloc_classes[i];
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
 		if (usl_likely(slots != NULL))
-			return usl_malloc_fast(slots, i);
+			return usl_malloc_fast(slots, i, __atomic_load_n(&c->secret, __ATOMIC_RELAXED));
 	}
 	return malloc_other(n);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -529,6 +530,40 @@ static void test_trim_sheaf_caches(void)
 	}
 }
 
+/* A block whose free marker is gone when malloc pops it again (a write after
+ * free of its first word, or a sheaf entry overwritten) is refused: reported,
+ * never handed out, and malloc returns another block. On one CPU, so the pop
+ * is of the sheaf the free pushed onto. Each size class its own. */
+static void test_pop_refused(void)
+{
+	if (!usl_opt.harden)
+		return;
+	cpu_set_t was, one;
+	bool pinned = sched_getaffinity(0, sizeof(was), &was) == 0;
+	if (pinned) {
+		CPU_ZERO(&one);
+		int cpu = sched_getcpu();
+		CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &was) ? cpu : 0, &one);
+		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+	}
+	capture_reports();
+	static const size_t sizes[] = { 16, 40, 100, 256, 1000, 5000 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		unsigned long df = reports(USLAB_ERR_DOUBLE_FREE);
+		char *p = vmalloc(sizes[k]);
+		vfree(p);
+		memset(p, 0x5a, 8);               /* its first word: the marker */
+		char *q = vmalloc(sizes[k]);
+		CHECK(q != NULL && q != p);
+		if (pinned)
+			CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), df + 1);
+		vfree(q);
+	}
+	uslab_set_report_handler(NULL, NULL);
+	if (pinned)
+		CHECK(sched_setaffinity(0, sizeof(was), &was) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "decay")) {
@@ -545,6 +580,7 @@ int main(int argc, char **argv)
 	test_thread_exit();
 	CHECK_EQ(uslab_error_count(), errs);       /* nothing so far was reported */
 	test_foreign_and_trim();
+	test_pop_refused();
 	test_kept_mappings();
 	test_trim_sheaf_caches();
 	test_rss(false);
