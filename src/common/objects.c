@@ -54,7 +54,16 @@ static inline __attribute__((always_inline)) void *marker_clear(void *obj, uint3
  * Allocation
  */
 
-/* Everything but the common case: NULL cache, empty freelist, __GFP_ZERO. */
+/* __GFP_ZERO's clearing of an allocated object. Out of line but not cold:
+ * kmem_cache_zalloc and kzalloc are common, and a cold function's memset is
+ * compiled for size, a byte-wise 'rep stosb' that took 40 ns on 64 bytes
+ * (libc's memset: a few). */
+static __attribute__((noinline)) void *zero_object(struct kmem_cache *s, void *obj)
+{
+	return memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+}
+
+/* Everything but the common case: NULL cache, empty freelist. */
 static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
 {
 	if (usl_unlikely(!s)) {
@@ -75,7 +84,7 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 	}
 	marker_clear(obj, s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
-		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+		return zero_object(s, obj);
 	return obj;
 }
 
@@ -90,7 +99,7 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 	}
 	void *obj = marker_clear(usl_sheaf_alloc(s, gfp), s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
-		memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+		return zero_object(s, obj);
 	return obj;
 }
 
@@ -124,7 +133,7 @@ static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache 
 		if (counted)
 			usl_stat_inc(s, USL_ALLOC_PCS, 1);
 		if (usl_unlikely(gfp & __GFP_ZERO))
-			return alloc_tail(s, gfp, obj);
+			return zero_object(s, obj);
 		return obj;
 sheaf_slow:
 		return sheaf_alloc_slow(s, gfp);
@@ -135,7 +144,7 @@ sheaf_slow:
 	if (counted)
 		usl_stat_inc(s, USL_ALLOC_FASTPATH, 1);
 	if (usl_unlikely(gfp & __GFP_ZERO))
-		return alloc_tail(s, gfp, obj);
+		return zero_object(s, obj);
 	return obj;
 slow:
 	return cpu_slab_alloc_slow(s, gfp);

@@ -176,12 +176,25 @@ EXPORT void free(void *p)
 	usl_free_ptr(p, "free");
 }
 
+/* calloc: malloc's fast path, then the n bytes asked for cleared (a block of
+ * a class is never fresh from the OS here: the sheaf's objects were used);
+ * everything else (no class yet, large sizes, debug classes) by alloc_bytes
+ * with __GFP_ZERO. */
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
 	size_t n;
 	if (__builtin_mul_overflow(nmemb, size, &n)) {
 		errno = ENOMEM;
 		return NULL;
+	}
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
+		size_t i = (n + 15) >> 4;
+		const struct usl_malloc_class *c = &usl_malloc_classes[i];
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+		if (usl_likely(slots != NULL)) {
+			void *p = usl_malloc_fast(slots, i, __atomic_load_n(&c->secret, __ATOMIC_RELAXED));
+			return usl_likely(p != NULL) ? memset(p, 0, n) : NULL;
+		}
 	}
 	return alloc_bytes(n, GFP_KERNEL | __GFP_ZERO);
 }

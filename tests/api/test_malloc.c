@@ -95,6 +95,18 @@ static void test_basics(void)
 	c = calloc(1000, 4);
 	CHECK(c && all_bytes(c, 0, 4000));
 	free(c);
+	/* every class's calloc clears what a freed block of its class held
+	 * (the block just freed comes back: the sheaf is a stack) */
+	static const size_t csz[] = { 0, 1, 16, 24, 40, 100, 256, 1000, 4096, 5000, 8192 };
+	for (size_t k = 0; k < sizeof(csz) / sizeof(csz[0]); k++) {
+		char *d = vmalloc(csz[k]);
+		size_t u = malloc_usable_size(d);
+		memset(d, 0xee, u);
+		free(d);
+		d = vcalloc(csz[k] ? csz[k] / 2 + csz[k] % 2 : 0, 2);
+		CHECK(d != NULL && all_bytes(d, 0, csz[k]));
+		free(d);
+	}
 	errno = 0;
 	CHECK(vcalloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
 	errno = 0;
