@@ -359,6 +359,7 @@ static void make_alias(struct kmem_cache *s, unsigned int size, const char *name
 		__atomic_store_n(&s->object_size, size, __ATOMIC_RELAXED);
 	if (USL_ALIGN(size, (unsigned int)sizeof(void *)) > s->inuse)
 		__atomic_store_n(&s->inuse, USL_ALIGN(size, (unsigned int)sizeof(void *)), __ATOMIC_RELAXED);
+	__atomic_store_n(&usl_cache_fast[s->id].ksize, (uint32_t)usl_cache_ksize(s), __ATOMIC_RELAXED);
 }
 
 /* The internal cache holding sheaves of this capacity (uslab-sheaf-<bytes>),
@@ -545,6 +546,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	f->secret = s->fp_secret;
 	f->fp_offset = s->offset;
 	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
+	f->ksize = (uint32_t)usl_cache_ksize(s);
 	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;

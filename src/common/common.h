@@ -25,12 +25,13 @@
  * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's
  * fast path needs of the cache: div_inv | div_shift << 32 for the object check,
  * and the free marker's secret, word offset and slab block bits (objects.c);
- * all 0 for no cache. */
+ * and the usable size, for malloc_usable_size and realloc; all 0 for no cache. */
 struct usl_cache_fast {
 	uint64_t div;
 	uintptr_t secret;            /* s->fp_secret */
 	uint32_t fp_offset;          /* s->offset */
 	uint32_t blk_shift;          /* log2 of a slab block of the preferred order */
+	uint32_t ksize;              /* an object's usable bytes (usl_cache_ksize) */
 } __attribute__((aligned(32)));
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 extern char *usl_slots USL_HIDDEN;
@@ -40,6 +41,18 @@ static inline struct kmem_cache_cpu *usl_id_slots(unsigned int id)
 {
 	return (struct kmem_cache_cpu *)(usl_slots + (size_t)id * usl_slot_stride);
 }
+/* The usable bytes of an object of s (ksize): all of its stride, unless the
+ * free pointer lies beyond the object (a constructor's cache), then up to it.
+ * A merge can raise inuse (make_alias), and usl_cache_fast[id].ksize with it. */
+static inline size_t usl_cache_ksize(const struct kmem_cache *s)
+{
+	unsigned int inuse = __atomic_load_n(&s->inuse, __ATOMIC_RELAXED);
+	return s->offset >= inuse ? inuse : s->size;
+}
+/* The usable size of p if p starts an object of a user or kmalloc cache
+ * without debugging (the page map and usl_cache_fast, as free's fast path
+ * checks it); 0 for anything else, which the caller's slow path sorts out. */
+USL_HIDDEN size_t usl_obj_ksize(const void *p);
 /* The cache whose slab holds the page of this entry, if kfree may free its
  * objects: NULL for a page that is not a slab, and for a slab of uslab's own
  * caches (cache structures, sheaves). */

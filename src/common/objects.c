@@ -481,6 +481,22 @@ void usl_free_ptr(void *x, const char *fn)
 	free_ptr_slow(x, fn, true);
 }
 
+size_t usl_obj_ksize(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
+		return 0;
+	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
+	const struct usl_cache_fast *f = &usl_cache_fast[w >> 48];
+	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_ACQUIRE);
+	/* No cache (id 0: its divisor fails the check), uslab's own caches, a
+	 * debug cache (its page-map count is 0), not an object start: 0. */
+	if (usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) >= (uint16_t)(w >> 32) ||
+	    (w & ((uint64_t)USL_PM_INTERNAL << 32)))
+		return 0;
+	return __atomic_load_n(&f->ksize, __ATOMIC_RELAXED);
+}
+
 /* ===========================================================================
  * Bulk
  */

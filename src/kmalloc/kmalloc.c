@@ -270,18 +270,13 @@ static inline struct kmem_cache *page_owner(uintptr_t off)
 	return usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]));
 }
 
-/* The bytes of a slab object the caller may use: the stride, unless metadata
- * (a free pointer kept outside the object) follows the object. */
-static inline size_t slab_ksize(const struct kmem_cache *s)
-{
-	unsigned int inuse = __atomic_load_n(&s->inuse, __ATOMIC_RELAXED);   /* raised by make_alias */
-	return s->offset >= inuse ? inuse : s->size;
-}
-
 /* The usable bytes of the block p starts (a slab object, a large block or a
  * mapping); 0 if p starts none. */
 static size_t block_size(const void *p)
 {
+	size_t n = usl_obj_ksize(p);         /* the common case, as free checks it */
+	if (usl_likely(n))
+		return n;
 	uintptr_t off = (uintptr_t)p - usl_base;
 
 	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
@@ -289,7 +284,7 @@ static size_t block_size(const void *p)
 		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS))
 			return usl_debug_is_object(s, p) ? usl_debug_ksize(s, (void *)p) : 0;
 		if (s)   /* an object's start, not inside one */
-			return usl_cache_obj_ok(s, p) ? slab_ksize(s) : 0;
+			return usl_cache_obj_ok(s, p) ? usl_cache_ksize(s) : 0;
 	}
 	return usl_large_size(p);
 }

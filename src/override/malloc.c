@@ -202,8 +202,10 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 /* The usable size of p (0 with a report for a pointer that is not ours). */
 static size_t usable(const void *p)
 {
+	size_t n = usl_obj_ksize(p);
+	if (usl_likely(n))
+		return n;
 	if (is_boot(p)) {
-		size_t n;
 		memcpy(&n, (const char *)p - sizeof(size_t), sizeof(size_t));
 		return n;
 	}
@@ -218,8 +220,10 @@ EXPORT void *realloc(void *p, size_t n)
 		free(p);
 		return NULL;
 	}
-	size_t old = usable(p);
-	if (!old)
+	/* plain: an object of a class without debugging (usl_obj_ksize) */
+	size_t old = usl_obj_ksize(p);
+	bool plain = old != 0;
+	if (!plain && !(old = usable(p)))
 		return NULL;                     /* reported by ksize; errno untouched */
 	/* A direct mapping that stays one: mremap, no copy (growing a big buffer
 	 * step by step would otherwise copy it each time). */
@@ -232,7 +236,7 @@ EXPORT void *realloc(void *p, size_t n)
 	/* In place while it fits and the block is not more than twice too big
 	 * (a shrink to a much smaller size moves, so memory is given back). */
 	if (n <= old && (n > old / 2 || old <= 2 * MALLOC_ALIGN) && !is_boot(p)) {
-		if (n < old)
+		if (n < old && !plain)
 			usl_kmalloc_note_size(p, n);     /* a debug class red-zones the rest */
 		return p;
 	}
