@@ -43,8 +43,7 @@ extern unsigned long usl_background_parks USL_HIDDEN;
 extern unsigned long usl_decay_sweeps USL_HIDDEN;
 
 /* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and
- * malloc's finer classes (made on demand). */
+ * malloc's finer classes (usl_malloc_cache_for, kmalloc/kmalloc.h). */
 USL_HIDDEN struct kmem_cache *usl_kmalloc_cache_for(size_t size);
-USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);
 
 #endif /* USL_TESTING_H */

@@ -31,6 +31,10 @@ USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr
 /* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
  * 32 bytes to 256, then eight a doubling), each made on first use. */
 USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller);   /* caller: for debug classes' owner track (0: this call's) */
+/* malloc's class serving n (0 < n <= 8 KiB), made and published in
+ * usl_malloc_classes if it is not yet; NULL above 8 KiB or if it cannot be
+ * made. */
+USL_HIDDEN struct kmem_cache *usl_malloc_cache_for(size_t n);
 /* An allocation of size bytes from s, a class with debugging (no slots are
  * published for it), for the caller at address caller. */
 USL_HIDDEN void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp, uintptr_t caller);

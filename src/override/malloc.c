@@ -134,6 +134,19 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		size_t pow2 = 1;
 		while (pow2 < want)
 			pow2 <<= 1;
+		/* Up to 8 KiB, malloc's class of pow2 is the kmalloc cache
+		 * kmalloc(pow2) takes (a power of two is a class size): its fast
+		 * path, as malloc's (the class made first if it is not yet; a
+		 * debug class publishes no slots and goes on below). */
+		size_t i = (pow2 + 15) >> 4;
+		if (pow2 <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO)) {
+			const struct usl_malloc_class *c = &usl_malloc_classes[i];
+			struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+			if (usl_unlikely(!slots) && usl_malloc_cache_for(pow2))
+				slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+			if (usl_likely(slots != NULL))
+				return usl_malloc_fast(slots, i, __atomic_load_n(&c->secret, __ATOMIC_RELAXED));
+		}
 		p = kmalloc(pow2, gfp | __GFP_NOWARN);
 		if (p && pow2 != n)
 			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */

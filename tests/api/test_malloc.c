@@ -181,6 +181,22 @@ static void test_aligned(void)
 		CHECK(q && ((uintptr_t)q % al) == 0);
 		free(q);
 	}
+	/* Alignments 32 .. 8 KiB once their power-of-two class is made (malloc's
+	 * fast path then serves them): many blocks live at once, every one
+	 * aligned, and each size asked for fits. */
+	for (size_t al = 32; al <= 8192; al <<= 1) {
+		enum { K = 100 };
+		void *v[K];
+		free(vmalloc(al));                   /* the class of al exists */
+		for (int k = 0; k < K; k++) {
+			size_t n = k % 3 == 0 ? al / 2 : k % 3 == 1 ? al : al + 1;
+			CHECK(posix_memalign(&v[k], al, n) == 0 && ((uintptr_t)v[k] % al) == 0);
+			CHECK(malloc_usable_size(v[k]) >= n);
+			memset(v[k], 7, n);
+		}
+		for (int k = 0; k < K; k++)
+			free(v[k]);
+	}
 	/* posix_memalign: EINVAL for a bad alignment, the pointer left alone;
 	 * ENOMEM for an impossible size; errno untouched either way. */
 	void *keep = (void *)0x1234;
