@@ -94,4 +94,26 @@ static inline size_t resident_pages(const void *addr, size_t bytes)
 	return n;
 }
 
+#ifdef _GNU_SOURCE
+#include <sched.h>
+/* Pin the calling thread to the CPU it runs on (a test whose check needs one
+ * CPU's sheaves throughout); its affinity is kept in *was. True if pinned:
+ * then unpin_cpu(was) gives it back. */
+static inline bool pin_this_cpu(cpu_set_t *was)
+{
+	cpu_set_t one;
+	if (sched_getaffinity(0, sizeof(*was), was) != 0)
+		return false;
+	CPU_ZERO(&one);
+	int cpu = sched_getcpu();
+	CPU_SET(cpu >= 0 && CPU_ISSET(cpu, was) ? cpu : 0, &one);
+	return sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+static inline void unpin_cpu(const cpu_set_t *was)
+{
+	CHECK(sched_setaffinity(0, sizeof(*was), was) == 0);
+}
+#endif
+
 #endif

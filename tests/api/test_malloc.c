@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -566,14 +565,8 @@ static void test_pop_refused(void)
 {
 	if (!usl_opt.harden)
 		return;
-	cpu_set_t was, one;
-	bool pinned = sched_getaffinity(0, sizeof(was), &was) == 0;
-	if (pinned) {
-		CPU_ZERO(&one);
-		int cpu = sched_getcpu();
-		CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &was) ? cpu : 0, &one);
-		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
-	}
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
 	capture_reports();
 	static const size_t sizes[] = { 16, 40, 100, 256, 1000, 5000 };
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -589,7 +582,7 @@ static void test_pop_refused(void)
 	}
 	uslab_set_report_handler(NULL, NULL);
 	if (pinned)
-		CHECK(sched_setaffinity(0, sizeof(was), &was) == 0);
+		unpin_cpu(&was);
 }
 
 int main(int argc, char **argv)

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,14 +403,8 @@ static void test_packed_burst(void)
 	/* On one CPU: a thread that moves between the burst and the
 	 * allocations would leave the burst's objects in the other CPU's
 	 * sheaves, out of its reach, and take slab objects instead. */
-	cpu_set_t was, one;
-	bool pinned = sched_getaffinity(0, sizeof(was), &was) == 0;
-	if (pinned) {
-		CPU_ZERO(&one);
-		int cpu = sched_getcpu();
-		CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &was) ? cpu : 0, &one);
-		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
-	}
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
 
 	for (unsigned z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		char name[32];
@@ -488,7 +481,7 @@ static void test_packed_burst(void)
 		kmem_cache_destroy(s);
 	}
 	if (pinned)
-		CHECK(sched_setaffinity(0, sizeof(was), &was) == 0);
+		unpin_cpu(&was);
 }
 
 /* The barn's surplus is given back before the page provider grows. */
