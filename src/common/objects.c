@@ -435,6 +435,24 @@ static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const 
 		marker_double_free(s, x, fn);
 }
 
+/* The usl_cache_fast entry of the cache whose object starts at off (an
+ * offset in the range, below usl_top), *w the page-map word: NULL for no
+ * cache (id 0, whose divisor fails the check), an offset that starts no
+ * object handed out (the carved count), a debug cache (its count is 0) and
+ * uslab's own caches (USL_PM_INTERNAL). The object check of free's fast path
+ * and of usl_obj_ksize. (The divisor is read with acquire: an id reused by a
+ * new cache publishes its entry's other fields before it.) */
+static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_object(uintptr_t off, uint64_t *w)
+{
+	*w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
+	const struct usl_cache_fast *f = &usl_cache_fast[*w >> 48];
+	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_ACQUIRE);
+	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)*w, (uint32_t)d, (uint32_t)(d >> 32)) >=
+	                 (uint16_t)(*w >> 32) || (*w & ((uint64_t)USL_PM_INTERNAL << 32))))
+		return NULL;
+	return f;
+}
+
 /* The fast path needs no struct kmem_cache: the page map's id gives the
  * object check's divisor and the free marker's key (usl_cache_fast) and the
  * slots (usl_id_slots); the marker is checked and written, and a push onto the
@@ -450,17 +468,15 @@ void usl_free_ptr(void *x, const char *fn)
 		free_nonslab(x, fn);
 		return;
 	}
-	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
-	unsigned int id = (unsigned int)(w >> 48);
-	const struct usl_cache_fast *f = &usl_cache_fast[id];
-	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_RELAXED);
-	/* Objects of uslab's own caches (objects has USL_PM_INTERNAL) go slow:
-	 * no marker is written into them. */
-	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) >=
-	                 (uint16_t)(w >> 32) || (w & ((uint64_t)USL_PM_INTERNAL << 32)))) {
+	uint64_t w;
+	const struct usl_cache_fast *f = fast_object(off, &w);
+	/* Objects of uslab's own caches go slow too: no marker is written into
+	 * them. */
+	if (usl_unlikely(!f)) {
 		free_ptr_slow(x, fn, false);
 		return;
 	}
+	unsigned int id = (unsigned int)(w >> 48);
 	/* One test for the usual mode (hardening on, counters off); with counters
 	 * the free goes by its cache's counting path (free_ptr_slow). */
 	unsigned int mode = usl_opt.fast_mode;
@@ -486,15 +502,9 @@ size_t usl_obj_ksize(const void *p)
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return 0;
-	uint64_t w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
-	const struct usl_cache_fast *f = &usl_cache_fast[w >> 48];
-	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_ACQUIRE);
-	/* No cache (id 0: its divisor fails the check), uslab's own caches, a
-	 * debug cache (its page-map count is 0), not an object start: 0. */
-	if (usl_obj_index((uint32_t)off - (uint32_t)w, (uint32_t)d, (uint32_t)(d >> 32)) >= (uint16_t)(w >> 32) ||
-	    (w & ((uint64_t)USL_PM_INTERNAL << 32)))
-		return 0;
-	return __atomic_load_n(&f->ksize, __ATOMIC_RELAXED);
+	uint64_t w;
+	const struct usl_cache_fast *f = fast_object(off, &w);
+	return f ? __atomic_load_n(&f->ksize, __ATOMIC_RELAXED) : 0;
 }
 
 /* ===========================================================================
