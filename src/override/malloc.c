@@ -223,17 +223,24 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 	return alloc_bytes(n, GFP_KERNEL | __GFP_ZERO);
 }
 
-/* The usable size of p (0 with a report for a pointer that is not ours). */
-static size_t usable(const void *p)
+/* The usable size of p when it is no plain slab object (usl_obj_ksize's): a
+ * boot block's, a debug class's or a large block's (0 with a report for a
+ * pointer that is not ours). */
+static size_t usable_other(const void *p)
 {
-	size_t n = usl_obj_ksize(p);
-	if (usl_likely(n))
-		return n;
 	if (is_boot(p)) {
+		size_t n;
 		memcpy(&n, (const char *)p - sizeof(size_t), sizeof(size_t));
 		return n;
 	}
 	return usl_ksize_as(p, "malloc_usable_size/realloc");
+}
+
+/* The usable size of p (0 with a report for a pointer that is not ours). */
+static size_t usable(const void *p)
+{
+	size_t n = usl_obj_ksize(p);
+	return usl_likely(n) ? n : usable_other(p);
 }
 
 EXPORT void *realloc(void *p, size_t n)
@@ -247,7 +254,7 @@ EXPORT void *realloc(void *p, size_t n)
 	/* plain: an object of a class without debugging (usl_obj_ksize) */
 	size_t old = usl_obj_ksize(p);
 	bool plain = old != 0;
-	if (!plain && !(old = usable(p)))
+	if (!plain && !(old = usable_other(p)))
 		return NULL;                     /* reported by ksize; errno untouched */
 	/* A direct mapping that stays one: mremap, no copy (growing a big buffer
 	 * step by step would otherwise copy it each time). */
