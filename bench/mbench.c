@@ -624,10 +624,11 @@ static void how_to_read(FILE *f)
  * program that is not installed is skipped, and said so. */
 struct program {
 	const char *name, *title, *env;
+	const char *needs;      /* the command that must be installed */
 	char *argv[8];
 };
 
-static void programs_geomean(const char *const *names, double lt[][NALLOC], double lr[][NALLOC], int np)
+static void programs_geomean(double lt[][NALLOC], double lr[][NALLOC], int np)
 {
 	printf("\n== real programs: geomean over the %d programs above of each allocator's median time and peak RSS "
 	       "over glibc's (1.00: as glibc; lower is better) ==\n", np);
@@ -662,7 +663,6 @@ static void programs_geomean(const char *const *names, double lt[][NALLOC], doub
 	if (best > 0 && gn[0] == np)
 		printf("uslab's geomean time over the best peer's: %.3f (%s)\n", gt[0] / best,
 		       gt[0] <= best ? "uslab leads" : "uslab trails");
-	(void)names;
 }
 
 static int programs(int runs)
@@ -708,38 +708,35 @@ static int programs(int runs)
 	snprintf(t_rd, sizeof(t_rd), "redis-server under redis-benchmark on loopback: 13 commands x %s requests, "
 	         "50 clients, pipelined by 16, 1M keys", requests);
 	struct program progs[] = {
-		{ "python3", t_py, NULL, { (char *)"/usr/bin/python3", (char *)"-c", pys } },
-		{ "python3-malloc", t_pm, "PYTHONMALLOC=malloc", { (char *)"/usr/bin/python3", (char *)"-c", pys } },
-		{ "perl", t_pl, NULL, { (char *)"perl", (char *)"-e", pls } },
-		{ "sqlite3", t_sq, NULL, { (char *)"sqlite3", (char *)":memory:", sqs } },
-		{ "gcc", t_cc, NULL, { (char *)"/bin/sh", (char *)"-c", cc } },
-		{ "redis", t_rd, NULL,
+		{ "python3", t_py, NULL, "/usr/bin/python3", { (char *)"/usr/bin/python3", (char *)"-c", pys } },
+		{ "python3-malloc", t_pm, "PYTHONMALLOC=malloc", "/usr/bin/python3",
+		  { (char *)"/usr/bin/python3", (char *)"-c", pys } },
+		{ "perl", t_pl, NULL, "perl", { (char *)"perl", (char *)"-e", pls } },
+		{ "sqlite3", t_sq, NULL, "sqlite3", { (char *)"sqlite3", (char *)":memory:", sqs } },
+		{ "gcc", t_cc, NULL, "gcc", { (char *)"/bin/sh", (char *)"-c", cc } },
+		{ "redis", t_rd, NULL, "redis-server",
 		  { (char *)"bash", (char *)USLAB_SOURCE_DIR "/bench/redis/redis_load.sh", (char *)GLIBC_SHIM_PATH,
 		    requests } },
-		{ "sort", quick ? "sort -n of a file of 200k lines" : "sort -n of a file of 1M lines", NULL,
+		{ "sort", quick ? "sort -n of a file of 200k lines" : "sort -n of a file of 1M lines", NULL, "sort",
 		  { (char *)"sort", (char *)"-n", lines } },
 	};
 	enum { NPROG = sizeof(progs) / sizeof(progs[0]) };
-	static const char *const needs[NPROG] = { "/usr/bin/python3", "/usr/bin/python3", "perl", "sqlite3", "gcc",
-		                                      "redis-server", "sort" };
 	double lt[NPROG][NALLOC], lr[NPROG][NALLOC];
-	const char *names[NPROG];
 	int np = 0;
 	for (int i = 0; i < NPROG; i++) {
-		snprintf(script, sizeof(script), "command -v %s >/dev/null%s", needs[i],
+		snprintf(script, sizeof(script), "command -v %s >/dev/null%s", progs[i].needs,
 		         !strcmp(progs[i].name, "redis") ? " && command -v redis-benchmark >/dev/null && "
 		                                           "command -v taskset >/dev/null" : "");
 		if (system(script) != 0) {
 			progress_begin(progs[i].name, 0, NULL, 0);
 			progress_break();
 			fprintf(stderr, "uslab-mbench: %s not installed (bash scripts/deps.sh bench); %s skipped\n",
-			        needs[i], progs[i].name);
+			        progs[i].needs, progs[i].name);
 			progress_end();
 			continue;
 		}
 		measure(progs[i].name, progs[i].title, progs[i].argv, progs[i].env, runs, 0,
 		        !strcmp(progs[i].name, "redis") ? NULL : out);
-		names[np] = progs[i].name;
 		for (int a = 0; a < NALLOC; a++) {
 			lt[np][a] = last_ok[a] ? last_mt[a] : 0;
 			lr[np][a] = last_ok[a] ? last_mr[a] : 0;
@@ -747,7 +744,7 @@ static int programs(int runs)
 		np++;
 	}
 	if (np)
-		programs_geomean(names, lt, lr, np);
+		programs_geomean(lt, lr, np);
 	snprintf(script, sizeof(script), "rm -rf %s", dir);
 	return system(script) != 0;
 }
