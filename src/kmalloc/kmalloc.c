@@ -142,11 +142,30 @@ static struct kmem_cache *malloc_class(unsigned int size)
 	return usl_cache_create(name, size, 16, 0, NULL, NULL, USL_CACHE_KMALLOC, size > 256 ? malloc_slab_bytes(size) : 0);
 }
 
+/* Publish class s (of size bytes) in table entry j: the cache first (malloc's
+ * slow path reads it after it has seen the slots), then, unless it is a debug
+ * class or its marker is not word 0, the secret and the slots. A debug class
+ * publishes no slots: malloc's fast path then sends its sizes to alloc_bytes,
+ * which passes the size asked for to the checked path (no class has its
+ * marker elsewhere: the fast path's check takes it at word 0). */
+static void malloc_publish(size_t j, struct kmem_cache *s)
+{
+	__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
+	if (!(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
+		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
+		__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
+	}
+}
+
 /* Make the class serving n, then publish it in every table entry it serves
  * (after it is made, so a reader that sees an entry sees a made cache). Once
  * per class, under the classes lock; the kmalloc classes first, as some classes
  * are theirs. NULL if it cannot be made. A thread already holding the
- * registry's locks (a report handler that mallocs) gets the kmalloc class. */
+ * registry's locks (a report handler that mallocs) gets the kmalloc class.
+ * The class size grows with n, so the entries a class serves are one run of
+ * the table around entry i: walked from i both ways, a few entries per class
+ * (scanning the whole table for every class had cost a program that makes
+ * fifty classes a million cycles at start-up). */
 static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
 {
 	size_t i = n ? (n + 15) >> 4 : 1;
@@ -161,21 +180,17 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 	if (!s) {
 		unsigned int size = malloc_class_size(i * 16);
 		s = malloc_class(size);
-		for (size_t j = 0; s && j < USL_MALLOC_TAB; j++)      /* entry 0 (malloc(0)) as entry 1 */
-			if (malloc_class_size(j ? j * 16 : 16) == size) {
-				/* the cache first: malloc's slow path reads it
-				 * after it has seen the slots */
-				__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
-				/* A debug class publishes no slots: malloc's fast path
-				 * then sends its sizes to alloc_bytes, which passes the
-				 * size asked for to the checked path. Nor does a class
-				 * whose marker is not word 0 (none is: the fast path's
-				 * check takes it there). The secret before the slots. */
-				if (!(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
-					__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
-					__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
-				}
-			}
+		if (s) {
+			size_t lo = i, hi = i;
+			while (lo > 1 && malloc_class_size((lo - 1) * 16) == size)
+				lo--;
+			while (hi + 1 < USL_MALLOC_TAB && malloc_class_size((hi + 1) * 16) == size)
+				hi++;
+			for (size_t j = lo; j <= hi; j++)
+				malloc_publish(j, s);
+			if (lo == 1)        /* entry 0 (malloc(0)) as entry 1 */
+				malloc_publish(0, s);
+		}
 	}
 	usl_cache_classes_unlock();
 	return s;

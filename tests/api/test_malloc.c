@@ -52,7 +52,7 @@ static void test_basics(void)
 	 * doubling, under an eighth (plus the 16-byte granule) of waste (kmalloc's
 	 * own double); above 256 each is the largest multiple of 16 of which its
 	 * slab holds that many. */
-	bool fine = true, packed = true;
+	bool fine = true, packed = true, one = true;
 	for (size_t n = 1; n <= 8192; n++) {
 		struct kmem_cache *c = usl_malloc_cache_for(n < 16 ? 16 : n);
 		size_t sz = c ? kmem_cache_size(c) : 0;
@@ -68,9 +68,31 @@ static void test_basics(void)
 				        c->order, c->objects, sz + 16);
 			packed = false;
 		}
+		/* one cache a class: every entry of a class publishes the cache
+		 * made for it (the classes are made above in the order the sizes
+		 * of the loop before asked for them, from inside their runs) */
+		if (c && usl_malloc_cache_for(sz) != c) {
+			if (one)
+				fprintf(stderr, "  malloc(%zu): cache %p, its class size %zu's %p\n", n, (void *)c, sz,
+				        (void *)usl_malloc_cache_for(sz));
+			one = false;
+		}
+	}
+	/* and no class made twice (a second cache of a class's name would mean
+	 * an entry of its run was left unpublished when the first was made) */
+	for (size_t a = 1; a < USL_MAX_CACHES; a++) {
+		struct kmem_cache *x = usl_caches[a];
+		if (!x || strncmp(kmem_cache_name(x), "malloc-", 7))
+			continue;
+		for (size_t b = a + 1; b < USL_MAX_CACHES; b++)
+			if (usl_caches[b] && !strcmp(kmem_cache_name(usl_caches[b]), kmem_cache_name(x))) {
+				fprintf(stderr, "  %s made twice\n", kmem_cache_name(x));
+				one = false;
+			}
 	}
 	CHECK(fine);
 	CHECK(packed);
+	CHECK(one);
 	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4368)), "malloc-4368"));   /* 64 KiB / 15 */
 	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(4369)), "malloc-4672"));
 	CHECK(!strcmp(kmem_cache_name(usl_malloc_cache_for(100)), "malloc-112"));
