@@ -8,7 +8,7 @@
  * tables to stdout. --data FILE also appends every median, with the least and
  * greatest run, to FILE as tab-separated lines (the benchmark report's plots,
  * scripts/bench_report.py).
- * Usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] [--data FILE]
+ * Usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] [--profile] [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -370,6 +370,73 @@ static int nsums;
 static int last_ok[NALLOC];
 static double last_mt[NALLOC], last_mr[NALLOC];
 
+/* --profile: every run under perf record (software clock), then the share of
+ * its samples in the allocator's own code and in the kernel, so the time an
+ * allocator costs a program is seen apart from the program's own time and the
+ * machine's noise (which moves all of a run's samples together). Times of a
+ * profiled run include perf's overhead: compare them only among themselves. */
+static int profile;
+static char perf_file[64];
+static double prof_alloc[NALLOC][MAXRUNS], prof_kernel[NALLOC][MAXRUNS];
+static double last_alloc_share[NALLOC], last_kernel_share[NALLOC];
+#define PROF_TOP 8
+static char prof_top[PROF_TOP][96];   /* uslab's functions by samples, its last run */
+
+/* glibc's allocator is part of libc.so.6: its functions by name. */
+static int glibc_malloc_sym(const char *sym)
+{
+	static const char *const parts[] = { "malloc", "free", "calloc", "realloc", "memalign", "tcache",
+		                             "consolidate", "unlink_chunk", "_int_", "systrim", "arena" };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (strstr(sym, parts[i]))
+			return 1;
+	return 0;
+}
+
+/* The samples of the profiled run of allocator a (perf_file), into its
+ * shares (percent); for uslab, its top functions too. 0 if perf gave none. */
+static int profile_read(int a, double *alloc_pct, double *kernel_pct)
+{
+	char cmd[256], stem[64] = "", line[512];
+	snprintf(cmd, sizeof(cmd), "perf report -i %s -n --stdio -q --sort dso,sym 2>/dev/null", perf_file);
+	if (allocs[a].preload) {        /* the library's name up to ".so" */
+		const char *b = strrchr(allocs[a].preload, '/');
+		snprintf(stem, sizeof(stem), "%s", b ? b + 1 : allocs[a].preload);
+		char *so = strstr(stem, ".so");
+		if (so)
+			so[3] = 0;
+	}
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	double total = 0, mine = 0, kernel = 0;
+	int top = 0;
+	while (fgets(line, sizeof(line), f)) {
+		double pct, n;
+		char dso[256], kind[8], sym[256];
+		if (sscanf(line, " %lf%% %lf %255s %7s %255[^\n]", &pct, &n, dso, kind, sym) != 5)
+			continue;
+		total += n;
+		if (!strcmp(dso, "[kernel.kallsyms]"))
+			kernel += n;
+		else if (stem[0] ? !strncmp(dso, stem, strlen(stem)) : !strcmp(dso, "libc.so.6") && glibc_malloc_sym(sym)) {
+			mine += n;
+			if (a == 0 && top < PROF_TOP)
+				snprintf(prof_top[top++], sizeof(prof_top[0]), "%.80s %.0f", sym, n);
+		}
+	}
+	pclose(f);
+	if (a == 0)
+		for (int i = top; i < PROF_TOP; i++)
+			prof_top[i][0] = 0;
+	unlink(perf_file);
+	if (total <= 0)
+		return 0;
+	*alloc_pct = 100 * mine / total;
+	*kernel_pct = 100 * kernel / total;
+	return 1;
+}
+
 static void sum_cell(double r, int peer, const char *more, const char *less)
 {
 	char w[32], v[48];
@@ -442,7 +509,16 @@ static int run(int a, char *const argv[], const char *env, double *secs, long *m
 			unsetenv("USLAB_SHEAVES");
 		if (env)
 			putenv((char *)env);
-		execvp(argv[0], argv);
+		if (profile) {
+			char *pargv[24] = { (char *)"perf", (char *)"record", (char *)"-q", (char *)"-e",
+				            (char *)"cpu-clock", (char *)"-F", (char *)"2000", (char *)"-o", perf_file,
+				            (char *)"--" };
+			for (int i = 0; argv[i] && i < 13; i++)
+				pargv[10 + i] = argv[i];
+			execvp(pargv[0], pargv);
+		} else {
+			execvp(argv[0], argv);
+		}
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -488,6 +564,28 @@ static void summary_add(const char *name, const int *ok, const double *mt, const
 	s->rss = s->rpeer >= 0 ? mr[0] / mr[s->rpeer] : 0;
 }
 
+/* --profile: the shares of each allocator's runs (medians), and uslab's
+ * functions by samples in its last run. */
+static void profile_table(const int *ok)
+{
+	printf("samples (perf record -e cpu-clock at 2000 Hz; the times above include perf's overhead): the share "
+	       "in the allocator's own code (its library; glibc's: its malloc functions in libc) and in the "
+	       "kernel, medians of the runs' shares; lower is better\n");
+	printf("%-15s %12s %9s\n", "allocator", "allocator %", "kernel %");
+	for (int a = 0; a < NALLOC; a++) {
+		last_alloc_share[a] = last_kernel_share[a] = 0;
+		if (!allocs[a].present || !ok[a])
+			continue;
+		last_alloc_share[a] = bench_median(prof_alloc[a], ok[a]);
+		last_kernel_share[a] = bench_median(prof_kernel[a], ok[a]);
+		printf("%-15s %12.1f %9.1f\n", allocs[a].name, last_alloc_share[a], last_kernel_share[a]);
+	}
+	printf("uslab's functions by samples (its last run):");
+	for (int i = 0; i < PROF_TOP && prof_top[i][0]; i++)
+		printf("%s %s", i ? ";" : "", prof_top[i]);
+	printf("\n");
+}
+
 /* One workload (a child mode of this program, or an external command): runs
  * interleaved over the allocators, then its table; name: its short name
  * (progress, summary). */
@@ -508,6 +606,8 @@ static void measure(const char *name, const char *title, char *const argv[], con
 			double secs;
 			long maxrss, vals[3] = { 0, 0, 0 };
 			if (run(a, argv, env, &secs, &maxrss, vals, outfile) < 0)
+				continue;
+			if (profile && !profile_read(a, &prof_alloc[a][ok[a]], &prof_kernel[a][ok[a]]))
 				continue;
 			t[a][ok[a]] = secs;
 			r[a][ok[a]] = (double)maxrss / 1024.0;
@@ -566,6 +666,8 @@ static void measure(const char *name, const char *title, char *const argv[], con
 			data_row(name, a, "RSS after trim MB", mv[a][2], v[a][2], ok[a]);
 		}
 	}
+	if (profile)
+		profile_table(ok);
 	fflush(stdout);
 	summary_add(name, ok, mt, mr);
 	for (int a = 0; a < NALLOC; a++) {
@@ -601,9 +703,11 @@ static int child(const char *w)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] "
-	           "[--data FILE]\n"
+	           "[--profile] [--data FILE]\n"
 	           "  --runs N     runs per allocator and workload, 1..%d (default 5); medians are printed\n"
 	           "  --quick      smaller workloads\n"
+	           "  --profile    every run under perf record: the share of its samples in the allocator and in the\n"
+	           "               kernel (needs perf; times then include perf's overhead)\n"
 	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
 	           "               program, workload, allocator, metric, x (empty), median, min, max, runs)\n", MAXRUNS);
 }
@@ -721,7 +825,8 @@ static int programs(int runs)
 		  { (char *)"sort", (char *)"-n", lines } },
 	};
 	enum { NPROG = sizeof(progs) / sizeof(progs[0]) };
-	double lt[NPROG][NALLOC], lr[NPROG][NALLOC];
+	double lt[NPROG][NALLOC], lr[NPROG][NALLOC], ls[NPROG][NALLOC];
+	const char *names[NPROG];
 	int np = 0;
 	for (int i = 0; i < NPROG; i++) {
 		snprintf(script, sizeof(script), "command -v %s >/dev/null%s", progs[i].needs,
@@ -740,11 +845,34 @@ static int programs(int runs)
 		for (int a = 0; a < NALLOC; a++) {
 			lt[np][a] = last_ok[a] ? last_mt[a] : 0;
 			lr[np][a] = last_ok[a] ? last_mr[a] : 0;
+			ls[np][a] = last_ok[a] ? last_alloc_share[a] : -1;
 		}
-		np++;
+		names[np++] = progs[i].name;
 	}
 	if (np)
 		programs_geomean(lt, lr, np);
+	if (np && profile) {
+		printf("\n== real programs: the share of each run's samples in the allocator's own code (perf "
+		       "record -e cpu-clock; glibc: its malloc functions in libc), medians of the runs; lower is "
+		       "better (redis: the samples of redis-benchmark, not preloaded, count in the total) ==\n");
+		printf("%-15s", "program");
+		for (int a = 0; a < NALLOC; a++)
+			if (allocs[a].present)
+				printf(" %15s", allocs[a].name);
+		printf("\n");
+		for (int i = 0; i < np; i++) {
+			printf("%-15s", names[i]);
+			for (int a = 0; a < NALLOC; a++) {
+				if (!allocs[a].present)
+					continue;
+				if (ls[i][a] >= 0)
+					printf(" %14.1f%%", ls[i][a]);
+				else
+					printf(" %15s", "-");
+			}
+			printf("\n");
+		}
+	}
 	snprintf(script, sizeof(script), "rm -rf %s", dir);
 	return system(script) != 0;
 }
@@ -762,6 +890,8 @@ int main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
+		} else if (!strcmp(argv[i], "--profile")) {
+			profile = 1;
 		} else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
 			if (!(data_file = fopen(argv[++i], "ae"))) {
 				fprintf(stderr, "uslab-mbench: %s: %s\n", argv[i], strerror(errno));
@@ -790,6 +920,11 @@ int main(int argc, char **argv)
 	}
 	if (runs < 1 || runs > MAXRUNS)
 		runs = 5;
+	if (profile && system("perf --version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "uslab-mbench: --profile needs perf (Debian: linux-perf)\n");
+		return 2;
+	}
+	snprintf(perf_file, sizeof(perf_file), "/tmp/uslab-mbench-%d.perf", (int)getpid());
 	if (quick)
 		setenv("MBENCH_QUICK", "1", 1);
 	char exe[4096];
