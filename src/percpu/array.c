@@ -55,6 +55,7 @@ bool usl_array_refill(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 	unsigned int n = usl_slab_refill(s, ac->objects, batch, gfp);
 	if (!n)
 		return false;
+	usl_sheaf_reverse(ac->objects, n);
 	/* Every object in an array carries its free marker (a pop checks it). */
 	if (usl_opt.harden)
 		for (unsigned int i = 0; i < n; i++)

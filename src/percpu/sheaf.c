@@ -93,6 +93,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 	}
 	if (!usl_engine_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
+	usl_sheaf_reverse(&sh->objects[sh->size], want - sh->size);
 	/* Hardening: every object in a sheaf carries its free marker (its word
 	 * decodes to itself, common/objects.c), checked when a pop hands it out. */
 	if (usl_opt.harden)

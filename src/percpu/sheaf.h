@@ -14,6 +14,21 @@
 #define USL_SHEAF_HEADER ((unsigned int)offsetof(struct slab_sheaf, objects))
 static inline unsigned int usl_sheaf_bytes(unsigned int capacity) { return USL_SHEAF_HEADER + 8u * capacity; }
 
+/* Objects fresh from the engine, reversed where a sheaf or array takes them:
+ * the pops (from the top) then hand them out in the order the engine gave
+ * them, a fresh slab's carved in rising addresses as a bump allocator's, which
+ * a program that walks its objects in the order it made them reads forwards.
+ * Taken as they lie, every batch came out falling: python3 with its object
+ * allocator off ran 7% longer (uslab-mbench). */
+static inline void usl_sheaf_reverse(void **objs, unsigned int n)
+{
+	for (unsigned int i = 0, j = n - 1; n && i < j; i++, j--) {
+		void *t = objs[i];
+		objs[i] = objs[j];
+		objs[j] = t;
+	}
+}
+
 /* ---- sheaf structures (sheaf.c) ---- */
 /* A one-off sheaf: larger than the cache's capacity, or of a cache without
  * sheaves (prefilled sheaves work on every cache). */

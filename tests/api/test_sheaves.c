@@ -742,6 +742,39 @@ static void test_pushed_twice(void)
 		kmem_cache_free(s, keep[i]);
 }
 
+/* A fresh cache's first allocations come out in rising addresses (the
+ * refill's objects are laid in the sheaf so that its pops give them in the
+ * order a fresh slab was carved), as from the cpu slab's freelist without
+ * sheaves: a program walking its objects in the order it made them reads
+ * forwards. On one CPU, so that one sheaf serves them all. */
+static void test_rising_order(void)
+{
+	enum { K = 16 };
+	void *p[K];
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
+	struct kmem_cache *s = kmem_cache_create("rising-64", 64, NULL, SLAB_NO_MERGE);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	bool rising = true;
+	for (unsigned i = 0; i < K; i++) {
+		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(p[i] != NULL);
+		if (i && (uintptr_t)p[i] <= (uintptr_t)p[i - 1]) {
+			if (rising)
+				fprintf(stderr, "  allocation %u at %p, after %p\n", i, p[i], p[i - 1]);
+			rising = false;
+		}
+	}
+	CHECK(rising);
+	for (unsigned i = 0; i < K; i++)
+		kmem_cache_free(s, p[i]);
+	kmem_cache_destroy(s);
+	if (pinned)
+		unpin_cpu(&was);
+}
+
 int main(void)
 {
 	/* The barn and decay counts here follow this thread's own slow-path
@@ -759,5 +792,6 @@ int main(void)
 	test_reclaim_before_growth();
 	test_million_cross_thread();
 	test_pushed_twice();
+	test_rising_order();
 	return test_summary();
 }
