@@ -164,8 +164,8 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
  * registry's locks (a report handler that mallocs) gets the kmalloc class.
  * The class size grows with n, so the entries a class serves are one run of
  * the table around entry i: walked from i both ways, a few entries per class
- * (scanning the whole table for every class had cost a program that makes
- * fifty classes a million cycles at start-up). */
+ * (scanning the whole table, with a division an entry, for every class had
+ * cost python3 a quarter of a millisecond at start-up). */
 static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
 {
 	size_t i = n ? (n + 15) >> 4 : 1;

@@ -19,7 +19,7 @@ static inline unsigned int usl_sheaf_bytes(unsigned int capacity) { return USL_S
  * them, a fresh slab's carved in rising addresses as a bump allocator's, which
  * a program that walks its objects in the order it made them reads forwards.
  * Taken as they lie, every batch came out falling: python3 with its object
- * allocator off ran 7% longer (uslab-mbench). */
+ * allocator off ran 7% longer (paired runs of uslab-mbench's job). */
 static inline void usl_sheaf_reverse(void **objs, unsigned int n)
 {
 	for (unsigned int i = 0, j = n - 1; n && i < j; i++, j--) {

@@ -755,10 +755,8 @@ static void test_rising_order(void)
 	bool pinned = pin_this_cpu(&was);
 	struct kmem_cache *s = kmem_cache_create("rising-64", 64, NULL, SLAB_NO_MERGE);
 	CHECK(s != NULL);
-	if (!s)
-		return;
-	bool rising = true;
-	for (unsigned i = 0; i < K; i++) {
+	bool rising = s != NULL;
+	for (unsigned i = 0; s && i < K; i++) {
 		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
 		CHECK(p[i] != NULL);
 		if (i && (uintptr_t)p[i] <= (uintptr_t)p[i - 1]) {
@@ -768,9 +766,10 @@ static void test_rising_order(void)
 		}
 	}
 	CHECK(rising);
-	for (unsigned i = 0; i < K; i++)
+	for (unsigned i = 0; s && i < K; i++)
 		kmem_cache_free(s, p[i]);
-	kmem_cache_destroy(s);
+	if (s)
+		kmem_cache_destroy(s);
 	if (pinned)
 		unpin_cpu(&was);
 }
