@@ -378,7 +378,7 @@ static double last_mt[NALLOC], last_mr[NALLOC];
 static int profile;
 static char perf_file[64];
 static double prof_alloc[NALLOC][MAXRUNS], prof_kernel[NALLOC][MAXRUNS];
-static double last_alloc_share[NALLOC], last_kernel_share[NALLOC];
+static double last_alloc_share[NALLOC];   /* the last workload's medians (the programs' table) */
 #define PROF_TOP 8
 static char prof_top[PROF_TOP][96];   /* uslab's functions by samples, its last run */
 
@@ -412,9 +412,9 @@ static int profile_read(int a, double *alloc_pct, double *kernel_pct)
 	double total = 0, mine = 0, kernel = 0;
 	int top = 0;
 	while (fgets(line, sizeof(line), f)) {
-		double pct, n;
+		double n;
 		char dso[256], kind[8], sym[256];
-		if (sscanf(line, " %lf%% %lf %255s %7s %255[^\n]", &pct, &n, dso, kind, sym) != 5)
+		if (sscanf(line, " %*f%% %lf %255s %7s %255[^\n]", &n, dso, kind, sym) != 4)
 			continue;
 		total += n;
 		if (!strcmp(dso, "[kernel.kallsyms]"))
@@ -510,11 +510,12 @@ static int run(int a, char *const argv[], const char *env, double *secs, long *m
 		if (env)
 			putenv((char *)env);
 		if (profile) {
-			char *pargv[24] = { (char *)"perf", (char *)"record", (char *)"-q", (char *)"-e",
+			enum { PERF_ARGS = 10, PERF_ARGV = 24 };   /* perf's own words; the last stays NULL */
+			char *pargv[PERF_ARGV] = { (char *)"perf", (char *)"record", (char *)"-q", (char *)"-e",
 				            (char *)"cpu-clock", (char *)"-F", (char *)"2000", (char *)"-o", perf_file,
 				            (char *)"--" };
-			for (int i = 0; argv[i] && i < 13; i++)
-				pargv[10 + i] = argv[i];
+			for (int i = 0; argv[i] && PERF_ARGS + i < PERF_ARGV - 1; i++)
+				pargv[PERF_ARGS + i] = argv[i];
 			execvp(pargv[0], pargv);
 		} else {
 			execvp(argv[0], argv);
@@ -573,12 +574,11 @@ static void profile_table(const int *ok)
 	       "kernel, medians of the runs' shares; lower is better\n");
 	printf("%-15s %12s %9s\n", "allocator", "allocator %", "kernel %");
 	for (int a = 0; a < NALLOC; a++) {
-		last_alloc_share[a] = last_kernel_share[a] = 0;
+		last_alloc_share[a] = 0;
 		if (!allocs[a].present || !ok[a])
 			continue;
 		last_alloc_share[a] = bench_median(prof_alloc[a], ok[a]);
-		last_kernel_share[a] = bench_median(prof_kernel[a], ok[a]);
-		printf("%-15s %12.1f %9.1f\n", allocs[a].name, last_alloc_share[a], last_kernel_share[a]);
+		printf("%-15s %12.1f %9.1f\n", allocs[a].name, last_alloc_share[a], bench_median(prof_kernel[a], ok[a]));
 	}
 	printf("uslab's functions by samples (its last run):");
 	for (int i = 0; i < PROF_TOP && prof_top[i][0]; i++)
