@@ -145,8 +145,10 @@ struct kmem_cache_cpu {
 	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
 	int sheaf_lock;              /* 36: locked mode: guards main_size, main and spare */
 	struct slab_sheaf *spare;    /* 40: empty, full, or NULL */
-	unsigned long main_size;     /* 48: main's object count while it is attached (its
+	uint32_t main_size;          /* 48: main's object count while it is attached (its
 	                                own size field is stale then); 0 for usl_empty_sheaf */
+	uint32_t main_cap;           /* 52: main's capacity (0 for usl_empty_sheaf): a push
+	                                compares its count with it in this line */
 	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
 	                                in a cache without sheaves) */
 } __attribute__((aligned(64)));
@@ -157,8 +159,9 @@ struct kmem_cache_cpu {
 _Static_assert(sizeof(struct kmem_cache_cpu) == (1u << USL_CPU_SHIFT), "slot size is the fast path's shift");
 _Static_assert(offsetof(struct kmem_cache_cpu, slab) == offsetof(struct kmem_cache_cpu, freelist) + 8,
                "freelist and slab: one 16-byte store");
-_Static_assert(offsetof(struct kmem_cache_cpu, main) == offsetof(struct kmem_cache_cpu, main_size) + 8,
-               "main_size and main: one 16-byte store");
+_Static_assert(offsetof(struct kmem_cache_cpu, main) == offsetof(struct kmem_cache_cpu, main_size) + 8 &&
+               offsetof(struct kmem_cache_cpu, main_cap) == offsetof(struct kmem_cache_cpu, main_size) + 4,
+               "{main_size, main_cap} and main: one 16-byte store");
 
 /* A sheaf: an array of object pointers. The cache pointer
  * sits just before objects[], so objects[-1] of an empty sheaf is never an object

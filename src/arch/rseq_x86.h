@@ -82,6 +82,7 @@
 	[o_partial] "i"(offsetof(struct kmem_cache_cpu, partial)),                 \
 	[o_spare] "i"(offsetof(struct kmem_cache_cpu, spare)),                     \
 	[o_msize] "i"(offsetof(struct kmem_cache_cpu, main_size)),                 \
+	[o_mcap] "i"(offsetof(struct kmem_cache_cpu, main_cap)),                   \
 	[o_main] "i"(offsetof(struct kmem_cache_cpu, main)),                       \
 	[o_next] "i"(offsetof(struct slab, next)),                                 \
 	[o_slabs] "i"(offsetof(struct slab, slabs)),                               \
@@ -359,12 +360,13 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 }
 
 /* ---------------------------------------------------------------------------
- * Sheaf sections: spare (offset 40), main_size (48) and main (56) of the slot.
- * A sheaf is {size @16, capacity @20, objects[] @32}; while it is a slot's main
- * its count is the slot's main_size, so a pop or push loads main_size and main
- * side by side and touches the sheaf only at its top. Each section commits by
- * storing main_size, {main_size, main} with one 16-byte store (main_size is 0
- * whenever main is usl_empty_sheaf), or spare.
+ * Sheaf sections: spare (offset 40), main_size (48), main_cap (52) and main
+ * (56) of the slot. A sheaf is {size @16, capacity @20, objects[] @32}; while
+ * it is a slot's main its count is the slot's main_size and its capacity is
+ * copied to main_cap, so a pop or push reads one line of the slot and touches
+ * the sheaf only at its top. Each section commits by storing main_size,
+ * {main_size, main_cap, main} with one 16-byte store (both 0 whenever main is
+ * usl_empty_sheaf), or spare.
  */
 
 /* Pop the top object of this CPU's main sheaf (of the cache whose slots are
@@ -401,9 +403,9 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
 		"movl %c[o_msize](%%rax), %k[n]\n\t"
-		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"cmpl %c[o_cap](%[sh]), %k[n]\n\t"
+		"cmpl %c[o_mcap](%%rax), %k[n]\n\t"
 		"jae %l[slow]\n\t"
+		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"cmpq %[obj], %c[o_top](%[sh],%[n],8)\n\t"
 		"je %l[dbl]\n\t"
 		"movq %[obj], %c[o_objs](%[sh],%[n],8)\n\t"
@@ -490,7 +492,7 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		USL_RSEQ_PROLOGUE
 		"movl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"movl %c[o_cap](%[sh]), %k[cnt]\n\t"
+		"movl %c[o_mcap](%%rax), %k[cnt]\n\t"
 		"subq %[size], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
 		"cmovaq %[n], %[cnt]\n\t"
@@ -520,7 +522,7 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *e
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq %c[o_msize](%%rax), %[n]\n\t"
+		"movl %c[o_msize](%%rax), %k[n]\n\t"
 		"movq %c[o_main](%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
 		"pslldq $8, %%xmm0\n\t"
@@ -560,7 +562,7 @@ static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf
                                          unsigned long size)
 {
 	int ret;
-	struct usl_pair pair = { size, (unsigned long)main };
+	struct usl_pair pair = { size | (unsigned long)main->capacity << 32, (unsigned long)main };
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE

@@ -61,6 +61,7 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 		usl_spin_lock_leaf(&c->sheaf_lock);
 		if (!main_done && c->main == &usl_empty_sheaf) {
 			c->main_size = b->main->size;
+			c->main_cap = b->main->capacity;
 			c->main = b->main;
 			main_done = true;
 		}

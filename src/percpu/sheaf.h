@@ -95,6 +95,7 @@ static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
 	if (m != &usl_empty_sheaf)
 		m->size = (uint32_t)c->main_size;
 	c->main_size = 0;
+	c->main_cap = 0;
 	c->main = &usl_empty_sheaf;
 	return m;
 }
