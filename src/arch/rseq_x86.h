@@ -93,9 +93,10 @@
 
 /* Free pointers are stored encoded: next ^ s->fp_secret ^ bswap(address of the
  * word) (slub/internal.h). The sections decode with the cache's secret and
- * check that a decoded pointer is NULL or in the same slab block (fp_mask);
- * one that is not ends the section without a commit, and the slow path's
- * checked read reports it. */
+ * check that a decoded pointer is NULL or another address in the same slab
+ * block (fp_mask; a link to the object itself is what a free's marker left
+ * over a free object looks like); one that is not ends the section without a
+ * commit, and the slow path's checked read reports it. */
 #define USL_RSEQ_FP_IN(s)                                                              \
 	[sec] "m"((s)->fp_secret), [fmask] "m"((s)->fp_mask)
 
@@ -137,6 +138,7 @@ static inline int usl_rseq_cpu(void)
 	"jz 8f\n\t"                                                               \
 	"movq %[next], %[tmp]\n\t"                                                \
 	"xorq %[obj], %[tmp]\n\t"                                                 \
+	"jz %l[slow]\n\t"       /* a link to itself: a second free's marker */     \
 	"testq %[fmask], %[tmp]\n\t"                                              \
 	"jnz %l[slow]\n"                                                          \
 	"8:\n\t"                                                                  \
@@ -243,6 +245,7 @@ static inline unsigned long usl_rseq_alloc_bulk(struct kmem_cache *s, unsigned l
 		"jz 14f\n\t"
 		"movq %[next], %[tmp]\n\t"
 		"xorq %[obj], %[tmp]\n\t"
+		"jz 13f\n\t"           /* a link to itself: a second free's marker */
 		"testq %[fmask], %[tmp]\n\t"
 		"jnz 13f\n"            /* a bad link: obj stays the head; its pop reports it */
 		"14:\n\t"

@@ -404,6 +404,21 @@ static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
 	return c;
 }
 
+/* Where s keeps its flag word (a two-word cache, types.h usl_two_word: free's
+ * fast path writes the marker without reading it): beside the free pointer,
+ * for a cache with per-CPU sheaves, no constructor and no debugging whose
+ * objects hold both words; else offset (none). */
+static unsigned int flag_word(const struct kmem_cache *s, bool sheaves)
+{
+	if (!sheaves || s->ctor || (s->flags & (SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) || s->offset >= s->inuse)
+		return s->offset;
+	if (s->offset + 2 * sizeof(void *) <= s->inuse)
+		return s->offset + (unsigned int)sizeof(void *);
+	if (s->offset >= sizeof(void *))
+		return s->offset - (unsigned int)sizeof(void *);
+	return s->offset;
+}
+
 struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
                                     void (*ctor)(void *), const struct kmem_cache_args *args,
                                     enum usl_cache_kind kind, size_t slab_bytes)
@@ -513,8 +528,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	}
 	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
 	 * and uslab's own (docs/ARCHITECTURE.md section 13). */
-	if (usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS) &&
-	    usl_slab_cache_init(s) != 0) {
+	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS);
+	s->foff = flag_word(s, sheaf_capacity || slab_engine);   /* before SLAB places its arrays */
+	if (slab_engine && usl_slab_cache_init(s) != 0) {
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size (SLAB) or no memory for its arrays", size);
 	}
@@ -545,6 +561,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	struct usl_cache_fast *f = &usl_cache_fast[s->id];
 	f->secret = s->fp_secret;
 	f->fp_offset = s->offset;
+	f->blind = usl_tw_on(s);
 	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
 	f->ksize = (uint32_t)usl_cache_ksize(s);
 	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);

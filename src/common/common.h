@@ -29,10 +29,13 @@
 struct usl_cache_fast {
 	uint64_t div;
 	uintptr_t secret;            /* s->fp_secret */
-	uint32_t fp_offset;          /* s->offset */
+	uint32_t fp_offset;          /* s->offset: the free marker's word */
 	uint32_t blk_shift;          /* log2 of a slab block of the preferred order */
 	uint32_t ksize;              /* an object's usable bytes (usl_cache_ksize) */
+	uint32_t blind;              /* a two-word cache with hardening on: free writes the
+	                                marker without reading it (usl_two_word) */
 } __attribute__((aligned(32)));
+_Static_assert(sizeof(struct usl_cache_fast) == 32, "one entry: half a line");
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 extern char *usl_slots USL_HIDDEN;
 extern size_t usl_slot_stride USL_HIDDEN;

@@ -24,10 +24,12 @@
  * own slab block or to NULL: to the object itself while it waits in a sheaf
  * or a packed sheaf (the marker every free writes, and carving for a refill),
  * to the next free object on a free list. Every allocation clears the word,
- * so a live object's decodes to noise (forging it takes the secret). A free
- * whose word decodes so is a double free, wherever the first free left the
- * object: refused before the object is pushed anywhere. USLAB_HARDEN=0:
- * nothing written, nothing checked.
+ * so a live object's decodes to noise (forging it takes the secret). A
+ * checked free whose word decodes so is a double free, wherever the first
+ * free left the object: refused before the object is pushed anywhere. free's
+ * fast path writes a two-word cache's marker without reading it, and the
+ * copies a second free leaves are refused where they are taken out (types.h,
+ * usl_two_word). USLAB_HARDEN=0: nothing written, nothing checked.
  */
 
 /* Check x and mark it free: false (nothing written) if it is free already. */
@@ -291,14 +293,20 @@ static __attribute__((noinline)) void free_counted(struct kmem_cache *s, void *x
 }
 
 /* A checked object x of s, to its sheaf or cpu slab; fn names reports.
- * marked: its free marker is written already (usl_free_ptr's fast path). */
+ * marked: its free marker is written already (usl_free_ptr's fast path). A
+ * two-word cache's marker is written without reading the object (types.h,
+ * usl_two_word); a one-word cache's is checked first. */
 static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
                                                                   bool sample, bool marked)
 {
-	if (usl_likely(usl_opt.harden) && !marked &&
-	    usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret, (uint32_t)__builtin_ctzl(s->fp_mask)))) {
-		marker_double_free(s, x, fn);
-		return;
+	if (usl_likely(usl_opt.harden) && !marked) {
+		if (usl_likely(usl_two_word(s))) {
+			usl_marker_set(s, x);
+		} else if (usl_unlikely(!marker_take((uintptr_t)x, s->offset, s->fp_secret,
+		                                     (uint32_t)__builtin_ctzl(s->fp_mask)))) {
+			marker_double_free(s, x, fn);
+			return;
+		}
 	}
 	if (usl_likely(s->fast == USL_FAST_SHEAF))
 		free_fast(s, x, fn, sample, true, false);
@@ -481,7 +489,13 @@ void usl_free_ptr(void *x, const char *fn)
 	 * the free goes by its cache's counting path (free_ptr_slow). */
 	unsigned int mode = usl_opt.fast_mode;
 	if (usl_likely(mode == USL_MODE_HARDEN)) {
-		if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
+		if (usl_likely(f->blind)) {
+			/* A two-word cache: the marker is written, not read (a
+			 * copy of an object free already is refused where it is
+			 * next taken out: types.h, usl_two_word). */
+			uintptr_t at = (uintptr_t)x + f->fp_offset;
+			*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+		} else if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
 			free_ptr_slow_double(x, fn, id);
 			return;
 		}
@@ -711,6 +725,11 @@ void kfree_bulk(size_t nr, void **p)
 				 * object may sit in: the marker tells. */
 				if (usl_opt.harden)
 					bulk_markers_take(s, 1, &p[i], "kfree_bulk");
+				/* A two-word cache's marker becomes F on the way in. */
+				if (p[i] && usl_tw_on(s) && usl_pm_is_object(s, p[i]) && !usl_tw_enter_slab(s, p[i])) {
+					usl_report_tw_enter(s, p[i], "kfree_bulk");
+					p[i] = NULL;
+				}
 				continue;
 			}
 			usl_free_ptr(p[i], "kfree");

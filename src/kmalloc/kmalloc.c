@@ -244,9 +244,11 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret)
 	unsigned int mode = usl_opt.fast_mode;
 	if (usl_likely(mode == USL_MODE_HARDEN)) {
 		/* The free marker (common/objects.c), at word 0 of a malloc
-		 * class's block: usl_marker_pop with the table's secret. */
-		uintptr_t *at = obj;
-		if (usl_unlikely(*at != ((uintptr_t)obj ^ usl_key(secret, at))))
+		 * class's block, and no "free on its slab" flag at word 1 (a
+		 * malloc class is a two-word cache: types.h, usl_two_word):
+		 * usl_marker_pop with the table's secret. */
+		uintptr_t *at = obj, key = usl_key(secret, at);
+		if (usl_unlikely(*at != ((uintptr_t)obj ^ key) || at[USL_MALLOC_FLAG / 8] == (key ^ USL_TW_FLAG)))
 			return malloc_refused(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj);
 		*at = 0;
 	} else if (mode) {

@@ -17,7 +17,9 @@ extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
 /* The same classes for malloc's fast path: their slots (cpu_slab; NULL until
  * published, and for a debug class) and their free markers' secret (a malloc
  * class's marker is word 0), in one 16-byte entry, so the fast path loads no
- * cache structure. */
+ * cache structure. A malloc class (16 bytes or more, with sheaves) is a
+ * two-word cache (types.h, usl_two_word): its flag is word 1. */
+#define USL_MALLOC_FLAG 8
 struct usl_malloc_class {
 	struct kmem_cache_cpu *slots;
 	uintptr_t secret;

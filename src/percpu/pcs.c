@@ -198,8 +198,8 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
 
 void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was free twice at once (freed by two threads together, or a "
-	           "sheaf overwritten); not handed out again", fn, s->name, obj);
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p is not free any more (freed twice, freed while free on its slab, "
+	           "or written after its free); not handed out again", fn, s->name, obj);
 }
 
 /* A popped object that does not carry its free marker: reported and kept out
@@ -346,9 +346,7 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	struct usl_pcs b;
 	size_t i = move_bulk_fast(s, nr, p, false);
 
-	if (i == nr)
-		return (int)nr;
-	if (usl_pcs_take(s, &b)) {
+	if (i < nr && usl_pcs_take(s, &b)) {
 		/* Whole sheaves first (main, spare, the barn's full ones) ... */
 		while (i < nr) {
 			if (!(b.main && b.main->size) && !(b.spare && b.spare->size) && !usl_barn_has_full(s))
@@ -363,8 +361,25 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		}
 		usl_pcs_put(s, &b);
 	}
+	/* What the sheaves gave leaves them as a pop does: with its marker,
+	 * which is cleared (a copy a second free left, whose marker the first
+	 * copy took, is reported and left out: the slabs make up for it). */
+	if (usl_opt.harden) {
+		size_t k = 0;
+		for (size_t j = 0; j < i; j++) {
+			if (usl_unlikely(!usl_marker_pop(s, p[j]))) {
+				usl_report_pop_refused(s, p[j], "kmem_cache_alloc_bulk");
+				continue;
+			}
+			p[k++] = p[j];
+		}
+		i = k;
+	}
 	/* ... then the rest from slabs, in one bulk call. */
 	if (i < nr && !usl_engine_alloc_bulk(s, gfp, nr - i, p + i)) {
+		if (usl_opt.harden)              /* back as freed objects go */
+			for (size_t j = 0; j < i; j++)
+				usl_marker_set(s, p[j]);
 		usl_sheaf_free_bulk(s, i, p);
 		return 0;
 	}

@@ -43,14 +43,17 @@ static unsigned int estimate(const struct kmem_cache *s, unsigned int order, uns
 	return (unsigned int)num;
 }
 
-/* An OBJFREELIST array goes beside the word a free marker uses: before it if
- * it fits there, else after it; UINT32_MAX if it fits in neither place. */
+/* An OBJFREELIST array goes beside the words a free object keeps (the free
+ * marker's, and a two-word cache's flag next to it): before them if it fits
+ * there, else after them; UINT32_MAX if it fits in neither place. */
 static unsigned int obj_place(const struct kmem_cache *s, unsigned int bytes)
 {
-	if (bytes <= s->offset)
+	unsigned int lo = s->offset < s->foff ? s->offset : s->foff;
+	unsigned int hi = (s->offset > s->foff ? s->offset : s->foff) + (unsigned int)sizeof(void *);
+	if (bytes <= lo)
 		return 0;
-	if (s->offset + sizeof(void *) + bytes <= s->size)
-		return s->offset + (unsigned int)sizeof(void *);
+	if (hi + bytes <= s->size)
+		return hi;
 	return UINT32_MAX;
 }
 

@@ -86,25 +86,71 @@ static __attribute__((noinline, cold)) void written_after_free(struct kmem_cache
 	           "nothing it holds is used", s->name, obj);
 }
 
+/* An object of the shared array without its marker: a copy a second free
+ * left (another copy took the marker), or written after its free. Left out
+ * (under list_lock: the report is queued until the lock is dropped). */
+static __attribute__((noinline, cold)) void shared_refused(struct kmem_cache *s, const void *obj)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "cache_alloc_refill(%s): %p is not free any more (freed twice, or written "
+	           "after its free); not handed out again", s->name, obj);
+}
+
+/* A two-word cache's object on a slab's free list without its F: written
+ * after its free. Left out, still counted in use (under list_lock: the
+ * report is queued until the lock is dropped). */
+static __attribute__((noinline, cold)) void refused_on_slab(struct kmem_cache *s, const void *obj)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free flag is gone); "
+	           "not handed out, and kept out of use", s->name, obj);
+}
+
+
+/* A two-word cache's object made free on its slab at its creation: its M
+ * (as every object free on a SLAB slab carries) and its F. */
+static inline void tw_on_slab(const struct kmem_cache *s, void *obj)
+{
+	usl_marker_set(s, obj);
+	usl_tw_carved(s, obj);
+}
+
 /* Take up to want objects from slab into out[] (the kernel's alloc_block);
- * under list_lock, or privately for a new slab. How many. */
-static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **out, unsigned int want)
+ * under list_lock, or privately for a new slab. How many; *taken adds how
+ * many left the slab (a two-word cache's refused ones too). */
+static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **out, unsigned int want,
+                                unsigned int *taken)
 {
 	unsigned long c = slab->counters;
 	unsigned int active = usl_counters_inuse(c), num = usl_counters_objects(c);
 	unsigned int handed = num - usl_counters_uncarved(c), k = 0;
 	char *base = s_mem(slab);
 
+	bool tw = usl_tw_on(s);
 	while (active < num && k < want) {
 		unsigned int idx = idx_get(s, slab, active++);
 		char *obj = base + (size_t)idx * s->size;
-		/* An object freed before carries its free marker (hardening):
-		 * one without it was written after its free. Nothing here follows
-		 * what it holds, so it is only reported. */
-		if (usl_opt.harden && idx < handed && usl_unlikely(!usl_marker_pop(s, obj)))
+		if (tw) {
+			/* A two-word cache's object leaves with its F, or not at
+			 * all (its marker is checked as below); a fresh one's flag
+			 * is cleared (reused memory may hold an old F). */
+			if (idx < handed) {
+				if (usl_unlikely(!usl_tw_leave_slab(s, obj))) {
+					refused_on_slab(s, obj);
+					continue;
+				}
+				if (usl_unlikely(!usl_marker_pop(s, obj)))
+					written_after_free(s, obj);
+			} else {
+				usl_tw_fresh(s, obj);
+			}
+		} else if (usl_opt.harden && idx < handed && usl_unlikely(!usl_marker_pop(s, obj))) {
+			/* An object freed before carries its free marker: one
+			 * without it was written after its free. Nothing here
+			 * follows what it holds, so it is only reported. */
 			written_after_free(s, obj);
+		}
 		out[k++] = obj;
 	}
+	*taken += active - usl_counters_inuse(c);
 	if ((s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OBJ && active == num)
 		slab->freelist = NULL;               /* the array's object was the last one */
 	if (active > handed) {
@@ -282,7 +328,10 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 		/* Not handed out in order now: every object carries its free
 		 * marker from the start (a free of one never handed out is then
 		 * a double free), and the page map counts them all. */
-		if (usl_opt.harden)
+		if (usl_tw_on(s))
+			for (unsigned int i = 0; i < num; i++)
+				tw_on_slab(s, first + (size_t)i * s->size);
+		else if (usl_opt.harden)
 			for (unsigned int i = 0; i < num; i++)
 				usl_marker_set(s, first + (size_t)i * s->size);
 		uncarved = 0;
@@ -361,12 +410,20 @@ static void slabs_destroy(struct kmem_cache *s, struct usl_list *list)
 static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **objs, unsigned int nr,
                        struct usl_list *list)
 {
-	set_count_ul(&n->free_objects, n->free_objects + (nr));
+	bool tw = usl_tw_on(s);
+	unsigned int freed = nr;
 	for (unsigned int i = 0; i < nr; i++) {
 		struct slab *slab = usl_virt_to_slab(objs[i]);
-		usl_list_del(&slab->slab_list);
-		if (usl_opt.harden)                  /* free objects on slabs carry it too */
+		if (tw) {                            /* with its M, and not free on the slab already */
+			if (usl_unlikely(!usl_tw_enter_slab(s, objs[i]))) {
+				usl_report_tw_enter(s, objs[i], "free_block");
+				freed--;
+				continue;
+			}
+		} else if (usl_opt.harden) {         /* free objects on slabs carry it too */
 			usl_marker_set(s, objs[i]);
+		}
+		usl_list_del(&slab->slab_list);
 		put_obj(s, slab, objs[i]);
 		if (!slab_active(slab)) {
 			list_to(n, slab, USL_SLAB_LIST_FREE);
@@ -375,13 +432,14 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 			list_to(n, slab, USL_SLAB_LIST_PARTIAL);
 		}
 	}
+	set_count_ul(&n->free_objects, n->free_objects + (freed));
 	while (n->free_objects > __atomic_load_n(&n->free_limit, __ATOMIC_RELAXED) && !usl_list_empty(&n->slabs_free))
 		slab_to_destroy(n, usl_container_of(n->slabs_free.prev, struct slab, slab_list), list);
 }
 
 unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batch, gfp_t gfp)
 {
-	unsigned int nid = usl_slab_this_node(), got = 0;
+	unsigned int nid = usl_slab_this_node(), got = 0, taken = 0;
 	struct kmem_cache_node *n = s->node[nid];
 
 	if (!batch)
@@ -399,6 +457,21 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 			set_count_u32(&shared->size, shared->size - (got));
 			memcpy(out, &shared->objects[shared->size], got * sizeof(void *));
 			shared->ac.touched = 1;
+			/* They leave an array as a pop takes them: with their marker
+			 * (a copy a second free left, whose marker another copy took,
+			 * is reported and left out). Cleared: the caller hands them
+			 * out or marks them again. */
+			if (usl_opt.harden) {
+				unsigned int k = 0;
+				for (unsigned int j = 0; j < got; j++) {
+					if (usl_unlikely(!usl_marker_pop(s, out[j]))) {
+						shared_refused(s, out[j]);
+						continue;
+					}
+					out[k++] = out[j];
+				}
+				got = k;
+			}
 		} else {
 			while (got < batch) {
 				struct slab *slab;
@@ -411,10 +484,10 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 				} else {
 					break;
 				}
-				got += alloc_block(s, slab, out + got, batch - got);
+				got += alloc_block(s, slab, out + got, batch - got, &taken);
 				fixup_slab_list(n, slab);
 			}
-			set_count_ul(&n->free_objects, n->free_objects - (got));
+			set_count_ul(&n->free_objects, n->free_objects - (taken));
 		}
 		usl_unlock(&n->list_lock);
 	}
@@ -422,7 +495,7 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 		struct slab *slab = cache_grow(s, nid, gfp);
 		if (!slab)
 			return 0;
-		got = alloc_block(s, slab, out, batch);
+		got = alloc_block(s, slab, out, batch, &taken);
 		cache_grow_end(s, slab);
 	}
 	return got;
@@ -551,6 +624,9 @@ int usl_slab_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		size_t want = nr - i > 65535 ? 65535 : nr - i;
 		unsigned int k = usl_slab_refill(s, p + i, (unsigned int)want, gfp);
 		if (!k) {
+			if (usl_tw_on(s))   /* back as freed objects go: with their M */
+				for (size_t j = 0; j < i; j++)
+					usl_marker_set(s, p[j]);
 			usl_slab_free_bulk(s, i, p);
 			if (!(gfp & __GFP_NOWARN))
 				usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; "

@@ -38,16 +38,35 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 	usl_carve_order_init(&o, k);
 	for (unsigned int i = 0; i < k; i++)
 		p[i] = q + (size_t)usl_carve_order_next(&o) * s->size;
+	if (usl_tw_on(s))          /* never on a list: no F to take; an old one in reused memory cleared */
+		for (unsigned int i = 0; i < k; i++)
+			usl_tw_fresh(s, p[i]);
 	return k;
 }
 
 #define BULK_SECTION_MAX 64
+
+/* A two-word cache's objects p[from..to) taken from free lists: those with
+ * their F kept (compacted), the others reported and left out. The new end. */
+static size_t tw_leave(const struct kmem_cache *s, void **p, size_t from, size_t to)
+{
+	size_t k = from;
+	for (size_t j = from; j < to; j++) {
+		if (usl_unlikely(!usl_tw_leave_slab(s, p[j]))) {
+			usl_tw_refused(s, p[j]);
+			continue;
+		}
+		p[k++] = p[j];
+	}
+	return k;
+}
 
 /* The cpu-slab layer's bulk allocation (no zeroing): all or nothing. */
 int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	struct usl_private_slot b;
 	size_t i = 0;
+	bool tw = usl_tw_on(s);
 
 	/* Most calls are served by this CPU's freelist in one section. The section
 	 * is capped, so a restart (preemption, a signal) repeats little work; the
@@ -55,14 +74,17 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	int st;
 	i = usl_rseq_alloc_bulk(s, nr < BULK_SECTION_MAX ? nr : BULK_SECTION_MAX, p, &st);
 	usl_stat_add(s, USL_ALLOC_FASTPATH, i);
+	if (tw)
+		i = tw_leave(s, p, 0, i);
 	if (i == nr)
 		return (int)nr;
 	if (!usl_slot_take(s, &b)) {
 		/* No per-CPU slot for this thread: one object at a time. */
-		for (; i < nr; i++) {
+		while (i < nr) {
 			usl_stat(s, USL_ALLOC_SLOWPATH);
 			if (!(p[i] = usl_alloc_direct(s)))
 				goto fail;
+			i = tw ? tw_leave(s, p, i, i + 1) : i + 1;
 		}
 	} else {
 		while (i < nr) {
@@ -79,8 +101,9 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 				}
 				continue;       /* a new slab comes uncarved */
 			}
-			p[i++] = b.fl;
+			p[i] = b.fl;
 			b.fl = usl_get_freepointer(s, b.fl);
+			i = tw ? tw_leave(s, p, i, i + 1) : i + 1;
 			usl_stat(s, USL_ALLOC_FASTPATH);
 		}
 		usl_slot_put(s, &b);
@@ -88,7 +111,11 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	return (int)nr;
 
 fail:
-	/* All or nothing: give back what we got. */
+	/* All or nothing: give back what we got (a two-word cache's objects go
+	 * back as freed ones do: with their M). */
+	if (tw)
+		for (size_t j = 0; j < i; j++)
+			usl_marker_set(s, p[j]);
 	usl_slub_free_bulk(s, i, p);
 	if (!(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
@@ -428,6 +455,16 @@ void usl_slub_free_bulk_as(const char *fn, struct kmem_cache *s, size_t nr, void
 		usl_report(USLAB_ERR_BAD_ARG, "%s: NULL array of %zu objects", fn, nr);
 		return;
 	}
+	/* A two-word cache's objects go back with their M, and not onto a list
+	 * they are on already (a copy of an object that is free: left out). The
+	 * entries that are no objects of s are the gathering's to report. A NULL
+	 * s (kfree_bulk) checked each of its entries before. */
+	if (s && usl_tw_on(s))
+		for (size_t i = 0; i < nr; i++)
+			if (p[i] && usl_pm_is_object(s, p[i]) && usl_unlikely(!usl_tw_enter_slab(s, p[i]))) {
+				usl_report_tw_enter(s, p[i], fn);
+				p[i] = NULL;
+			}
 	if (nr == 1) {                 /* nothing to gather: the single-object path */
 		unsigned int idx;
 		struct slab *slab;

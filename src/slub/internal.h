@@ -27,13 +27,15 @@ static inline void *usl_fp_decode(const struct kmem_cache *s, void *obj, uintptr
 }
 
 /* next may follow obj on a free list of s: NULL, or in obj's slab block at a
- * whole number of strides from obj. */
+ * whole number of strides from obj, and not obj itself (the link a free's
+ * marker makes when it lands on an object free on its slab: a second free
+ * that free's fast path wrote without reading; types.h, usl_two_word). */
 static inline bool usl_fp_ok(const struct kmem_cache *s, const void *obj, const void *next)
 {
 	uintptr_t a = (uintptr_t)obj, b = (uintptr_t)next;
 	if (!next)
 		return true;
-	if ((a ^ b) & s->fp_mask)
+	if (((a ^ b) & s->fp_mask) || a == b)
 		return false;
 	uint32_t d = (uint32_t)(a > b ? a - b : b - a);
 	return usl_obj_index(d, s->div_inv, s->div_shift) < s->objects;
@@ -201,6 +203,8 @@ USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
 USL_HIDDEN struct slab *usl_new_slab(struct kmem_cache *s, void **freelist);
 /* One object from a node partial slab under list_lock (a thread without rseq). */
 USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
+/* A two-word cache's object taken from a free list without its F: reported. */
+USL_HIDDEN void usl_tw_refused(const struct kmem_cache *s, const void *obj) __attribute__((cold));
 
 /* A slot's state, taken private by an allocation slow path (the kernel disables
  * interrupts; here the slot is detached once and installed once). */

@@ -116,14 +116,19 @@ void usl_carve_order_init(struct usl_carve_order *o, unsigned int k)
 static void *link_objects(const struct kmem_cache *s, char *p, unsigned int k)
 {
 	struct usl_carve_order o;
+	bool tw = usl_tw_on(s);      /* a two-word cache's free objects carry their F */
 	usl_carve_order_init(&o, k);
 	char *first = p + (size_t)usl_carve_order_next(&o) * s->size, *cur = first;
 	for (unsigned int i = 1; i < k; i++) {
 		char *next = p + (size_t)usl_carve_order_next(&o) * s->size;
 		usl_set_freepointer(s, cur, next);
+		if (tw)
+			usl_tw_carved(s, cur);
 		cur = next;
 	}
 	usl_set_freepointer(s, cur, NULL);
+	if (tw)
+		usl_tw_carved(s, cur);
 	return first;
 }
 
@@ -565,6 +570,8 @@ static void *take_one(const struct kmem_cache *s, const struct slab *slab, void 
 		obj = usl_carve_start(s, slab, c);
 		*next = NULL;
 		u--;
+		if (usl_tw_on(s))      /* as if carved onto the list: the caller takes its F */
+			usl_tw_carved(s, obj);
 	}
 	*nc = usl_counters_set_uncarved(usl_counters_remake(c, inuse, false), u);
 	return obj;
@@ -818,8 +825,7 @@ __attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 	return obj;
 }
 
-/* The cpu-slab layer's allocation (no zeroing): the section, then the slow path. */
-void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
+static inline __attribute__((always_inline)) void *alloc_one(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj;
 
@@ -829,6 +835,26 @@ void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
 slow:
 	obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
 	return obj ? obj : usl_slub_alloc_slow(s, gfp);
+}
+
+/* A two-word cache's object taken from a free list without its F (types.h,
+ * usl_two_word): written after its free. Left out, still counted in use. */
+__attribute__((noinline, cold)) void usl_tw_refused(const struct kmem_cache *s, const void *obj)
+{
+	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free flag is gone); "
+	           "not handed out, and kept out of use", s->name, obj);
+}
+
+/* The cpu-slab layer's allocation (no zeroing): the section, then the slow
+ * path; a two-word cache's object leaves with its F, or another is taken. */
+void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = alloc_one(s, gfp);
+	while (usl_unlikely(obj && usl_tw_on(s)) && usl_unlikely(!usl_tw_leave_slab(s, obj))) {
+		usl_tw_refused(s, obj);
+		obj = alloc_one(s, gfp);
+	}
+	return obj;
 }
 
 /* ===========================================================================
@@ -878,6 +904,17 @@ __attribute__((noinline)) void usl_report_double_free(struct kmem_cache *s, void
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
+/* A two-word cache's object refused on its way back to its slab
+ * (usl_tw_enter_slab): free there already, or without its marker. */
+__attribute__((noinline, cold)) void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn)
+{
+	if (usl_tw_free_on_slab(s, x))
+		usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
+	else
+		usl_report(USLAB_ERR_CORRUPT, "%s(%s): free object %p lost its free marker (written after its free, or "
+		           "freed twice and handed out); not freed, kept out of use", fn, s->name, x);
+}
+
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
 static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)
 {
@@ -911,9 +948,14 @@ __attribute__((noinline)) void usl_slub_free_slow(struct kmem_cache *s, struct s
 	free_checked_slow(s, slab, x);
 }
 
-/* The cpu-slab layer's free of a checked object of s. */
+/* The cpu-slab layer's free of a checked object of s (a two-word cache's
+ * with its M, and on no free list already). */
 void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
+	if (usl_tw_on(s) && usl_unlikely(!usl_tw_enter_slab(s, x))) {
+		usl_report_tw_enter(s, x, "kmem_cache_free");
+		return;
+	}
 	int r = usl_rseq_free(s, slab, x);
 	if (r != USL_RS_OK)
 		usl_slub_free_slow(s, slab, x, r, "kmem_cache_free");

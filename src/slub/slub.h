@@ -42,6 +42,10 @@ USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
  * free (reported under fn), locked mode's push, or a slab not this CPU's. */
 USL_HIDDEN void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r, const char *fn);
 USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
+/* A two-word cache's object refused on its way back to its slab: a double
+ * free, or a free object whose marker was overwritten (types.h). Both
+ * engines report with it. */
+USL_HIDDEN void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn) __attribute__((cold));
 /* x is an object start of s beyond its page map count (pages/pages.h): false
  * if it was never handed out (a free of it must be refused). */
 USL_HIDDEN bool usl_slub_handed_out(struct kmem_cache *s, const void *x);
