@@ -329,7 +329,9 @@ static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at
  * ("M"). A pop hands obj out only if it is there, and obj is not free on its
  * slab (a two-word cache's flag word, below), and clears it: else obj was
  * pushed twice, or the sheaf entry was overwritten, and nothing is written. */
-#define USL_TW_FLAG 0xf1a6f1a6f1a6f1a6ul   /* not an address: no M equals an F */
+/* Not an address (so no M equals an F), and a sign-extended 32-bit immediate
+ * (one instruction on the pop's path). */
+#define USL_TW_FLAG 0xfffffffff1a6f1a6ul
 
 static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
 {

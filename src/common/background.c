@@ -5,7 +5,8 @@
  * slabs of idle kmalloc classes, empty slabs, old free page blocks.
  *
  * Started lazily, by the first slow-path tick (usl_decay_tick: every 16th slow
- * path, every 4096th free by pointer) once the page provider has committed
+ * path; free's fast path counts toward it only while no thread runs and the
+ * heap is large: sampling_update) once the page provider has committed
  * MIN_HEAP outside the metadata regions: a small program never has it. Off with USLAB_BACKGROUND=0 or USLAB_DECAY_MS=0, and
  * when pthread_create fails (a sandbox that forbids threads): then the slow
  * paths sweep, as without it. It parks (no wake-up at all) once sweeps find
@@ -153,6 +154,26 @@ static bool background_kick(void)
 	return true;
 }
 
+/* free's fast path counts its frees toward this tick (USL_MODE_SAMPLE) only
+ * while no decay thread runs and none will: USLAB_BACKGROUND=0 (set from the
+ * start, usl_read_options), a failed pthread_create, or a heap of MIN_HEAP or
+ * more whose thread has not started yet. Then a program whose frees all take
+ * fast paths still sweeps. With the thread, the slow paths' ticks wake it;
+ * without it and with a smaller heap (a program that will start the thread
+ * if it grows), there is little to give back. */
+static void sampling_update(void)
+{
+	enum bg_state st = __atomic_load_n(&bg_state, __ATOMIC_ACQUIRE);
+	bool want = usl_opt.decay_ms && st != BG_RUNNING &&
+	            (!usl_opt.background || st == BG_FAILED ||
+	             __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() >= MIN_HEAP);
+	bool has = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED) & USL_MODE_SAMPLE;
+	if (want && !has)
+		__atomic_fetch_or(&usl_opt.fast_mode, USL_MODE_SAMPLE, __ATOMIC_RELAXED);
+	else if (!want && has)
+		__atomic_fetch_and(&usl_opt.fast_mode, ~USL_MODE_SAMPLE, __ATOMIC_RELAXED);
+}
+
 void usl_decay_tick(void)
 {
 	if (usl_unlikely(usl_opt.stats))
@@ -160,6 +181,7 @@ void usl_decay_tick(void)
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
 		return;                          /* the clock is read every 16 slow paths */
 	background_start();                  /* once the heap is large enough for it */
+	sampling_update();
 	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
 	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
 	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -177,6 +199,7 @@ void usl_background_after_fork(void)
 	bg_parked = bg_kicked = false;
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_FAILED)
 		__atomic_store_n(&bg_state, BG_NONE, __ATOMIC_RELAXED);
+	sampling_update();                   /* no thread here (yet): frees count if the heap is large */
 }
 
 bool usl_background_running(void)

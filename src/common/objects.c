@@ -469,6 +469,47 @@ static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_o
  * check), uslab's own caches, a bad pointer, a double free on the sheaf's top,
  * a full sheaf, a cache without sheaves - to free_ptr_slow, which looks at the
  * cache. */
+/* free's fast path for x, an object of the cache whose entry is f: the
+ * marker (written blindly in a two-word cache, checked first in a one-word
+ * one) if harden, the push, and, if sample, the count toward the decay tick;
+ * anything else to free_ptr_slow. */
+static inline __attribute__((always_inline)) void free_by_id(void *x, const char *fn, const struct usl_cache_fast *f,
+                                                             unsigned int id, bool harden, bool sample)
+{
+	if (harden) {
+		if (usl_likely(f->blind)) {
+			/* A two-word cache: the marker is written, not read (a
+			 * copy of an object free already is refused where it is
+			 * next taken out: types.h, usl_two_word). */
+			uintptr_t at = (uintptr_t)x + f->fp_offset;
+			*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+		} else if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
+			free_ptr_slow_double(x, fn, id);
+			return;
+		}
+	}
+	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
+		if (sample && sample_due())
+			free_sample_id(id);
+		return;
+	}
+	free_ptr_slow(x, fn, harden);
+}
+
+/* free's fast path in the other modes: counters on (the cache's counting
+ * path, free_ptr_slow), hardening off, or frees counted toward the decay tick
+ * (USL_MODE_SAMPLE: a large heap and no decay thread). */
+static __attribute__((noinline)) void free_ptr_other(void *x, const char *fn, const struct usl_cache_fast *f,
+                                                     unsigned int id, unsigned int mode)
+{
+	if (mode & USL_MODE_STATS)
+		free_ptr_slow(x, fn, false);
+	else if (mode & USL_MODE_HARDEN)
+		free_by_id(x, fn, f, id, true, true);
+	else
+		free_by_id(x, fn, f, id, false, mode & USL_MODE_SAMPLE);
+}
+
 void usl_free_ptr(void *x, const char *fn)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
@@ -485,30 +526,13 @@ void usl_free_ptr(void *x, const char *fn)
 		return;
 	}
 	unsigned int id = (unsigned int)(w >> 48);
-	/* One test for the usual mode (hardening on, counters off); with counters
-	 * the free goes by its cache's counting path (free_ptr_slow). */
-	unsigned int mode = usl_opt.fast_mode;
-	if (usl_likely(mode == USL_MODE_HARDEN)) {
-		if (usl_likely(f->blind)) {
-			/* A two-word cache: the marker is written, not read (a
-			 * copy of an object free already is refused where it is
-			 * next taken out: types.h, usl_two_word). */
-			uintptr_t at = (uintptr_t)x + f->fp_offset;
-			*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
-		} else if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
-			free_ptr_slow_double(x, fn, id);
-			return;
-		}
-	} else if (mode) {
-		free_ptr_slow(x, fn, false);
-		return;
-	}
-	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
-		if (sample_due())
-			free_sample_id(id);
-		return;
-	}
-	free_ptr_slow(x, fn, true);
+	/* One test for the usual mode (hardening on, counters off, no count
+	 * toward the decay tick: a decay thread runs, or the heap is small). */
+	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
+	if (usl_likely(mode == USL_MODE_HARDEN))
+		free_by_id(x, fn, f, id, true, false);
+	else
+		free_ptr_other(x, fn, f, id, mode);
 }
 
 size_t usl_obj_ksize(const void *p)

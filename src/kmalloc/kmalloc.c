@@ -241,7 +241,7 @@ void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret)
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
-	unsigned int mode = usl_opt.fast_mode;
+	unsigned int mode = (uint8_t)__atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);   /* not free's sampling */
 	if (usl_likely(mode == USL_MODE_HARDEN)) {
 		/* The free marker (common/objects.c), at word 0 of a malloc
 		 * class's block, and no "free on its slab" flag at word 1 (a

@@ -197,6 +197,7 @@ void usl_read_options(void)
 	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
 	usl_stats_parse(getenv("USLAB_STATS"));
 	usl_allocator_parse(getenv("USLAB_ALLOCATOR"));
-	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0);
+	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0) |
+	                    (!usl_opt.background && usl_opt.decay_ms ? USL_MODE_SAMPLE : 0);   /* common/background.c */
 	unknown_options();
 }

@@ -22,7 +22,8 @@ struct usl_options {
 	                                order (docs/ARCHITECTURE.md section 11) */
 	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
 	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
-	                                alone is the common case (usl_read_options) */
+	                                alone is the common case (usl_read_options); its low
+	                                byte is malloc's, USL_MODE_SAMPLE free's alone */
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
 	int slab_nodes;              /* USLAB_SLAB_NODES: SLAB's nodes (2: a fake second, for tests) */
@@ -33,6 +34,10 @@ struct usl_options {
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
 #define USL_MODE_STATS 2u
+/* free's fast path counts its frees for the decay tick: set and cleared at
+ * run time by the tick (common/background.c) while the heap is large and no
+ * decay thread runs. Above the low byte, which malloc's fast path reads. */
+#define USL_MODE_SAMPLE 0x100u
 USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
 /* USLAB_STATS (v NULL: unset) into usl_opt.stats and stats_out; a bad value
  * is reported and leaves them off. */
