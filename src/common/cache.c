@@ -406,8 +406,9 @@ static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
 
 /* Where s keeps its flag word (a two-word cache, types.h usl_two_word: free's
  * fast path writes the marker without reading it): beside the free pointer,
- * for a cache with per-CPU sheaves, no constructor and no debugging whose
- * objects hold both words; else offset (none). */
+ * for a cache with per-CPU sheaves, no constructor, no debugging and no free
+ * pointer placed by its creator whose objects hold both words; else offset
+ * (none). */
 static unsigned int flag_word(const struct kmem_cache *s, bool sheaves)
 {
 	if (!sheaves || s->ctor || (s->flags & (SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) || s->offset >= s->inuse)
@@ -529,7 +530,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
 	 * and uslab's own (docs/ARCHITECTURE.md section 13). */
 	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS);
-	s->foff = flag_word(s, sheaf_capacity || slab_engine);   /* before SLAB places its arrays */
+	/* (A creator that placed the free pointer chose the one word uslab may
+	 * write in a free object: one word.) Before SLAB places its arrays. */
+	s->foff = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
 	if (slab_engine && usl_slab_cache_init(s) != 0) {
 		cache_struct_free(s);
 		return create_failed(name, flags, "no slab order fits the object size (SLAB) or no memory for its arrays", size);

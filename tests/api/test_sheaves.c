@@ -642,6 +642,20 @@ static void test_args(void)
 	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 100, objs), 100);
 	kmem_cache_free_bulk(s, 100, objs);
 	CHECK_EQ(in_use(s), 0);
+	/* ... and the only word uslab writes in a free object: the others keep
+	 * what the program left, in a sheaf and on its slab's free list. */
+	CHECK(!usl_two_word(s));
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 100, objs), 100);
+	void *k = objs[50];                            /* its neighbours stay live: so does its slab */
+	memset(k, 0xab, 64);
+	kmem_cache_free(s, k);
+	uslab_release_free_memory();                   /* onto its slab's list */
+	int kept = 0;
+	for (int i = 0; i < 64; i++)
+		kept += (i >= 8 && i < 16) || ((unsigned char *)k)[i] == 0xab;
+	CHECK_EQ(kept, 64);
+	objs[50] = NULL;
+	kmem_cache_free_bulk(s, 100, objs);
 	kmem_cache_destroy(s);
 
 	/* NULL args: defaults. Bad arguments: a clear report, no cache. */
