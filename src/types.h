@@ -380,6 +380,23 @@ static inline bool usl_marker_pop(const struct kmem_cache *s, void *obj)
 	return true;
 }
 
+/* p[0..n), objects of s taken out of a sheaf or array, checked as a pop
+ * checks them (usl_marker_pop: their markers cleared): those that pass
+ * compacted to the front, each other one given to refused. The new count. */
+static inline size_t usl_markers_pop(struct kmem_cache *s, void **p, size_t n,
+                                     void (*refused)(struct kmem_cache *, const void *))
+{
+	size_t k = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (__builtin_expect(!usl_marker_pop(s, p[j]), 0)) {
+			refused(s, p[j]);
+			continue;
+		}
+		p[k++] = p[j];
+	}
+	return k;
+}
+
 /* obj, freed, goes back to its slab: true if it holds its M and no F (it is
  * not free on a slab already); its flag becomes F (the engine then writes its
  * free pointer). False: a copy of an object that is free (reported by the

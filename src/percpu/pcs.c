@@ -340,6 +340,11 @@ static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push
 	return k;
 }
 
+static __attribute__((noinline, cold)) void bulk_pop_refused(struct kmem_cache *s, const void *obj)
+{
+	usl_report_pop_refused(s, obj, "kmem_cache_alloc_bulk");
+}
+
 /* All or nothing, like kmem_cache_alloc_bulk: nr, or 0 with nothing kept. */
 int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
@@ -364,17 +369,8 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	/* What the sheaves gave leaves them as a pop does: with its marker,
 	 * which is cleared (a copy a second free left, whose marker the first
 	 * copy took, is reported and left out: the slabs make up for it). */
-	if (usl_opt.harden) {
-		size_t k = 0;
-		for (size_t j = 0; j < i; j++) {
-			if (usl_unlikely(!usl_marker_pop(s, p[j]))) {
-				usl_report_pop_refused(s, p[j], "kmem_cache_alloc_bulk");
-				continue;
-			}
-			p[k++] = p[j];
-		}
-		i = k;
-	}
+	if (usl_opt.harden)
+		i = usl_markers_pop(s, p, i, bulk_pop_refused);
 	/* ... then the rest from slabs, in one bulk call. */
 	if (i < nr && !usl_engine_alloc_bulk(s, gfp, nr - i, p + i)) {
 		if (usl_opt.harden)              /* back as freed objects go */

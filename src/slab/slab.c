@@ -95,16 +95,6 @@ static __attribute__((noinline, cold)) void shared_refused(struct kmem_cache *s,
 	           "after its free); not handed out again", s->name, obj);
 }
 
-/* A two-word cache's object on a slab's free list without its F: written
- * after its free. Left out, still counted in use (under list_lock: the
- * report is queued until the lock is dropped). */
-static __attribute__((noinline, cold)) void refused_on_slab(struct kmem_cache *s, const void *obj)
-{
-	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free flag is gone); "
-	           "not handed out, and kept out of use", s->name, obj);
-}
-
-
 /* A two-word cache's object made free on its slab at its creation: its M
  * (as every object free on a SLAB slab carries) and its F. */
 static inline void tw_on_slab(const struct kmem_cache *s, void *obj)
@@ -134,7 +124,7 @@ static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **
 			 * is cleared (reused memory may hold an old F). */
 			if (idx < handed) {
 				if (usl_unlikely(!usl_tw_leave_slab(s, obj))) {
-					refused_on_slab(s, obj);
+					usl_tw_refused(s, obj);   /* (queued until list_lock is dropped) */
 					continue;
 				}
 				if (usl_unlikely(!usl_marker_pop(s, obj)))
@@ -461,17 +451,8 @@ unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batc
 			 * (a copy a second free left, whose marker another copy took,
 			 * is reported and left out). Cleared: the caller hands them
 			 * out or marks them again. */
-			if (usl_opt.harden) {
-				unsigned int k = 0;
-				for (unsigned int j = 0; j < got; j++) {
-					if (usl_unlikely(!usl_marker_pop(s, out[j]))) {
-						shared_refused(s, out[j]);
-						continue;
-					}
-					out[k++] = out[j];
-				}
-				got = k;
-			}
+			if (usl_opt.harden)
+				got = (unsigned int)usl_markers_pop(s, out, got, shared_refused);
 		} else {
 			while (got < batch) {
 				struct slab *slab;

@@ -203,8 +203,6 @@ USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
 USL_HIDDEN struct slab *usl_new_slab(struct kmem_cache *s, void **freelist);
 /* One object from a node partial slab under list_lock (a thread without rseq). */
 USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
-/* A two-word cache's object taken from a free list without its F: reported. */
-USL_HIDDEN void usl_tw_refused(const struct kmem_cache *s, const void *obj) __attribute__((cold));
 
 /* A slot's state, taken private by an allocation slow path (the kernel disables
  * interrupts; here the slot is detached once and installed once). */

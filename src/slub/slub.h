@@ -46,6 +46,9 @@ USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char
  * free, or a free object whose marker was overwritten (types.h). Both
  * engines report with it. */
 USL_HIDDEN void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn) __attribute__((cold));
+/* A two-word cache's object taken from its slab without its F (written after
+ * its free): reported; both engines leave it out, counted in use. */
+USL_HIDDEN void usl_tw_refused(const struct kmem_cache *s, const void *obj) __attribute__((cold));
 /* x is an object start of s beyond its page map count (pages/pages.h): false
  * if it was never handed out (a free of it must be refused). */
 USL_HIDDEN bool usl_slub_handed_out(struct kmem_cache *s, const void *x);
