@@ -151,11 +151,15 @@ struct kmem_cache_cpu {
 	                                compares its count with it in this line */
 	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
 	                                in a cache without sheaves) */
-} __attribute__((aligned(64)));
+	/* 64..127: nothing. A slot fills its line and the next: Intel's L2 fetches
+	 * lines in 128-byte pairs, so two CPUs' slots in one pair would move it
+	 * between the CPUs on every fast path (larson with 2 threads: 1.6x the
+	 * time; docs/ARCHITECTURE.md "Per-CPU slots"). */
+} __attribute__((aligned(128)));
 
 /* The sections index the slots by cpu_id << USL_CPU_SHIFT; every offset the asm
  * uses is an "i"(offsetof(...)) operand (arch/rseq_x86.h). */
-#define USL_CPU_SHIFT 6
+#define USL_CPU_SHIFT 7
 _Static_assert(sizeof(struct kmem_cache_cpu) == (1u << USL_CPU_SHIFT), "slot size is the fast path's shift");
 _Static_assert(offsetof(struct kmem_cache_cpu, slab) == offsetof(struct kmem_cache_cpu, freelist) + 8,
                "freelist and slab: one 16-byte store");

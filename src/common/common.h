@@ -19,7 +19,7 @@
 /* Caches by id: ids from 1, given at creation (the lowest free one, under
  * slab_mutex) and taken back when the structure is freed; usl_caches[0] is
  * NULL. Every cache's per-CPU slots, by id: cache id's usl_nr_cpus slots start
- * at usl_slots + id * usl_slot_stride (an odd number of cache lines, so the
+ * at usl_slots + id * usl_slot_stride (an odd number of 128-byte slots, so the
  * slots of one CPU spread over the L1 sets), mapped at the first cache's
  * creation. So malloc (from its table) and free (from the page map's id) reach
  * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's

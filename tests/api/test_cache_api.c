@@ -495,8 +495,18 @@ static void test_cache_ids(void)
 	/* Slots by id: where the fast paths look for them, not overlapping, and
 	 * the divisor free's check reads. */
 	CHECK(a->cpu_slab == usl_id_slots(a->id) && b->cpu_slab == usl_id_slots(b->id));
-	CHECK((char *)b->cpu_slab >= (char *)a->cpu_slab + usl_nr_cpus * sizeof(struct kmem_cache_cpu) ||
-	      (char *)a->cpu_slab >= (char *)b->cpu_slab + usl_nr_cpus * sizeof(struct kmem_cache_cpu));
+	/* Not overlapping, and no two CPUs' slots (of any caches) in one 128-byte
+	 * pair: Intel's L2 prefetches lines in pairs, so a pair shared by two
+	 * CPUs' slots moves between them on every fast path. */
+	struct kmem_cache *ab[2] = { a, b };
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		for (unsigned int j = 0; j < usl_nr_cpus; j++)
+			for (int k = 0; k < 4; k++) {
+				uintptr_t p = (uintptr_t)&ab[k & 1]->cpu_slab[i], q = (uintptr_t)&ab[k >> 1]->cpu_slab[j];
+				if (i == j && (k == 0 || k == 3))
+					continue;
+				CHECK(p / 128 != q / 128);
+			}
 	CHECK_EQ(usl_cache_fast[b->id].div, b->div_inv | (uint64_t)b->div_shift << 32);
 	CHECK_EQ(usl_cache_fast[0].div, 0);
 	void *ax[40];                                /* leave state in a's slots */
