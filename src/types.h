@@ -153,8 +153,8 @@ struct kmem_cache_cpu {
 	                                in a cache without sheaves) */
 	/* 64..127: nothing. A slot fills its line and the next: Intel's L2 fetches
 	 * lines in 128-byte pairs, so two CPUs' slots in one pair would move it
-	 * between the CPUs on every fast path (larson with 2 threads: 1.6x the
-	 * time; docs/ARCHITECTURE.md "Per-CPU slots"). */
+	 * between the CPUs on every fast path (docs/ARCHITECTURE.md, "Memory and
+	 * metadata"). */
 } __attribute__((aligned(128)));
 
 /* The sections index the slots by cpu_id << USL_CPU_SHIFT; every offset the asm
