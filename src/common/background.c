@@ -168,10 +168,8 @@ static void sampling_update(void)
 	            (!usl_opt.background || st == BG_FAILED ||
 	             __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() >= MIN_HEAP);
 	bool has = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED) & USL_MODE_SAMPLE;
-	if (want && !has)
-		__atomic_fetch_or(&usl_opt.fast_mode, USL_MODE_SAMPLE, __ATOMIC_RELAXED);
-	else if (!want && has)
-		__atomic_fetch_and(&usl_opt.fast_mode, ~USL_MODE_SAMPLE, __ATOMIC_RELAXED);
+	if (want != has)
+		usl_fast_mode_sample(want);
 }
 
 void usl_decay_tick(void)

@@ -93,11 +93,14 @@ static void fork_release_parent(void)
 	usl_unlock(&walk_lock);
 }
 
+static void fast_after_fork(void);
+
 /* The child has no decay thread (fork copies only the calling thread). */
 static void fork_release_child(void)
 {
 	fork_release();
 	usl_unlock(&walk_lock);
+	fast_after_fork();
 	usl_background_after_fork();
 }
 
@@ -200,6 +203,60 @@ struct usl_cache_fast usl_cache_fast[USL_MAX_CACHES];
 char *usl_slots;
 size_t usl_slot_stride;
 static size_t max_ids;               /* ids the slot area holds */
+static unsigned int ids_end;         /* one past the highest id given (written under slab_mutex) */
+
+/* The fast flags of usl_cache_fast follow usl_opt.fast_mode: both are written
+ * under fast_lock, a leaf (nothing is taken under it; fork's child
+ * re-initialises it and sets the flags again). */
+static int fast_lock;
+
+static void fast_flag_set(struct usl_cache_fast *f, unsigned int mode)   /* fast_lock held */
+{
+	__atomic_store_n(&f->fast, (uint8_t)(f->blind && mode == USL_MODE_HARDEN), __ATOMIC_RELAXED);
+}
+
+static void fast_flags_all(unsigned int mode)                          /* fast_lock held */
+{
+	unsigned int end = __atomic_load_n(&ids_end, __ATOMIC_RELAXED);
+	for (unsigned int id = 1; id < end; id++)
+		fast_flag_set(&usl_cache_fast[id], mode);
+}
+
+void usl_fast_mode_sample(bool on)
+{
+	usl_spin_lock(&fast_lock);
+	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
+	unsigned int want = on ? mode | USL_MODE_SAMPLE : mode & ~USL_MODE_SAMPLE;
+	if (want != mode) {
+		__atomic_store_n(&usl_opt.fast_mode, want, __ATOMIC_RELAXED);
+		fast_flags_all(want);
+	}
+	usl_spin_unlock(&fast_lock);
+}
+
+/* A thread of the parent may have held fast_lock, part-way through the flags. */
+static void fast_after_fork(void)
+{
+	fast_lock = 0;
+	fast_flags_all(__atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED));
+}
+
+/* The entry of s, before its divisor publishes it (uslab's own caches are
+ * never fast: no marker is written into their objects). */
+static void fast_entry_set(struct kmem_cache *s)
+{
+	struct usl_cache_fast *f = &usl_cache_fast[s->id];
+	f->slots = s->cpu_slab;
+	f->secret = s->fp_secret;
+	f->fp_offset = s->offset;
+	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
+	f->ksize = (uint32_t)usl_cache_ksize(s);
+	usl_spin_lock(&fast_lock);
+	f->blind = usl_tw_on(s) && !(s->flags & USL_SLAB_INTERNAL);
+	fast_flag_set(f, __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED));
+	usl_spin_unlock(&fast_lock);
+	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
+}
 
 /* The slot area: every possible id's slots, reserved once (only the pages of
  * ids in use are touched, and ids are given lowest-first). Where address
@@ -239,6 +296,8 @@ static bool id_assign(struct kmem_cache *s)
 			ids_used[w] |= 1ULL << b;
 			s->id = (unsigned int)(w * 64 + b);
 			s->cpu_slab = usl_id_slots(s->id);
+			if (s->id >= ids_end)
+				__atomic_store_n(&ids_end, s->id + 1, __ATOMIC_RELAXED);
 			memset(s->cpu_slab, 0, usl_nr_cpus * sizeof(struct kmem_cache_cpu));
 			for (unsigned int i = 0; i < usl_nr_cpus; i++)   /* the sections' "no sheaf" */
 				s->cpu_slab[i].main = &usl_empty_sheaf;
@@ -561,13 +620,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		}
 		sheaf_capacity = s->limit;
 	}
-	struct usl_cache_fast *f = &usl_cache_fast[s->id];
-	f->secret = s->fp_secret;
-	f->fp_offset = s->offset;
-	f->blind = usl_tw_on(s);
-	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
-	f->ksize = (uint32_t)usl_cache_ksize(s);
-	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
+	fast_entry_set(s);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);

@@ -23,19 +23,24 @@
  * slots of one CPU spread over the L1 sets), mapped at the first cache's
  * creation. So malloc (from its table) and free (from the page map's id) reach
  * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's
- * fast path needs of the cache: div_inv | div_shift << 32 for the object check,
- * and the free marker's secret, word offset and slab block bits (objects.c);
- * and the usable size, for malloc_usable_size and realloc; all 0 for no cache. */
+ * fast path needs of the cache, in one line: div_inv | div_shift << 32 for the
+ * object check, the slots, and the free marker's secret, word offset and slab
+ * block bits (objects.c); and the usable size, for malloc_usable_size and
+ * realloc; all 0 for no cache. */
 struct usl_cache_fast {
 	uint64_t div;
+	struct kmem_cache_cpu *slots;   /* s->cpu_slab */
 	uintptr_t secret;            /* s->fp_secret */
 	uint32_t fp_offset;          /* s->offset: the free marker's word */
 	uint32_t blk_shift;          /* log2 of a slab block of the preferred order */
 	uint32_t ksize;              /* an object's usable bytes (usl_cache_ksize) */
-	uint32_t blind;              /* a two-word cache with hardening on: free writes the
+	uint8_t blind;               /* a two-word cache with hardening on: free writes the
 	                                marker without reading it (usl_two_word) */
-} __attribute__((aligned(32)));
-_Static_assert(sizeof(struct usl_cache_fast) == 32, "one entry: half a line");
+	uint8_t fast;                /* free's fast path takes the cache's objects: blind,
+	                                not uslab's own, and the mode hardening alone
+	                                (usl_fast_mode_set keeps it so) */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct usl_cache_fast) == 64, "one entry: one line");
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 extern char *usl_slots USL_HIDDEN;
 extern size_t usl_slot_stride USL_HIDDEN;
@@ -145,6 +150,10 @@ USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
 /* Free a slab object, a large block or a mapping known only by its pointer
  * (kfree, free); anything else is reported under fn and ignored. */
 USL_HIDDEN void usl_free_ptr(void *x, const char *fn);
+USL_HIDDEN void usl_free(void *x);   /* usl_free_ptr(x, "free") */
+/* USL_MODE_SAMPLE on or off in usl_opt.fast_mode, and every cache's
+ * usl_cache_fast fast flag with it (cache.c). */
+USL_HIDDEN void usl_fast_mode_sample(bool on);
 /* The same for a free that names the block's size (free_sized, sized
  * operator delete): a debug cache's block is checked against it. */
 USL_HIDDEN void usl_free_sized(void *x, size_t size, const char *fn);

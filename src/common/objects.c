@@ -444,43 +444,42 @@ static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const 
 }
 
 /* The usl_cache_fast entry of the cache whose object starts at off (an
- * offset in the range, below usl_top), *w the page-map word: NULL for no
+ * offset in the range, below usl_top), *w the page-map word; NULL for no
  * cache (id 0, whose divisor fails the check), an offset that starts no
- * object handed out (the carved count), a debug cache (its count is 0) and
- * uslab's own caches (USL_PM_INTERNAL). The object check of free's fast path
- * and of usl_obj_ksize. (The divisor is read with acquire: an id reused by a
- * new cache publishes its entry's other fields before it.) */
-static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_object(uintptr_t off, uint64_t *w)
+ * object handed out (the carved count) and a debug cache (its count is 0).
+ * uslab's own caches pass (their count carries USL_PM_INTERNAL): their
+ * entries are never fast, and the callers test w. The object check of
+ * free's fast path and of usl_obj_ksize. (The divisor is read with acquire:
+ * an id reused by a new cache publishes its entry's other fields before
+ * it.) */
+static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_entry(uintptr_t off, uint64_t *w)
 {
-	*w = usl_pm_word(&usl_pagemap[off >> usl_page_shift]);
+	*w = usl_pm_word(&usl_pagemap[off >> USL_PM_SHIFT]);
 	const struct usl_cache_fast *f = &usl_cache_fast[*w >> 48];
+	__asm__("" : "+r"(f));   /* one register for the entry: its fields as offsets from it */
+	if (!f)
+		__builtin_unreachable();
 	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_ACQUIRE);
 	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)*w, (uint32_t)d, (uint32_t)(d >> 32)) >=
-	                 (uint16_t)(*w >> 32) || (*w & ((uint64_t)USL_PM_INTERNAL << 32))))
+	                 (uint16_t)(*w >> 32)))
 		return NULL;
 	return f;
 }
 
-/* The fast path needs no struct kmem_cache: the page map's id gives the
- * object check's divisor and the free marker's key (usl_cache_fast) and the
- * slots (usl_id_slots); the marker is checked and written, and a push onto the
- * CPU's main sheaf ends it. A pointer outside the range goes to
- * free_nonslab; everything else - no cache (id 0, whose divisor fails the
- * check), uslab's own caches, a bad pointer, a double free on the sheaf's top,
- * a full sheaf, a cache without sheaves - to free_ptr_slow, which looks at the
- * cache. */
-/* free's fast path for x, an object of the cache whose entry is f: the
- * marker (written blindly in a two-word cache, checked first in a one-word
- * one) if harden, the push, and, if sample, the count toward the decay tick;
- * anything else to free_ptr_slow. */
+static inline bool pm_internal(uint64_t w)
+{
+	return w & ((uint64_t)USL_PM_INTERNAL << 32);
+}
+
+/* free's path for x, an object of the cache whose entry is f, in the modes
+ * other than the fast one: the marker (checked first in a one-word cache,
+ * written blindly in a two-word one) if harden, the push, and, if sample,
+ * the count toward the decay tick; anything else to free_ptr_slow. */
 static inline __attribute__((always_inline)) void free_by_id(void *x, const char *fn, const struct usl_cache_fast *f,
                                                              unsigned int id, bool harden, bool sample)
 {
 	if (harden) {
 		if (usl_likely(f->blind)) {
-			/* A two-word cache: the marker is written, not read (a
-			 * copy of an object free already is refused where it is
-			 * next taken out: types.h, usl_two_word). */
 			uintptr_t at = (uintptr_t)x + f->fp_offset;
 			*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
 		} else if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
@@ -488,7 +487,7 @@ static inline __attribute__((always_inline)) void free_by_id(void *x, const char
 			return;
 		}
 	}
-	if (usl_likely(usl_rseq_sheaf_push_at(usl_id_slots(id), x) == USL_RS_OK)) {
+	if (usl_likely(usl_rseq_sheaf_push_at(f->slots, x) == USL_RS_OK)) {
 		if (sample && sample_due())
 			free_sample_id(id);
 		return;
@@ -496,21 +495,36 @@ static inline __attribute__((always_inline)) void free_by_id(void *x, const char
 	free_ptr_slow(x, fn, harden);
 }
 
-/* free's fast path in the other modes: counters on (the cache's counting
- * path, free_ptr_slow), hardening off, or frees counted toward the decay tick
+/* free of x, an object of a cache whose entry is not fast: uslab's own
+ * caches, counters on (the cache's counting path, free_ptr_slow), hardening
+ * off, a one-word cache, or frees counted toward the decay tick
  * (USL_MODE_SAMPLE: a large heap and no decay thread). */
 static __attribute__((noinline)) void free_ptr_other(void *x, const char *fn, const struct usl_cache_fast *f,
-                                                     unsigned int id, unsigned int mode)
+                                                     uint64_t w)
 {
-	if (mode & USL_MODE_STATS)
+	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
+	unsigned int id = (unsigned int)(w >> 48);
+	/* Objects of uslab's own caches go slow too: no marker is written into
+	 * them. */
+	if (pm_internal(w) || (mode & USL_MODE_STATS))
 		free_ptr_slow(x, fn, false);
 	else if (mode & USL_MODE_HARDEN)
-		free_by_id(x, fn, f, id, true, true);
+		free_by_id(x, fn, f, id, true, mode & USL_MODE_SAMPLE);
 	else
 		free_by_id(x, fn, f, id, false, mode & USL_MODE_SAMPLE);
 }
 
-void usl_free_ptr(void *x, const char *fn)
+/* free's fast path needs no struct kmem_cache: the page map's id gives the
+ * cache's entry (usl_cache_fast), which holds the object check's divisor, the
+ * free marker's key and the slots; in a fast entry's cache (a two-word cache,
+ * hardening alone on) the marker is written blindly (a copy of an object free
+ * already is refused where it is next taken out: types.h, usl_two_word) and a
+ * push onto the CPU's main sheaf ends it. A pointer outside the range goes to
+ * free_nonslab; one that fails the object check (no cache, a bad pointer, a
+ * debug cache), a double free on the sheaf's top, a full sheaf or a cache
+ * without sheaves to free_ptr_slow, which looks at the cache; any other
+ * entry to free_ptr_other. */
+static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const char *fn)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
@@ -518,21 +532,30 @@ void usl_free_ptr(void *x, const char *fn)
 		return;
 	}
 	uint64_t w;
-	const struct usl_cache_fast *f = fast_object(off, &w);
-	/* Objects of uslab's own caches go slow too: no marker is written into
-	 * them. */
+	const struct usl_cache_fast *f = fast_entry(off, &w);
 	if (usl_unlikely(!f)) {
 		free_ptr_slow(x, fn, false);
 		return;
 	}
-	unsigned int id = (unsigned int)(w >> 48);
-	/* One test for the usual mode (hardening on, counters off, no count
-	 * toward the decay tick: a decay thread runs, or the heap is small). */
-	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
-	if (usl_likely(mode == USL_MODE_HARDEN))
-		free_by_id(x, fn, f, id, true, false);
-	else
-		free_ptr_other(x, fn, f, id, mode);
+	if (usl_likely(__atomic_load_n(&f->fast, __ATOMIC_RELAXED))) {
+		uintptr_t at = (uintptr_t)x + f->fp_offset;
+		*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+		if (usl_likely(usl_rseq_sheaf_push_at(f->slots, x) == USL_RS_OK))
+			return;
+		free_ptr_slow(x, fn, true);
+		return;
+	}
+	free_ptr_other(x, fn, f, w);
+}
+
+void usl_free_ptr(void *x, const char *fn)
+{
+	free_ptr_fast(x, fn);
+}
+
+void usl_free(void *x)
+{
+	free_ptr_fast(x, "free");
 }
 
 size_t usl_obj_ksize(const void *p)
@@ -541,8 +564,8 @@ size_t usl_obj_ksize(const void *p)
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return 0;
 	uint64_t w;
-	const struct usl_cache_fast *f = fast_object(off, &w);
-	return f ? __atomic_load_n(&f->ksize, __ATOMIC_RELAXED) : 0;
+	const struct usl_cache_fast *f = fast_entry(off, &w);
+	return f && !pm_internal(w) ? __atomic_load_n(&f->ksize, __ATOMIC_RELAXED) : 0;
 }
 
 /* ===========================================================================

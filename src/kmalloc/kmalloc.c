@@ -143,15 +143,18 @@ static struct kmem_cache *malloc_class(unsigned int size)
 }
 
 /* Publish class s (of size bytes) in table entry j: the cache first (malloc's
- * slow path reads it after it has seen the slots), then, unless it is a debug
- * class or its marker is not word 0, the secret and the slots. A debug class
- * publishes no slots: malloc's fast path then sends its sizes to alloc_bytes,
- * which passes the size asked for to the checked path (no class has its
- * marker elsewhere: the fast path's check takes it at word 0). */
+ * refusal reads it after it has seen the slots), then, in the mode of
+ * hardening alone (the low byte of the fast mode never changes), unless it is
+ * a debug class or its marker is not word 0, the secret and the slots. With
+ * no slots published malloc's fast path sends its sizes to alloc_bytes: a
+ * debug class's to the checked path, which learns the size asked for, and in
+ * the other modes (counters on, hardening off) each class's kmem_cache_alloc,
+ * whose fast path counts or skips the marker (no class has its marker
+ * elsewhere: the fast path's check takes it at word 0). */
 static void malloc_publish(size_t j, struct kmem_cache *s)
 {
 	__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
-	if (!(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
+	if ((uint8_t)usl_opt.fast_mode == USL_MODE_HARDEN && !(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
 		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
 	}
@@ -203,60 +206,23 @@ static inline struct kmem_cache *malloc_cache(size_t n)
 	return usl_likely(s != NULL) ? s : malloc_make_class(n);
 }
 
-/* malloc's allocation from its class s: kmem_cache_alloc(s, GFP_KERNEL |
- * __GFP_NOWARN) that sets errno to ENOMEM when it fails. The sheaf pop is
- * inlined so that malloc is a table load and a jump here. */
-static __attribute__((noinline)) void *malloc_slow(struct kmem_cache *s)
+void *usl_malloc_slow(const struct usl_malloc_class *c)
 {
-	void *obj = s->sheaf_capacity ? usl_sheaf_alloc(s, GFP_KERNEL | __GFP_NOWARN)
-	                              : kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN);
-	if (usl_unlikely(!obj))
-		errno = ENOMEM;
-	else if (usl_opt.harden)
-		*(uintptr_t *)obj = 0;      /* its free marker (a malloc class's is word 0) */
-	return obj;
-}
-
-static __attribute__((noinline, cold)) void *malloc_refused(struct kmem_cache *s, void *obj)
-{
-	void *p = usl_pop_refused(s, GFP_KERNEL | __GFP_NOWARN, obj, "malloc");
-	if (!p)
+	struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[c - usl_malloc_classes], __ATOMIC_ACQUIRE);
+	void *p = kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN);
+	if (usl_unlikely(!p))
 		errno = ENOMEM;
 	return p;
 }
 
-/* A popped block when the mode is not hardening alone: its marker checked if
- * hardening is on, counted if the counters are (a tail call). */
-static __attribute__((noinline)) void *malloc_other(struct kmem_cache *s, void *obj, unsigned int mode)
+void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj)
 {
-	if ((mode & USL_MODE_HARDEN) && usl_unlikely(!usl_marker_pop(s, obj)))
-		return malloc_refused(s, obj);
-	if (s->stats)
-		usl_stat_inc(s, USL_ALLOC_PCS, 1);
-	return obj;
-}
-
-void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret)
-{
-	void *obj;
-
-	USL_RSEQ_SHEAF_POP(slots, obj, slow);
-	unsigned int mode = (uint8_t)__atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);   /* not free's sampling */
-	if (usl_likely(mode == USL_MODE_HARDEN)) {
-		/* The free marker (common/objects.c), at word 0 of a malloc
-		 * class's block, and no "free on its slab" flag at word 1 (a
-		 * malloc class is a two-word cache: types.h, usl_two_word):
-		 * usl_marker_pop with the table's secret. */
-		uintptr_t *at = obj, key = usl_key(secret, at);
-		if (usl_unlikely(*at != ((uintptr_t)obj ^ key) || at[USL_MALLOC_FLAG / 8] == (key ^ USL_TW_FLAG)))
-			return malloc_refused(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj);
-		*at = 0;
-	} else if (mode) {
-		return malloc_other(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_RELAXED), obj, mode);
-	}
-	return obj;
-slow:   /* the class was published before its slots (malloc_make_class) */
-	return malloc_slow(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE));
+	size_t i = (size_t)(c - usl_malloc_classes);
+	void *p = usl_pop_refused(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE), GFP_KERNEL | __GFP_NOWARN,
+	                          obj, "malloc");
+	if (!p)
+		errno = ENOMEM;
+	return p;
 }
 
 void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller)

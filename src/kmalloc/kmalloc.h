@@ -6,6 +6,7 @@
 #ifndef USL_KMALLOC_H
 #define USL_KMALLOC_H
 
+#include "../arch/arch.h"
 #include "../common/common.h"
 
 /* The class cache for n <= KMALLOC_MAX_CACHE_SIZE at [(n + 15) >> 4]; all
@@ -25,11 +26,45 @@ struct usl_malloc_class {
 	uintptr_t secret;
 };
 extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
-/* malloc from the class at usl_malloc_tab[i], whose slots and secret are c's:
- * the sheaf pop and the marker check with no load of the cache; on failure
- * kmem_cache_alloc(class, GFP_KERNEL | __GFP_NOWARN), errno ENOMEM when that
- * fails. */
-USL_HIDDEN void *usl_malloc_fast(struct kmem_cache_cpu *slots, size_t i, uintptr_t secret);
+/* A block popped from class c whose free marker is wrong: reported, kept out
+ * of use, and another allocated (NULL with errno ENOMEM if none can be). */
+USL_HIDDEN void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj) __attribute__((cold));
+/* malloc's allocation from class c when its sheaf pop cannot be done (an empty
+ * sheaf, a marked slot, locked mode): kmem_cache_alloc of the class, errno
+ * ENOMEM if it fails. */
+USL_HIDDEN void *usl_malloc_slow(const struct usl_malloc_class *c);
+
+/* The class entry at table index i (for n <= 8 KiB, i = (n + 15) >> 4); its
+ * slots are NULL until the class is published: not made yet, a debug class,
+ * or a mode other than hardening alone (the caller then takes alloc_bytes). */
+static inline __attribute__((always_inline)) const struct usl_malloc_class *usl_malloc_class(size_t i)
+{
+	const struct usl_malloc_class *c = &usl_malloc_classes[i];
+	__asm__("" : "+r"(c));   /* one register for the entry: its fields as offsets from it */
+	if (!c)
+		__builtin_unreachable();
+	return c;
+}
+
+/* malloc's fast path from class c, whose slots are published: the sheaf pop
+ * and the check of the popped block's free marker (at word 0, and no "free on
+ * its slab" flag at word 1: a malloc class is a two-word cache, types.h,
+ * usl_two_word), with no load of the cache. */
+static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct usl_malloc_class *c,
+                                                                 struct kmem_cache_cpu *slots)
+{
+	uintptr_t secret = __atomic_load_n(&c->secret, __ATOMIC_RELAXED);
+	void *obj;
+
+	USL_RSEQ_SHEAF_POP(slots, obj, slow);
+	uintptr_t *at = obj, key = usl_key(secret, at);
+	if (usl_unlikely(*at != ((uintptr_t)obj ^ key) || at[USL_MALLOC_FLAG / 8] == (key ^ USL_TW_FLAG)))
+		return usl_malloc_refused(c, obj);
+	*at = 0;
+	return obj;
+slow:
+	return usl_malloc_slow(c);
+}
 /* malloc's allocation: kmalloc, with finer classes up to 8 KiB (steps of 16 and
  * 32 bytes to 256, then eight a doubling), each made on first use. */
 USL_HIDDEN void *usl_malloc_bytes(size_t n, gfp_t gfp, uintptr_t caller);   /* caller: for debug classes' owner track (0: this call's) */

@@ -115,16 +115,6 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 	return p;
 }
 
-/* The slots of malloc's class at table index i (for n <= 8 KiB, i = (n + 15)
- * >> 4) and its free markers' secret: NULL slots until the class is made, and
- * always for a debug class. */
-static inline struct kmem_cache_cpu *class_slots(size_t i, uintptr_t *secret)
-{
-	const struct usl_malloc_class *c = &usl_malloc_classes[i];
-	struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
-	*secret = __atomic_load_n(&c->secret, __ATOMIC_RELAXED);
-	return slots;
-}
 
 /* align: a power of two. Power-of-two kmalloc classes and page blocks are
  * naturally aligned, so a block of at least max(n, align) rounded up to a power
@@ -151,12 +141,10 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		 * debug class publishes no slots and goes on below). */
 		size_t i = (pow2 + 15) >> 4;
 		if (pow2 <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO)) {
-			uintptr_t secret;
-			struct kmem_cache_cpu *slots = class_slots(i, &secret);
-			if (usl_unlikely(!slots) && usl_malloc_cache_for(pow2))
-				slots = class_slots(i, &secret);
+			const struct usl_malloc_class *c = usl_malloc_class(i);
+			struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
 			if (usl_likely(slots != NULL))
-				return usl_malloc_fast(slots, i, secret);
+				return usl_malloc_pop(c, slots);
 		}
 		p = kmalloc(pow2, gfp | __GFP_NOWARN);
 		if (p && pow2 != n)
@@ -182,11 +170,10 @@ static __attribute__((noinline)) void *malloc_other(size_t n)
 EXPORT void *malloc(size_t n)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
-		size_t i = (n + 15) >> 4;
-		uintptr_t secret;
-		struct kmem_cache_cpu *slots = class_slots(i, &secret);
+		const struct usl_malloc_class *c = usl_malloc_class((n + 15) >> 4);
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
 		if (usl_likely(slots != NULL))
-			return usl_malloc_fast(slots, i, secret);
+			return usl_malloc_pop(c, slots);
 	}
 	return malloc_other(n);
 }
@@ -197,7 +184,7 @@ EXPORT void *malloc(size_t n)
  * naming free; blocks of the boot area are ignored there (startup). */
 EXPORT void free(void *p)
 {
-	usl_free_ptr(p, "free");
+	usl_free(p);
 }
 
 /* calloc: malloc's fast path, then the n bytes asked for cleared (a block of
@@ -212,11 +199,10 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 		return NULL;
 	}
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
-		size_t i = (n + 15) >> 4;
-		uintptr_t secret;
-		struct kmem_cache_cpu *slots = class_slots(i, &secret);
+		const struct usl_malloc_class *c = usl_malloc_class((n + 15) >> 4);
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
 		if (usl_likely(slots != NULL)) {
-			void *p = usl_malloc_fast(slots, i, secret);
+			void *p = usl_malloc_pop(c, slots);
 			return usl_likely(p != NULL) ? memset(p, 0, n) : NULL;
 		}
 	}

@@ -337,8 +337,8 @@ static int pages_init(void)
 {
 	long ps = (long)usl_os_page_size();
 
-	if (ps <= 0 || (ps & (ps - 1)) || ps < 4096)
-		return -1;
+	if (ps != 1L << USL_PM_SHIFT)
+		return -2;
 	usl_page_size = (size_t)ps;
 	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
 	size_t max_block = usl_page_size << USL_MAX_ORDER, limit = as_limit(max_block);
@@ -356,9 +356,14 @@ void usl_init(void)
 	usl_platform_init();
 	usl_lock(&start_lock);
 	if (!usl_inited) {
-		if (pages_init() != 0) {
+		int err = pages_init();
+		if (err != 0) {
 			usl_unlock(&start_lock);
-			usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
+			if (err == -2)
+				usl_report(USLAB_ERR_NOMEM, "the OS page size is %zu bytes, not 4096; aborting",
+				           usl_os_page_size());
+			else
+				usl_report(USLAB_ERR_NOMEM, "cannot reserve 256 MiB of address space; aborting");
 			abort();
 		}
 		__atomic_store_n(&usl_inited, 1, __ATOMIC_RELEASE);

@@ -68,6 +68,9 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
 extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from the aux vector */
+/* The same as a constant for the free fast path's page-map index: x86-64
+ * Linux pages are 4 KiB (start-up refuses any other size). */
+#define USL_PM_SHIFT 12
 extern size_t usl_page_size USL_HIDDEN;
 
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);

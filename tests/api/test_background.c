@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../harness.h"
+#include "common/common.h"
 #include "pages/pages.h"
 #include "testing.h"
 
@@ -227,6 +228,18 @@ static void off(void)
 	CHECK(rss_kib() - before > (full - before) / 2);
 	uslab_release_free_memory();
 	CHECK(rss_kib() - before < (full - before) / 10);
+
+	/* Without the thread free's fast path counts toward the tick: no cache's
+	 * entry is fast, and the flags follow the mode both ways. */
+	struct kmem_cache *s = kmem_cache_create("fast-flag", 64, 0, 0, NULL);
+	const struct usl_cache_fast *f = &usl_cache_fast[s->id];
+	CHECK(usl_opt.fast_mode & USL_MODE_SAMPLE);
+	CHECK(f->blind && !f->fast);
+	usl_fast_mode_sample(false);
+	CHECK(!(usl_opt.fast_mode & USL_MODE_SAMPLE) && f->fast);
+	usl_fast_mode_sample(true);
+	CHECK((usl_opt.fast_mode & USL_MODE_SAMPLE) && !f->fast);
+	kmem_cache_destroy(s);
 }
 
 int main(int argc, char **argv)
