@@ -257,9 +257,12 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
 /* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
-/* s->fast: the sheaf sections, the cpu slab's, or (USLAB_STATS) either
- * through the paths that count (common/objects.c). */
-enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2 };
+/* s->fast: the sheaf sections with hardening on in a two-word cache (the usual
+ * case: the marker written blindly at free, checked at the pop), the sheaf
+ * sections otherwise (hardening off, or a one-word cache, whose marker a free
+ * checks first), the cpu slab's, or (USLAB_STATS) any of them through the
+ * paths that count (common/objects.c). */
+enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3 };
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */

@@ -271,7 +271,7 @@ static bool slots_map(void)
 		lines++;
 	usl_slot_stride = lines * sizeof(struct kmem_cache_cpu);
 	for (size_t n = USL_MAX_CACHES; n >= 256; n /= 2) {
-		void *p = usl_map_guarded(USL_ALIGN(n * usl_slot_stride, usl_page_size), PROT_READ | PROT_WRITE);
+		void *p = usl_map_guarded(USL_ALIGN(n * usl_slot_stride, USL_PAGE_SIZE), PROT_READ | PROT_WRITE);
 		if (p) {
 			usl_slots = p;
 			max_ids = n;
@@ -500,7 +500,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		return create_failed(name, flags, "object size above the largest slab object", size);
 	if (align & (align - 1))
 		return create_failed(name, flags, "alignment is not a power of two", align);
-	if (align > usl_page_size)
+	if (align > USL_PAGE_SIZE)
 		return create_failed(name, flags, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
 		return create_failed(name, flags, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
@@ -631,7 +631,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		}
 		usl_sheaf_cache_init(s);
 	}
-	s->fast = s->stats ? USL_FAST_COUNTED : s->sheaf_capacity ? USL_FAST_SHEAF : USL_FAST_CPU_SLAB;
+	s->fast = s->stats ? USL_FAST_COUNTED
+	        : !s->sheaf_capacity ? USL_FAST_CPU_SLAB
+	        : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER;
 	cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
 	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);

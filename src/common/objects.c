@@ -123,14 +123,14 @@ __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_
  * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
  * only, so that the copy in kmem_cache_alloc tests nothing for it. */
 static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool sheaves,
-                                                              bool counted)
+                                                              bool counted, bool harden)
 {
 	void *obj;
 
 	if (sheaves) {
 		/* Sheaves: pop this CPU's main sheaf. */
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
-		if (usl_likely(usl_opt.harden) && usl_unlikely(!usl_marker_pop(s, obj)))
+		if (harden && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
 		if (counted)
 			usl_stat_inc(s, USL_ALLOC_PCS, 1);
@@ -154,7 +154,16 @@ slow:
 
 static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t gfp)
 {
-	return s->sheaf_capacity ? alloc_fast(s, gfp, true, true) : alloc_fast(s, gfp, false, true);
+	return s->sheaf_capacity ? alloc_fast(s, gfp, true, true, usl_opt.harden) : alloc_fast(s, gfp, false, true, false);
+}
+
+/* The fast paths other than the usual one: sheaves with hardening off or in a
+ * one-word cache (whose pop checks the marker all the same), the cpu slab. */
+static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
+{
+	if (s->fast == USL_FAST_SHEAF_OTHER)
+		return alloc_fast(s, gfp, true, false, usl_opt.harden);
+	return alloc_fast(s, gfp, false, false, false);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
@@ -162,10 +171,10 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 	if (usl_unlikely(!s))
 		return alloc_tail(s, gfp, NULL);
 	if (usl_likely(s->fast == USL_FAST_SHEAF))
-		return alloc_fast(s, gfp, true, false);
+		return alloc_fast(s, gfp, true, false, true);
 	if (usl_unlikely(s->fast == USL_FAST_COUNTED))
 		return alloc_counted(s, gfp);
-	return alloc_fast(s, gfp, false, false);
+	return alloc_other(s, gfp);
 }
 
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
@@ -296,8 +305,10 @@ static __attribute__((noinline)) void free_counted(struct kmem_cache *s, void *x
  * marked: its free marker is written already (usl_free_ptr's fast path). A
  * two-word cache's marker is written without reading the object (types.h,
  * usl_two_word); a one-word cache's is checked first. */
-static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
-                                                                  bool sample, bool marked)
+/* free_checked_as for every kind but the usual one: the marker written or,
+ * in a one-word cache, checked first (hardening on), then the kind's path. */
+static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, void *x, const char *fn,
+                                                         bool sample, bool marked)
 {
 	if (usl_likely(usl_opt.harden) && !marked) {
 		if (usl_likely(usl_two_word(s))) {
@@ -308,12 +319,25 @@ static inline __attribute__((always_inline)) void free_checked_as(struct kmem_ca
 			return;
 		}
 	}
-	if (usl_likely(s->fast == USL_FAST_SHEAF))
+	if (s->fast == USL_FAST_SHEAF_OTHER)
 		free_fast(s, x, fn, sample, true, false);
 	else if (usl_unlikely(s->fast == USL_FAST_COUNTED))
 		free_counted(s, x, fn, sample);
 	else
 		free_fast(s, x, fn, sample, false, false);
+}
+
+static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
+                                                                  bool sample, bool marked)
+{
+	if (usl_likely(s->fast == USL_FAST_SHEAF)) {
+		/* Hardening on, a two-word cache: the marker written blindly. */
+		if (!marked)
+			usl_marker_set(s, x);
+		free_fast(s, x, fn, sample, true, false);
+	} else {
+		free_checked_other(s, x, fn, sample, marked);
+	}
 }
 
 static inline __attribute__((always_inline)) void free_checked(struct kmem_cache *s, void *x, const char *fn,
@@ -399,7 +423,7 @@ static __attribute__((noinline)) void free_nonslab(void *x, const char *fn)
 static __attribute__((noinline)) void free_ptr_slow(void *x, const char *fn, bool marked)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;   /* below usl_top: the caller checked */
-	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]);
 	struct kmem_cache *s = usl_pagemap_user_cache(e);
 	if (usl_unlikely(!s)) {
 		free_nonslab(x, fn);
@@ -428,7 +452,7 @@ void usl_free_sized(void *x, size_t size, const char *fn)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
-		struct kmem_cache *s = usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]));
+		struct kmem_cache *s = usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]));
 		if (usl_unlikely(s && (s->flags & USL_SLAB_DEBUG_FLAGS)))
 			usl_debug_check_size(s, x, size, fn);
 	}
@@ -454,7 +478,7 @@ static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const 
  * it.) */
 static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_entry(uintptr_t off, uint64_t *w)
 {
-	*w = usl_pm_word(&usl_pagemap[off >> USL_PM_SHIFT]);
+	*w = usl_pm_word(&usl_pagemap[off >> USL_PAGE_SHIFT]);
 	const struct usl_cache_fast *f = &usl_cache_fast[*w >> 48];
 	__asm__("" : "+r"(f));   /* one register for the entry: its fields as offsets from it */
 	if (!f)
@@ -653,7 +677,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		uintptr_t off = x - base;
 		if (usl_unlikely(off >= top))
 			break;
-		uintptr_t pg = off >> usl_page_shift;
+		uintptr_t pg = off >> USL_PAGE_SHIFT;
 		if (pg != last_pg) {
 			struct usl_pagemap_entry e = usl_pm_read(&pm[pg]);
 			if (usl_unlikely(e.cache != id))
@@ -755,7 +779,7 @@ void kfree_bulk(size_t nr, void **p)
 			if (!p[i])
 				continue;
 			uintptr_t off = (uintptr_t)p[i] - usl_base;
-			struct kmem_cache *s = off < top ? usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]))
+			struct kmem_cache *s = off < top ? usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]))
 			                                 : NULL;
 			if (s && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
 				usl_debug_free(s, p[i], "kfree_bulk", (uintptr_t)__builtin_return_address(0));

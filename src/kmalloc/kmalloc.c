@@ -70,8 +70,8 @@ static bool make_kmalloc_caches(void)
 		 * that, every object is; the requested alignment says so up to the
 		 * page (the block does the rest). */
 		unsigned int align = (size & (size - 1)) ? 8 : size;
-		if (align > usl_page_size)
-			align = (unsigned int)usl_page_size;
+		if (align > USL_PAGE_SIZE)
+			align = (unsigned int)USL_PAGE_SIZE;
 		kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL, USL_CACHE_KMALLOC, 0);
 		ok = kmalloc_caches[i] != NULL;
 	}
@@ -250,7 +250,7 @@ struct kmem_cache *usl_malloc_cache_for(size_t n)
  * touch (kfree of a struct kmem_cache is reported, not done). */
 static inline struct kmem_cache *page_owner(uintptr_t off)
 {
-	return usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> usl_page_shift]));
+	return usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]));
 }
 
 /* The usable bytes of the block p starts (a slab object, a large block or a
@@ -287,7 +287,7 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 	usl_ensure_init();                  /* the page size is known from here on */
 	unsigned int order = usl_bytes_order(size);
 	if (order > USL_MAX_ORDER) {
-		p = usl_map_alloc(size, usl_page_size, gfp & __GFP_ZERO);
+		p = usl_map_alloc(size, USL_PAGE_SIZE, gfp & __GFP_ZERO);
 		if (!p && !(gfp & __GFP_NOWARN))
 			usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (a direct mapping)", size);
 		return p;

@@ -131,7 +131,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		return NULL;
 	}
 	void *p;
-	if (want <= (usl_page_size << USL_MAX_ORDER)) {
+	if (want <= (USL_PAGE_SIZE << USL_MAX_ORDER)) {
 		size_t pow2 = 1;
 		while (pow2 < want)
 			pow2 <<= 1;
@@ -244,7 +244,7 @@ EXPORT void *realloc(void *p, size_t n)
 		return NULL;                     /* reported by ksize; errno untouched */
 	/* A direct mapping that stays one: mremap, no copy (growing a big buffer
 	 * step by step would otherwise copy it each time). */
-	size_t max_block = usl_page_size << USL_MAX_ORDER;
+	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
 	if (old > max_block && n > max_block && !is_boot(p)) {
 		void *q = usl_map_resize(p, n);
 		if (q)

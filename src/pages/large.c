@@ -180,7 +180,7 @@ static void *kept_reuse(size_t len, size_t align)
 		if (kept[i].len >= len) {
 			if (fit < 0 || kept[i].len < kept[fit].len)
 				fit = (int)i;
-		} else if (align <= usl_page_size && (grow < 0 || kept[i].len > kept[grow].len)) {
+		} else if (align <= USL_PAGE_SIZE && (grow < 0 || kept[i].len > kept[grow].len)) {
 			grow = (int)i;              /* (mremap may move it: page alignment only) */
 		}
 	}
@@ -274,11 +274,11 @@ size_t usl_map_kept_bytes(void)
  * the unaligned head and the tail). */
 void *usl_map_alloc(size_t size, size_t align, bool zero)
 {
-	size_t len = USL_ALIGN(size ? size : 1, usl_page_size);
-	size_t extra = align > usl_page_size ? align : 0;
+	size_t len = USL_ALIGN(size ? size : 1, USL_PAGE_SIZE);
+	size_t extra = align > USL_PAGE_SIZE ? align : 0;
 	if (len < size || len + extra < len || len + extra > PTRDIFF_MAX)
 		return NULL;
-	void *k = kept_reuse(len, align > usl_page_size ? align : usl_page_size);
+	void *k = kept_reuse(len, align > USL_PAGE_SIZE ? align : USL_PAGE_SIZE);
 	if (k) {
 		if (zero)
 			memset(k, 0, size);
@@ -324,7 +324,7 @@ static size_t huge_size(const void *p)
  * refuses. Under map_lock throughout, so the table never names a stale range. */
 void *usl_map_resize(void *p, size_t n)
 {
-	size_t len = USL_ALIGN(n, usl_page_size);
+	size_t len = USL_ALIGN(n, USL_PAGE_SIZE);
 	void *q = NULL;
 
 	if (len < n || len > PTRDIFF_MAX)

@@ -68,8 +68,8 @@ static struct meta_region *region_add(void)
 	if (!base)
 		return NULL;
 	int saved_errno = errno;
-	if (mprotect(base, usl_page_size, PROT_NONE) != 0 ||
-	    mprotect(base + usl_order_bytes(USL_MAX_ORDER) - usl_page_size, usl_page_size, PROT_NONE) != 0) {
+	if (mprotect(base, USL_PAGE_SIZE, PROT_NONE) != 0 ||
+	    mprotect(base + usl_order_bytes(USL_MAX_ORDER) - USL_PAGE_SIZE, USL_PAGE_SIZE, PROT_NONE) != 0) {
 		/* (vm.max_map_count reached: the split mappings are refused.) */
 		if (!guard_failed) {
 			guard_failed = true;
@@ -117,7 +117,7 @@ void *usl_meta_block(unsigned int order, bool aligned, enum usl_page_kind kind)
 	}
 	run_mark(r->used, (size_t)p, n, true);
 	r->free_pages -= (unsigned int)n;
-	void *addr = (void *)(r->base + ((size_t)p << usl_page_shift));
+	void *addr = (void *)(r->base + ((size_t)p << USL_PAGE_SHIFT));
 	usl_pages_head(addr, order, kind);
 	usl_unlock(&meta_lock);
 	return addr;
@@ -144,10 +144,10 @@ void usl_meta_free(void *addr)
 		usl_report(USLAB_ERR_FOREIGN, "internal: %p is not a metadata block", addr);
 		return;
 	}
-	size_t n = (size_t)1 << e->order, p = ((uintptr_t)addr - r->base) >> usl_page_shift;
+	size_t n = (size_t)1 << e->order, p = ((uintptr_t)addr - r->base) >> USL_PAGE_SHIFT;
 	usl_pages_unhead(addr, (void *)r->base);
 	int saved_errno = errno;
-	madvise(addr, n << usl_page_shift, MADV_DONTNEED);
+	madvise(addr, n << USL_PAGE_SHIFT, MADV_DONTNEED);
 	errno = saved_errno;
 	run_mark(r->used, p, n, false);
 	r->free_pages += (unsigned int)n;
@@ -164,7 +164,7 @@ void *usl_meta_alloc(size_t size)
 
 size_t usl_meta_reserved(void)
 {
-	return (size_t)__atomic_load_n(&nr_meta, __ATOMIC_ACQUIRE) << (usl_page_shift + USL_MAX_ORDER);
+	return (size_t)__atomic_load_n(&nr_meta, __ATOMIC_ACQUIRE) << (USL_PAGE_SHIFT + USL_MAX_ORDER);
 }
 
 void usl_meta_fork_lock(void) { usl_lock(&meta_lock); }

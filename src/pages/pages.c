@@ -35,8 +35,6 @@ uintptr_t usl_range;
 struct slab *usl_table;
 struct usl_pagemap_entry *usl_pagemap;
 __thread bool usl_pages_aging;
-unsigned int usl_page_shift;
-size_t usl_page_size;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 uintptr_t usl_top;               /* bytes of the range carved so far */
@@ -86,7 +84,7 @@ static uint64_t *young_regions, *idle_regions;
 static uint64_t epoch_start;     /* when young[0] began collecting */
 static uintptr_t reserved_end;   /* the range's PROT_NONE reservation ends here (offset); beyond, regions are mapped */
 
-static inline size_t nr_regions(void) { return usl_top >> (usl_page_shift + USL_MAX_ORDER); }
+static inline size_t nr_regions(void) { return usl_top >> (USL_PAGE_SHIFT + USL_MAX_ORDER); }
 static inline size_t rb_bit(size_t pfn, unsigned int k) { return RB_OFF(k) + ((pfn & (RB_BLOCKS - 1)) >> k); }
 static inline bool bit_test(const uint64_t *w, size_t b) { return (w[b / 64] >> (b % 64)) & 1; }
 static inline void bit_set(uint64_t *w, size_t b) { w[b / 64] |= 1ULL << (b % 64); }
@@ -96,7 +94,7 @@ static inline void bit_clear(uint64_t *w, size_t b) { w[b / 64] &= ~(1ULL << (b 
  * block at pfn. */
 static inline size_t table_page(size_t pfn)
 {
-	return ((usl_table_index(pfn) & (RB_BLOCKS - 1)) * sizeof(struct slab)) >> usl_page_shift;
+	return ((usl_table_index(pfn) & (RB_BLOCKS - 1)) * sizeof(struct slab)) >> USL_PAGE_SHIFT;
 }
 
 /* A block with its head at pfn was handed out (+1) or freed (-1). */
@@ -250,13 +248,13 @@ static void *side_maps[4];
 static size_t side_bytes[4];
 static bool side_reserve(size_t range)
 {
-	size_t pages = range >> usl_page_shift, regions = range >> (usl_page_shift + USL_MAX_ORDER);
+	size_t pages = range >> USL_PAGE_SHIFT, regions = range >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	size_t nsum = (regions + 63) / 64, nsum2 = (nsum + 63) / 64;
 	size_t index = (nsum + nsum2) * sizeof(usl_sumword) + 2 * nsum * sizeof(uint64_t);
 	size_t bytes[4] = { pages * sizeof(struct slab), pages * sizeof(struct usl_pagemap_entry),
 	                    regions * sizeof(struct region_bits), index };
 	for (int i = 0; i < 4; i++) {
-		side_bytes[i] = USL_ALIGN(bytes[i], usl_page_size);
+		side_bytes[i] = USL_ALIGN(bytes[i], USL_PAGE_SIZE);
 		side_maps[i] = usl_map_guarded(side_bytes[i], i == 3 ? PROT_READ | PROT_WRITE : PROT_NONE);
 		if (!side_maps[i]) {
 			while (i--)
@@ -337,11 +335,9 @@ static int pages_init(void)
 {
 	long ps = (long)usl_os_page_size();
 
-	if (ps != 1L << USL_PM_SHIFT)
+	if ((size_t)ps != USL_PAGE_SIZE)
 		return -2;
-	usl_page_size = (size_t)ps;
-	usl_page_shift = (unsigned int)__builtin_ctzl((unsigned long)ps);
-	size_t max_block = usl_page_size << USL_MAX_ORDER, limit = as_limit(max_block);
+	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER, limit = as_limit(max_block);
 	if (!(limit && range_unreserved(limit, max_block)) && !range_reserved(max_block))
 		return -1;
 	epoch_start = last_decay_check = usl_now_ms();
@@ -393,15 +389,15 @@ void usl_pages_fail_after(long n)
 /* Carve one more largest block from the reserved range: commit it and its table slice. */
 static bool commit(void *from, void *to)
 {
-	uintptr_t s = (uintptr_t)from & ~(usl_page_size - 1), e = USL_ALIGN((uintptr_t)to, usl_page_size);
+	uintptr_t s = (uintptr_t)from & ~(USL_PAGE_SIZE - 1), e = USL_ALIGN((uintptr_t)to, USL_PAGE_SIZE);
 	return mprotect((void *)s, e - s, PROT_READ | PROT_WRITE) == 0;
 }
 
 static bool grow(void)
 {
-	size_t bytes = usl_page_size << USL_MAX_ORDER;
+	size_t bytes = USL_PAGE_SIZE << USL_MAX_ORDER;
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
-	size_t region = usl_top >> (usl_page_shift + USL_MAX_ORDER);
+	size_t region = usl_top >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	struct slab *e;
 
 	if (usl_top + bytes > usl_range)
@@ -409,7 +405,7 @@ static bool grow(void)
 	/* Its bits, table and page-map slices first, then the region itself: a
 	 * failure leaves nothing a retry would trip over (the slices may share OS
 	 * pages with their neighbours: committed outwards). */
-	size_t pfn = usl_top >> usl_page_shift;
+	size_t pfn = usl_top >> USL_PAGE_SHIFT;
 	e = &usl_table[pfn];               /* a region's entries are its table slice (reordered) */
 	if (!commit(&rbits[region], &rbits[region + 1]) || !commit(e, e + npages) ||
 	    !commit(&usl_pagemap[pfn], &usl_pagemap[pfn + npages]))
@@ -442,7 +438,7 @@ static void *claim(size_t pfn, unsigned int order, enum usl_page_kind kind)
 	struct slab *e = &usl_table[usl_table_index(pfn)];
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++)
-		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)(pfn << usl_page_shift), 0, 0);
+		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)(pfn << USL_PAGE_SHIFT), 0, 0);
 	count_head(pfn, 1);
 	e->slab_cache = NULL;
 	e->kind = (uint8_t)kind;
@@ -514,13 +510,13 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 void usl_pages_head(void *addr, unsigned int order, enum usl_page_kind kind)
 {
 	usl_lock(&pages_lock);
-	claim(((uintptr_t)addr - usl_base) >> usl_page_shift, order, kind);
+	claim(((uintptr_t)addr - usl_base) >> USL_PAGE_SHIFT, order, kind);
 	usl_unlock(&pages_lock);
 }
 
 void usl_pages_unhead(void *addr, const void *owner)
 {
-	size_t pfn = ((uintptr_t)addr - usl_base) >> usl_page_shift;
+	size_t pfn = ((uintptr_t)addr - usl_base) >> USL_PAGE_SHIFT;
 	struct slab *e = &usl_table[usl_table_index(pfn)];
 	size_t n = (size_t)1 << e->order;
 	uint32_t start = (uint32_t)((uintptr_t)owner - usl_base);
@@ -537,7 +533,7 @@ void usl_pages_unhead(void *addr, const void *owner)
 /* madvise the whole OS pages of [from, to): they read as zeros afterwards. */
 static void zero_pages(void *from, void *to)
 {
-	uintptr_t a = USL_ALIGN((uintptr_t)from, usl_page_size), b = (uintptr_t)to & ~(usl_page_size - 1);
+	uintptr_t a = USL_ALIGN((uintptr_t)from, USL_PAGE_SIZE), b = (uintptr_t)to & ~(USL_PAGE_SIZE - 1);
 	if (b > a)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
@@ -566,8 +562,8 @@ static void release_tables(size_t region)
 	r->tables_idle = 0;
 	bit_clear(idle_regions, region);
 	for (; m; m &= m - 1) {
-		char *t = (char *)&usl_table[region << USL_MAX_ORDER] + ((size_t)__builtin_ctz(m) << usl_page_shift);
-		madvise(t, usl_page_size, MADV_DONTNEED);
+		char *t = (char *)&usl_table[region << USL_MAX_ORDER] + ((size_t)__builtin_ctz(m) << USL_PAGE_SHIFT);
+		madvise(t, USL_PAGE_SIZE, MADV_DONTNEED);
 	}
 }
 
@@ -623,8 +619,8 @@ static size_t purge_locked(bool all, uint64_t now)
 				struct region_bits *r = &rbits[region];
 				long i = -1;
 				while ((i = slice_next(r, all ? MAP_DIRTY : MAP_OLD, k, (size_t)(i + 1))) >= 0) {
-					size_t pfn = (region << USL_MAX_ORDER) + ((size_t)i << k), len = usl_page_size << k;
-					if (madvise((void *)(usl_base + (pfn << usl_page_shift)), len, MADV_DONTNEED) != 0)
+					size_t pfn = (region << USL_MAX_ORDER) + ((size_t)i << k), len = USL_PAGE_SIZE << k;
+					if (madvise((void *)(usl_base + (pfn << USL_PAGE_SHIFT)), len, MADV_DONTNEED) != 0)
 						continue;
 					clear_dirty(pfn, k);
 					count_add(&free_clean_pages, (long)(1UL << k));
@@ -668,7 +664,7 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	 * head unused (a purge turns this into zeros, which mean the same but for
 	 * start). */
 	for (size_t i = 0; i < n; i++)
-		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)((pfn + i) << usl_page_shift), 0, 0);
+		usl_pm_write(&usl_pagemap[pfn + i], (uint32_t)((pfn + i) << USL_PAGE_SHIFT), 0, 0);
 	e->kind = USL_PAGE_UNUSED;
 	e->slab_cache = NULL;
 	count_head(pfn, -1);
@@ -678,7 +674,7 @@ static bool free_block_as(void *addr, int need_kind, bool dirty)
 	/* Merge with free buddies of the same order. */
 	while (order < USL_MAX_ORDER) {
 		size_t bpfn = pfn ^ ((size_t)1 << order);
-		if ((bpfn << usl_page_shift) >= usl_top || !is_free(bpfn, order))
+		if ((bpfn << USL_PAGE_SHIFT) >= usl_top || !is_free(bpfn, order))
 			break;
 		int byoung;
 		if (unmark_free(bpfn, order, &byoung)) {
@@ -763,9 +759,9 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	if (committed)
 		*committed = usl_top;
 	if (free_dirty)
-		*free_dirty = free_dirty_pages << usl_page_shift;
+		*free_dirty = free_dirty_pages << USL_PAGE_SHIFT;
 	if (free_clean)
-		*free_clean = free_clean_pages << usl_page_shift;
+		*free_clean = free_clean_pages << USL_PAGE_SHIFT;
 	usl_unlock(&pages_lock);
 }
 

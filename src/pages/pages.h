@@ -67,11 +67,11 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
 	v.objects = (uint16_t)((v.objects & USL_PM_INTERNAL) | objects);
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
-extern unsigned int usl_page_shift USL_HIDDEN;   /* the OS page size, from the aux vector */
-/* The same as a constant for the free fast path's page-map index: x86-64
- * Linux pages are 4 KiB (start-up refuses any other size). */
-#define USL_PM_SHIFT 12
-extern size_t usl_page_size USL_HIDDEN;
+/* The OS page: 4 KiB on every x86-64 Linux (start-up checks the aux vector's
+ * size and refuses another), so the fast paths index the page map with a
+ * constant shift. */
+#define USL_PAGE_SHIFT 12u
+#define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
 
 USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
 /* The same; *zeroed tells whether the block is known to read as zeros (a clean
@@ -98,7 +98,7 @@ USL_HIDDEN void usl_pages_fork_unlock(void);
  * (a negative distance) finds that page too. */
 static inline uintptr_t usl_block_offset(uintptr_t off)
 {
-	uint32_t start = usl_pm_read(&usl_pagemap[off >> usl_page_shift]).start;
+	uint32_t start = usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]).start;
 	return off - (uintptr_t)(intptr_t)(int32_t)((uint32_t)off - start);
 }
 
@@ -131,7 +131,7 @@ static inline struct slab *usl_virt_to_slab(const void *p)
 	/* Only the committed part has table entries (the rest is PROT_NONE). */
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return NULL;
-	return &usl_table[usl_table_index(usl_block_offset(off) >> usl_page_shift)];
+	return &usl_table[usl_table_index(usl_block_offset(off) >> USL_PAGE_SHIFT)];
 }
 /* The object index of p in a slab of s, by its page-map entry *e; false if p
  * is outside the committed range or its page is not s's. */
@@ -141,7 +141,7 @@ static inline bool usl_pm_index(const struct kmem_cache *s, const void *p, struc
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)))
 		return false;
-	*e = usl_pm_read(&usl_pagemap[off >> usl_page_shift]);
+	*e = usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]);
 	*idx = usl_obj_index((uint32_t)off - e->start, s->div_inv, s->div_shift);
 	return e->cache == s->id;
 }
@@ -168,9 +168,9 @@ static inline bool usl_pm_is_slot(const struct kmem_cache *s, const void *p)
 static inline size_t usl_slab_pfn(const struct slab *slab) { return usl_table_pfn((size_t)(slab - usl_table)); }
 static inline void *usl_slab_address(const struct slab *slab)
 {
-	return (void *)(usl_base + (usl_slab_pfn(slab) << usl_page_shift));
+	return (void *)(usl_base + (usl_slab_pfn(slab) << USL_PAGE_SHIFT));
 }
-static inline size_t usl_order_bytes(unsigned int order) { return usl_page_size << order; }
+static inline size_t usl_order_bytes(unsigned int order) { return USL_PAGE_SIZE << order; }
 /* The smallest order whose block holds size bytes (above USL_MAX_ORDER when no
  * block does). */
 static inline unsigned int usl_bytes_order(size_t size)

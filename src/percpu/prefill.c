@@ -184,7 +184,7 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 {
 	unsigned int cap;
 
-	if (size >= usl_page_size)
+	if (size >= USL_PAGE_SIZE)
 		cap = 4;
 	else if (size >= 1024)
 		cap = 12;

@@ -114,8 +114,8 @@ done:
 	 * pages/pages.h). */
 	s->colour_off = s->align > USL_CACHELINE ? s->align : USL_CACHELINE;
 	unsigned long colour = (unsigned long)left / s->colour_off;
-	if (colour > usl_page_size / s->colour_off)
-		colour = usl_page_size / s->colour_off;
+	if (colour > USL_PAGE_SIZE / s->colour_off)
+		colour = USL_PAGE_SIZE / s->colour_off;
 	s->colour = (unsigned int)colour;
 	s->fp_mask = ~(uintptr_t)(usl_order_bytes(s->order) - 1);
 	s->min_order = s->order;
@@ -133,7 +133,7 @@ void usl_slab_default_tunables(const struct kmem_cache *s, unsigned int *limit, 
 	unsigned int l;
 	if (s->size > 131072)
 		l = 1;
-	else if (s->size > usl_page_size)
+	else if (s->size > USL_PAGE_SIZE)
 		l = 8;
 	else if (s->size > 1024)
 		l = 24;
@@ -143,7 +143,7 @@ void usl_slab_default_tunables(const struct kmem_cache *s, unsigned int *limit, 
 		l = 120;
 	*limit = l;
 	*batch = (l + 1) / 2;
-	*shared = s->size <= usl_page_size && usl_nr_cpus > 1 ? 8 : 0;
+	*shared = s->size <= USL_PAGE_SIZE && usl_nr_cpus > 1 ? 8 : 0;
 }
 
 static void set_free_limit(struct kmem_cache *s)

@@ -180,7 +180,7 @@ static void out_trailer(struct usl_dbg_out *o, struct kmem_cache *s, struct slab
 		usl_out_section(o, "Redzone  ", p - s->red_left_pad, s->red_left_pad);
 	else if (p >= addr + 16)
 		usl_out_section(o, "Bytes b4 ", p - 16, 16);
-	size_t shown = s->object_size < usl_page_size ? s->object_size : usl_page_size;
+	size_t shown = s->object_size < USL_PAGE_SIZE ? s->object_size : USL_PAGE_SIZE;
 	usl_out_section(o, "Object   ", p, shown);
 	if (s->flags & SLAB_RED_ZONE)
 		usl_out_section(o, "Redzone  ", p + s->object_size, s->inuse - s->object_size);
@@ -482,7 +482,7 @@ static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab
 	           (unsigned long)(uintptr_t)obj, usl_counters_inuse(slab->counters),
 	           (unsigned long)(uintptr_t)slab->freelist);
 	if (!alloc)
-		usl_out_section(o, "Object   ", obj, s->object_size < usl_page_size ? s->object_size : usl_page_size);
+		usl_out_section(o, "Object   ", obj, s->object_size < USL_PAGE_SIZE ? s->object_size : USL_PAGE_SIZE);
 	usl_out_end(o);
 	o->reports--;    /* a trace is no problem */
 }

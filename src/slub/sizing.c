@@ -149,7 +149,7 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 
 	unsigned int lg = 31u - (unsigned int)__builtin_clz(size);
 	s->min_partial = lg / 2 < MIN_PARTIAL ? MIN_PARTIAL : (lg / 2 > MAX_PARTIAL ? MAX_PARTIAL : lg / 2);
-	if (size >= usl_page_size)
+	if (size >= USL_PAGE_SIZE)
 		s->cpu_partial = 6;
 	else if (size >= 1024)
 		s->cpu_partial = 24;

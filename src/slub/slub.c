@@ -40,7 +40,7 @@ static void set_owner(struct slab *slab, unsigned int order, struct kmem_cache *
 {
 	size_t pfn = usl_slab_pfn(slab);
 	struct usl_pagemap_entry *e = &usl_pagemap[pfn];
-	uint32_t start = (uint32_t)(pfn << usl_page_shift);
+	uint32_t start = (uint32_t)(pfn << USL_PAGE_SHIFT);
 	unsigned int tag = 0;
 	if (s)
 		tag = s->flags & USL_SLAB_INTERNAL ? objects | USL_PM_INTERNAL : carved;
@@ -72,7 +72,7 @@ void usl_slab_carved(const struct kmem_cache *s, struct slab *slab, unsigned lon
 
 static inline unsigned int carve_chunk(const struct kmem_cache *s, unsigned int uncarved)
 {
-	unsigned int k = (unsigned int)(usl_page_size / s->size);
+	unsigned int k = (unsigned int)(USL_PAGE_SIZE / s->size);
 	if (k == 0)
 		k = 1;
 	return k < uncarved ? k : uncarved;

@@ -111,7 +111,7 @@ static bool live_make(void)
 	h->max_aliases = USL_LIVE_ALIASES;
 	h->nr_stats = USL_NR_STATS;
 	h->nr_cpus = usl_nr_cpus;
-	h->page_size = (uint32_t)usl_page_size;
+	h->page_size = (uint32_t)USL_PAGE_SIZE;
 	h->stats_on = (uint32_t)usl_opt.stats;
 	h->pid = pid;
 	h->start_time = usl_live_start_time(pid);

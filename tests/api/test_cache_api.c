@@ -515,7 +515,7 @@ static void test_cache_ids(void)
 		kmem_cache_free(a, ax[i]);
 	void *x = kmem_cache_alloc(b, GFP_KERNEL);
 	struct slab *sl = usl_virt_to_slab(x);
-	size_t pfn = ((uintptr_t)sl->addr - usl_base) >> usl_page_shift;
+	size_t pfn = ((uintptr_t)sl->addr - usl_base) >> USL_PAGE_SHIFT;
 	CHECK(b->order > 0);
 	for (size_t i = 0; i < ((size_t)1 << b->order); i++) {
 		struct usl_pagemap_entry e = usl_pm_read(&usl_pagemap[pfn + i]);

@@ -114,7 +114,7 @@ static void test_large(void)
 {
 	/* Page-provider blocks: page counts rounded to a power of two, naturally
 	 * aligned; then direct mappings beyond the largest block. */
-	size_t max_block = usl_page_size << USL_MAX_ORDER;
+	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
 	const size_t sizes[] = { 8193, 12288, 16384, 100000, 1 << 20, max_block, max_block + 1, 3 * max_block + 5 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i];
@@ -125,11 +125,11 @@ static void test_large(void)
 		size_t ks = ksize(p);
 		CHECK(ks >= n);
 		if (n <= max_block) {
-			CHECK((ks & (ks - 1)) == 0 && ks % usl_page_size == 0);
+			CHECK((ks & (ks - 1)) == 0 && ks % USL_PAGE_SIZE == 0);
 			CHECK_EQ((uintptr_t)p % ks, 0);
 		} else {
-			CHECK_EQ(ks, (n + usl_page_size - 1) / usl_page_size * usl_page_size);
-			CHECK_EQ((uintptr_t)p % usl_page_size, 0);
+			CHECK_EQ(ks, (n + USL_PAGE_SIZE - 1) / USL_PAGE_SIZE * USL_PAGE_SIZE);
+			CHECK_EQ((uintptr_t)p % USL_PAGE_SIZE, 0);
 		}
 		memset(p, 0x33, ks);
 		CHECK(all_bytes(p, 0x33, ks));
@@ -159,7 +159,7 @@ static void test_krealloc(void)
 	p = q;
 	q = krealloc(p, 5000, GFP_KERNEL);         /* a large block that still fits */
 	CHECK(q == p);
-	q = krealloc(p, (usl_page_size << USL_MAX_ORDER) * 2, GFP_KERNEL);  /* to a direct mapping */
+	q = krealloc(p, (USL_PAGE_SIZE << USL_MAX_ORDER) * 2, GFP_KERNEL);  /* to a direct mapping */
 	CHECK(q && all_bytes(q, 'x', 50));
 	p = q;
 	CHECK(krealloc(p, 0, GFP_KERNEL) == ZERO_SIZE_PTR);  /* frees */
@@ -229,10 +229,10 @@ static void test_bad_input(void)
 	kfree(l);                                       /* a large block twice */
 	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT), no + 3);
 
-	size_t big = (usl_page_size << USL_MAX_ORDER) + 1;
+	size_t big = (USL_PAGE_SIZE << USL_MAX_ORDER) + 1;
 	char *h = kmalloc(big, GFP_KERNEL);
 	CHECK(h != NULL);
-	kfree(h + usl_page_size);                       /* inside a direct mapping */
+	kfree(h + USL_PAGE_SIZE);                       /* inside a direct mapping */
 	CHECK_EQ(reports(USLAB_ERR_FOREIGN), fo + 3);
 	h[big - 1] = 1;                                 /* still mapped */
 	kfree(h);
@@ -265,7 +265,7 @@ static void test_kfree_bulk(void)
 		p[n++] = kmalloc(20, GFP_KERNEL);
 		p[n++] = kmalloc(1000, GFP_KERNEL);
 	}
-	void *large = kmalloc(70000, GFP_KERNEL), *huge = kmalloc((usl_page_size << USL_MAX_ORDER) * 2, GFP_KERNEL);
+	void *large = kmalloc(70000, GFP_KERNEL), *huge = kmalloc((USL_PAGE_SIZE << USL_MAX_ORDER) * 2, GFP_KERNEL);
 	p[n++] = large;
 	p[n++] = NULL;
 	p[n++] = ZERO_SIZE_PTR;
@@ -427,7 +427,7 @@ static int large_failures;
 static void *large_worker(void *arg)
 {
 	uint64_t x = 0x2545F4914F6CDD1Dull * (uint64_t)((intptr_t)arg + 1);
-	size_t max_block = usl_page_size << USL_MAX_ORDER;
+	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
 	unsigned char *held[2] = { NULL, NULL };
 	size_t held_n[2] = { 0, 0 };
 	int bad = 0;
@@ -439,7 +439,7 @@ static void *large_worker(void *arg)
 		size_t n = max_block + 1 + x % (6 * max_block / 4);
 		if (held[k]) {
 			unsigned char m = (unsigned char)((uintptr_t)held[k] >> 12);
-			for (size_t i = 0; i < held_n[k]; i += usl_page_size)
+			for (size_t i = 0; i < held_n[k]; i += USL_PAGE_SIZE)
 				bad += held[k][i] != m;
 			kfree(held[k]);
 		}
@@ -451,7 +451,7 @@ static void *large_worker(void *arg)
 			continue;
 		}
 		unsigned char m = (unsigned char)((uintptr_t)p >> 12);
-		for (size_t i = 0; i < n; i += usl_page_size) {
+		for (size_t i = 0; i < n; i += USL_PAGE_SIZE) {
 			if (zero)
 				bad += p[i] != 0;
 			p[i] = m;

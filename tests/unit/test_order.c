@@ -38,7 +38,7 @@ int main(void)
 	CHECK(!usl_parse_int("-1", 0, 20, &v));
 	CHECK(!usl_parse_int("99999999999999999999", 0, 20, &v));
 
-	if (usl_page_size == 4096) {
+	if (USL_PAGE_SIZE == 4096) {
 		/* Worked by hand from the kernel's calculate_order (min_objects 16,
 		 * max order 3): the smallest order whose waste is <= 1/16, else 1/8 ... */
 		CHECK_EQ(usl_calculate_order(256), 0);    /* 16 x 256 = 4096, no waste */

@@ -22,7 +22,7 @@ static void test_blocks(void)
 		struct slab *head = usl_virt_to_slab(p);
 		CHECK(head != NULL && head->kind == USL_PAGE_INTERNAL && head->order == order);
 		int bad = 0;
-		for (size_t off = 0; off < bytes; off += usl_page_size / 2)
+		for (size_t off = 0; off < bytes; off += USL_PAGE_SIZE / 2)
 			bad += usl_virt_to_slab(p + off) != head;
 		CHECK_EQ(bad, 0);
 		CHECK(usl_slab_address(head) == p);
@@ -119,18 +119,18 @@ static void test_entries_released(void)
 	char *b = usl_pages_alloc(order, USL_PAGE_INTERNAL);   /* keeps a from merging */
 	CHECK(a && b);
 	CHECK((((uintptr_t)a - usl_base) ^ ((uintptr_t)b - usl_base)) == bytes);   /* buddies: one region */
-	size_t pfn = ((uintptr_t)a - usl_base) >> usl_page_shift;
+	size_t pfn = ((uintptr_t)a - usl_base) >> USL_PAGE_SHIFT;
 	struct slab *e = usl_virt_to_slab(a), *f = usl_virt_to_slab(b);
 	CHECK(e == &usl_table[usl_table_index(pfn)] && usl_slab_address(e) == a && usl_slab_address(f) == b);
 	struct usl_pagemap_entry *m = &usl_pagemap[pfn];
-	void *ep = (void *)((uintptr_t)e & ~(usl_page_size - 1));   /* e's table page */
-	CHECK(ep == (void *)((uintptr_t)f & ~(usl_page_size - 1))); /* the region's first entries */
+	void *ep = (void *)((uintptr_t)e & ~(USL_PAGE_SIZE - 1));   /* e's table page */
+	CHECK(ep == (void *)((uintptr_t)f & ~(USL_PAGE_SIZE - 1))); /* the region's first entries */
 	usl_pages_free(a);
 	CHECK(resident_pages(m, n * sizeof(*m)) > 0);          /* written by the free */
 	uslab_release_free_memory();
 	CHECK_EQ(resident_pages(m, n * sizeof(*m)), 0);
 	/* A live block's head stays, whatever is purged around it. */
-	CHECK_EQ(resident_pages(ep, usl_page_size), 1);
+	CHECK_EQ(resident_pages(ep, USL_PAGE_SIZE), 1);
 	CHECK(f->kind == USL_PAGE_INTERNAL && f->order == order && usl_slab_address(f) == b);
 	/* Still free, and handed out again (first: the lowest block that fits). */
 	char *c = usl_pages_alloc(order, USL_PAGE_INTERNAL);
@@ -138,9 +138,9 @@ static void test_entries_released(void)
 	CHECK(usl_virt_to_slab(c) == e && e->kind == USL_PAGE_INTERNAL && e->order == order);
 	usl_pages_free(c);
 	usl_pages_free(b);
-	CHECK_EQ(resident_pages(ep, usl_page_size), 1);        /* written by the frees */
+	CHECK_EQ(resident_pages(ep, USL_PAGE_SIZE), 1);        /* written by the frees */
 	usl_pages_purge(false);                                /* the decay's purge */
-	CHECK_EQ(resident_pages(ep, usl_page_size), 0);        /* no head left on it */
+	CHECK_EQ(resident_pages(ep, USL_PAGE_SIZE), 0);        /* no head left on it */
 	CHECK(e->kind == USL_PAGE_UNUSED && f->kind == USL_PAGE_UNUSED);   /* zeros: the free state */
 }
 
@@ -189,12 +189,12 @@ static void test_address_order(void)
 		p[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL);
 	/* Two pages whose buddies are ours too, so that freed they stay pages. */
 	for (int i = 0; i < N; i++) {
-		char *buddy = (char *)(usl_base + (((uintptr_t)p[i] - usl_base) ^ usl_page_size));
+		char *buddy = (char *)(usl_base + (((uintptr_t)p[i] - usl_base) ^ USL_PAGE_SIZE));
 		if (!mine(p, N, buddy))
 			continue;
 		if (!a)
 			a = p[i];
-		else if (p[i] != (char *)(usl_base + (((uintptr_t)a - usl_base) ^ usl_page_size))) {
+		else if (p[i] != (char *)(usl_base + (((uintptr_t)a - usl_base) ^ USL_PAGE_SIZE))) {
 			b = p[i];
 			break;
 		}
@@ -316,8 +316,8 @@ static void test_failures(void)
 int main(void)
 {
 	usl_ensure_init();
-	CHECK(usl_page_size == (size_t)sysconf(_SC_PAGESIZE));
-	CHECK((1UL << usl_page_shift) == usl_page_size);
+	CHECK(USL_PAGE_SIZE == (size_t)sysconf(_SC_PAGESIZE));
+	CHECK((1UL << USL_PAGE_SHIFT) == USL_PAGE_SIZE);
 	test_blocks();
 	test_foreign();
 	test_buddy_merge();

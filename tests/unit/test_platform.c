@@ -56,6 +56,6 @@ int main(void)
 	CHECK((long)usl_nr_cpus >= conf);             /* ids may be sparse: max + 1 >= count */
 	CHECK_EQ(usl_online_cpus, onln < (long)usl_nr_cpus ? onln : (long)usl_nr_cpus);
 	CHECK_EQ(usl_os_page_size(), sysconf(_SC_PAGESIZE));
-	CHECK_EQ(usl_page_size, sysconf(_SC_PAGESIZE));
+	CHECK_EQ(USL_PAGE_SIZE, sysconf(_SC_PAGESIZE));
 	return test_summary();
 }

@@ -61,7 +61,7 @@ static void test_engines(void)
 	struct kmem_cache *d = kmem_cache_create("slab-debug", 100, 0, SLAB_RED_ZONE | SLAB_NO_MERGE, NULL);
 	CHECK(d && !usl_is_slab(d));         /* debug caches stay on SLUB's checked paths */
 	void *k = kmalloc(64, GFP_KERNEL);
-	struct kmem_cache *kc = usl_caches[usl_pm_read(&usl_pagemap[((uintptr_t)k - usl_base) >> usl_page_shift]).cache];
+	struct kmem_cache *kc = usl_caches[usl_pm_read(&usl_pagemap[((uintptr_t)k - usl_base) >> USL_PAGE_SHIFT]).cache];
 	CHECK(kc && usl_is_slab(kc));        /* kmalloc classes too */
 	CHECK(kc && kc->sheaf_cache && !usl_is_slab(kc->sheaf_cache));   /* uslab's own: SLUB */
 	kfree(k);
