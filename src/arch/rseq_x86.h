@@ -386,7 +386,13 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 			"jb %l[" #slow "]\n\t"                                      \
 			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                           \
 			"movl %k[n], %c[o_msize](%%rax)\n"                                   \
-			"2:\n"                                                      \
+			"2:\n\t"                                                    \
+			/* After the commit: the object the next pop returns, on   \
+			 * its way to the cache (objects[-1] of an emptied sheaf is \
+			 * its cache pointer; a prefetch never faults, and a stale  \
+			 * entry costs nothing). */                                  \
+			"movq %c[o_top](%[sh],%[n],8), %%rax\n\t"                  \
+			"prefetcht0 (%%rax)\n"                                     \
 			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
 			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
