@@ -472,9 +472,9 @@ static inline uint32_t usl_obj_index(uint32_t off, uint32_t div_inv, uint32_t di
 struct usl_pagemap_entry {
 	uint32_t start;              /* low 32 bits of the block's offset from usl_base
 	                                (blocks are far smaller than 4 GiB); pages.c */
+	uint16_t cache;              /* slab: its cache's id (usl_caches); else 0 */
 	uint16_t objects;            /* slab: its object count, | USL_PM_INTERNAL for a
 	                                slab of uslab's own caches; else 0 (slub.c) */
-	uint16_t cache;              /* slab: its cache's id (usl_caches); else 0 */
 } __attribute__((aligned(8)));       /* one plain 8-byte load or store */
 _Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
 #define USL_PM_INTERNAL 0x8000u

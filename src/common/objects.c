@@ -479,20 +479,19 @@ static __attribute__((noinline, cold)) void free_ptr_slow_double(void *x, const 
 static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_entry(uintptr_t off, uint64_t *w)
 {
 	*w = usl_pm_word(&usl_pagemap[off >> USL_PAGE_SHIFT]);
-	const struct usl_cache_fast *f = &usl_cache_fast[*w >> 48];
+	const struct usl_cache_fast *f = &usl_cache_fast[(uint16_t)(*w >> 32)];
 	__asm__("" : "+r"(f));   /* one register for the entry: its fields as offsets from it */
 	if (!f)
 		__builtin_unreachable();
 	uint64_t d = __atomic_load_n(&f->div, __ATOMIC_ACQUIRE);
-	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)*w, (uint32_t)d, (uint32_t)(d >> 32)) >=
-	                 (uint16_t)(*w >> 32)))
+	if (usl_unlikely(usl_obj_index((uint32_t)off - (uint32_t)*w, (uint32_t)d, (uint32_t)(d >> 32)) >= *w >> 48))
 		return NULL;
 	return f;
 }
 
 static inline bool pm_internal(uint64_t w)
 {
-	return w & ((uint64_t)USL_PM_INTERNAL << 32);
+	return w & ((uint64_t)USL_PM_INTERNAL << 48);
 }
 
 /* free's path for x, an object of the cache whose entry is f, in the modes
@@ -527,7 +526,7 @@ static __attribute__((noinline)) void free_ptr_other(void *x, const char *fn, co
                                                      uint64_t w)
 {
 	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
-	unsigned int id = (unsigned int)(w >> 48);
+	unsigned int id = (uint16_t)(w >> 32);
 	/* Objects of uslab's own caches go slow too: no marker is written into
 	 * them. */
 	if (pm_internal(w) || (mode & USL_MODE_STATS))

@@ -40,7 +40,7 @@ static inline struct usl_pagemap_entry usl_pm_read(const struct usl_pagemap_entr
 	__atomic_load(e, &v, __ATOMIC_ACQUIRE);
 	return v;
 }
-/* The entry as one integer: start in bits 0..31, objects 32..47, cache 48..63
+/* The entry as one integer: start in bits 0..31, cache 32..47, objects 48..63
  * (x86-64 is little-endian), for the free fast path, which unpacks it with
  * shifts. */
 static inline uint64_t usl_pm_word(const struct usl_pagemap_entry *e)
@@ -52,7 +52,7 @@ static inline uint64_t usl_pm_word(const struct usl_pagemap_entry *e)
 }
 static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, unsigned int objects, unsigned int cache)
 {
-	struct usl_pagemap_entry v = { start, (uint16_t)objects, (uint16_t)cache };
+	struct usl_pagemap_entry v = { .start = start, .cache = (uint16_t)cache, .objects = (uint16_t)objects };
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
 /* A slab of a user or kmalloc cache keeps in its entries' object count the
