@@ -440,16 +440,21 @@ static inline int usl_rseq_sheaf_push(struct kmem_cache *s, void *obj)
 /* Move up to n objects from the top of this CPU's main sheaf to p[] (in block
  * order); returns how many, 0 with *status set when the slot is marked or there
  * is no CPU. p[] is written before the commit; a restart rewrites it. */
-/* Copy cnt pointers from [from] to [to] inside a section, two at a time (one
- * 16-byte load and store), then the odd one; i and %q[ret] are scratch. */
+/* Copy cnt pointers from [from] to [to] inside a section, two at a time
+ * through xmm0, then the odd one; i and %q[ret] are scratch. Every load and
+ * store is 8 bytes: the arrays' recent stores (a caller's, the last push's)
+ * forward to such loads, where a 16-byte load, or an 8-byte load of the
+ * upper half of a 16-byte store, waits for them to reach the cache. */
 #define USL_RSEQ_COPY(from, to)                                                        \
 	"xorl %k[i], %k[i]\n"                                                    \
 	"12:\n\t"                                                                \
 	"leaq 2(%[i]), %q[ret]\n\t"                                              \
 	"cmpq %[cnt], %q[ret]\n\t"                                               \
 	"ja 14f\n\t"                                                             \
-	"movups (%[" from "],%[i],8), %%xmm0\n\t"                                \
-	"movups %%xmm0, (%[" to "],%[i],8)\n\t"                                  \
+	"movq (%[" from "],%[i],8), %%xmm0\n\t"                                  \
+	"movhps 8(%[" from "],%[i],8), %%xmm0\n\t"                               \
+	"movq %%xmm0, (%[" to "],%[i],8)\n\t"                                    \
+	"movhps %%xmm0, 8(%[" to "],%[i],8)\n\t"                                 \
 	"movq %q[ret], %[i]\n\t"                                                 \
 	"jmp 12b\n"                                                              \
 	"14:\n\t"                                                                \

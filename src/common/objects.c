@@ -641,11 +641,16 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			}
 		return (int)nr;
 	}
-	if (!(s->sheaf_capacity ? usl_sheaf_alloc_bulk(s, gfp, nr, p) : usl_slub_alloc_bulk(s, gfp, nr, p)))
-		return 0;
-	if (usl_opt.harden)
-		for (size_t i = 0; i < nr; i++)
-			marker_clear(p[i], s->offset);
+	if (s->sheaf_capacity) {
+		if (!usl_sheaf_alloc_bulk(s, gfp, nr, p))   /* every marker cleared */
+			return 0;
+	} else {
+		if (!usl_slub_alloc_bulk(s, gfp, nr, p))
+			return 0;
+		if (usl_opt.harden)
+			for (size_t i = 0; i < nr; i++)
+				marker_clear(p[i], s->offset);
+	}
 	if (gfp & __GFP_ZERO)
 		for (size_t i = 0; i < nr; i++)
 			memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));

@@ -308,7 +308,8 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
  * from its top into p[], or push p[] onto it. Returns how many moved. rseq:
  * sections of at most SHEAF_SECTION_MAX; locked mode: under the slot's
  * sheaf_lock. */
-static size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p, bool push)
+static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p,
+                                                                  bool push)
 {
 	if (usl_rseq_mode) {
 		int st;
@@ -371,13 +372,19 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	 * copy took, is reported and left out: the slabs make up for it). */
 	if (usl_opt.harden)
 		i = usl_markers_pop(s, p, i, bulk_pop_refused);
-	/* ... then the rest from slabs, in one bulk call. */
-	if (i < nr && !usl_engine_alloc_bulk(s, gfp, nr - i, p + i)) {
-		if (usl_opt.harden)              /* back as freed objects go */
-			for (size_t j = 0; j < i; j++)
-				usl_marker_set(s, p[j]);
-		usl_sheaf_free_bulk(s, i, p);
-		return 0;
+	/* ... then the rest from slabs, in one bulk call, their free pointers
+	 * cleared as the sheaves' markers were. */
+	if (i < nr) {
+		if (!usl_engine_alloc_bulk(s, gfp, nr - i, p + i)) {
+			if (usl_opt.harden)              /* back as freed objects go */
+				for (size_t j = 0; j < i; j++)
+					usl_marker_set(s, p[j]);
+			usl_sheaf_free_bulk(s, i, p);
+			return 0;
+		}
+		if (usl_opt.harden)
+			for (size_t j = i; j < nr; j++)
+				*(uintptr_t *)((char *)p[j] + s->offset) = 0;
 	}
 	return (int)nr;
 }

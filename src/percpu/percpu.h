@@ -52,7 +52,8 @@ USL_HIDDEN void usl_report_pop_refused(struct kmem_cache *s, const void *obj, co
 /* The push section failed (full main, marked slot, locked mode, no CPU); x is a
  * checked object of s. */
 USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);
-/* All or nothing: nr, or 0 with nothing kept (no zeroing). */
+/* All or nothing: nr, or 0 with nothing kept (no zeroing); with hardening on
+ * every object's marker word is cleared, as a pop leaves it. */
 USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 /* p[0..nr) are checked objects of s (no NULLs). */
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
