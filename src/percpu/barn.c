@@ -540,13 +540,11 @@ void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
  * sheaf, the barn's empty ones too, is freed (the kernel's barn_shrink): sheaf
  * structures are scattered over the range.
  */
-void usl_sheaf_flush_all(struct kmem_cache *s)
+static void sheaf_flush_all(struct kmem_cache *s)
 {
 	struct usl_list taken;
 	struct usl_barn *barn = usl_get_barn(s);
 
-	if (!s->sheaf_capacity)
-		return;
 	usl_list_init(&taken);
 	if (usl_slub_hold_slots(s)) {
 		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
@@ -580,6 +578,17 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 		usl_sheaf_flush(s, sh);
 		usl_sheaf_dispose(s, sh);
 	}
+}
+
+/* What it takes out of the slots and the barn is out of reach until it is
+ * flushed (usl_slub_flush_begin). */
+void usl_sheaf_flush_all(struct kmem_cache *s)
+{
+	if (!s->sheaf_capacity)
+		return;
+	usl_slub_flush_begin();
+	sheaf_flush_all(s);
+	usl_slub_flush_end();
 }
 
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
@@ -674,7 +683,19 @@ static void flush_cpus(struct kmem_cache *s)
  * few objects at a time, keeps a few objects of it). uslab's own caches (no
  * sheaves) give back the slabs on their CPUs' partial lists: the sheaf
  * structures of a burst, freed since, would keep them there for ever. */
+static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now);
+
 unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
+{
+	if (!s->sheaf_capacity)
+		return sheaf_decay(s, now);
+	usl_slub_flush_begin();                  /* what it takes off the barn is out of reach */
+	unsigned int r = sheaf_decay(s, now);
+	usl_slub_flush_end();
+	return r;
+}
+
+static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
 {
 	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;
@@ -792,7 +813,16 @@ bool usl_sheaf_decay_pending(struct kmem_cache *s)
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level, and every packed one, goes back to slabs now, used recently
  * or not. */
+static void sheaf_trim_barn(struct kmem_cache *s);
+
 void usl_sheaf_trim_barn(struct kmem_cache *s)
+{
+	usl_slub_flush_begin();                  /* what it takes off the barn is out of reach */
+	sheaf_trim_barn(s);
+	usl_slub_flush_end();
+}
+
+static void sheaf_trim_barn(struct kmem_cache *s)
 {
 	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "slot.h"
@@ -27,6 +28,34 @@
 
 static void no_hook(void) {}
 void (*usl_slub_before_grow)(void) = no_hook;
+
+static int flushing;                         /* threads holding objects out of reach */
+static __thread int flushing_here;           /* ... this one among them (nested) */
+
+void usl_slub_flush_begin(void)
+{
+	flushing_here++;
+	__atomic_add_fetch(&flushing, 1, __ATOMIC_ACQ_REL);
+}
+
+void usl_slub_flush_end(void)
+{
+	__atomic_sub_fetch(&flushing, 1, __ATOMIC_ACQ_REL);
+	flushing_here--;
+}
+
+/* new_slab found no pages: true after waiting for another thread's flush to
+ * end (no lock is held here: the slow paths drop theirs around new_slab). */
+static __attribute__((noinline, cold)) bool flush_wait(void)
+{
+	if (flushing_here || !__atomic_load_n(&flushing, __ATOMIC_ACQUIRE))
+		return false;
+	for (int i = 0; i < 1000 && __atomic_load_n(&flushing, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
 
 /* ===========================================================================
  * Slabs in the page map
@@ -164,6 +193,14 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
 		if (addr)
 			usl_stat(s, USL_ORDER_FALLBACK);
+	}
+	if (!addr && !own && flush_wait()) {
+		/* The flushed objects emptied slabs, or the barns hold them again. */
+		__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
+		order = s->order;
+		addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+		if (!addr && s->min_order < order)
+			addr = usl_pages_alloc(order = s->min_order, USL_PAGE_SLAB);
 	}
 	if (!addr)
 		return NULL;

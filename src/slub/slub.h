@@ -17,6 +17,14 @@
  * until then. */
 extern void (*usl_slub_before_grow)(void) USL_HIDDEN;
 
+/* A thread that takes objects out of reach (sheaves off a barn, on their way
+ * back to slabs) says so around it: a new slab that cannot be had while
+ * another thread holds such objects waits for them (up to a second) and tries
+ * again, so a range at its limit does not fail an allocation that their
+ * slabs can serve. */
+USL_HIDDEN void usl_slub_flush_begin(void);
+USL_HIDDEN void usl_slub_flush_end(void);
+
 /* ---- sizing (sizing.c) ---- */
 /* Sizes, free pointer offset, alignment, slab order, the object-index divisor,
  * partial limits, the slots' tids and the node; -1 if no slab order fits. */

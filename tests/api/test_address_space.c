@@ -8,7 +8,10 @@
  *       only the blocks of 64 KiB and 1 MiB (smaller ones make the whole
  *       limit resident).
  *       Then one child whose range's end is taken by another mapping: growth
- *       stops there with NULL, and what it holds is intact.
+ *       stops there with NULL, and what it holds is intact; and one that, at
+ *       its limit, allocates while another thread holds memory out of reach
+ *       (as a flush of sheaves does) and gives it back: the allocation waits
+ *       and succeeds.
  *   test_address_space ceiling GIB BLOCK_KIB [untouched]   blocks of
  *       BLOCK_KIB, one byte of each written (or none), until GIB GiB are held
  *       (none may fail), then freed.
@@ -29,8 +32,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <time.h>
+
 #include "../harness.h"
 #include "pages/pages.h"
+#include "slub/slub.h"
 
 static const size_t blocks[] = { 64, 4096, 65536, 1 << 20 };
 
@@ -105,6 +112,70 @@ static int limit_child(size_t limit, size_t size)
 	return test_summary();
 }
 
+/* Under a limit, at its end: another thread holds memory out of reach, as a
+ * flush of sheaves does (usl_slub_flush_begin), and gives it back a little
+ * later. An allocation that needs a new slab meanwhile waits for it and
+ * succeeds, where it would fail while the memory is held. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t held_cond = PTHREAD_COND_INITIALIZER;
+static int held_state;                       /* 1: go (held_big set), 2: held */
+static void **held_big;
+
+static void held_set(int state)
+{
+	pthread_mutex_lock(&held_lock);
+	held_state = state;
+	pthread_cond_broadcast(&held_cond);
+	pthread_mutex_unlock(&held_lock);
+}
+
+static void held_wait(int state)
+{
+	pthread_mutex_lock(&held_lock);
+	while (held_state != state)
+		pthread_cond_wait(&held_cond, &held_lock);
+	pthread_mutex_unlock(&held_lock);
+}
+
+static void *holder(void *arg)
+{
+	(void)arg;
+	held_wait(1);
+	usl_slub_flush_begin();
+	held_set(2);
+	struct timespec ts = { 0, 100 * 1000000L };
+	nanosleep(&ts, NULL);
+	drain(held_big);                             /* page blocks: their pages free at once */
+	usl_slub_flush_end();
+	return NULL;
+}
+
+static int flush_wait_child(void)
+{
+	size_t nbig, nsmall;
+	pthread_t t;
+	/* The thread (its stack) and the class before the limit is reached. */
+	CHECK(pthread_create(&t, NULL, holder, NULL) == 0);
+	void **small = kmalloc(64, GFP_KERNEL);
+	CHECK(small != NULL);
+	small[0] = NULL;
+	held_big = fill(64 << 10, SIZE_MAX, &nbig);
+	void **more = fill(64, SIZE_MAX, &nsmall);   /* every slab of the class full */
+	CHECK(nbig > 16);
+	CHECK(kmalloc(64, GFP_KERNEL | __GFP_NOWARN) == NULL);
+	held_set(1);
+	held_wait(2);
+	void *p = kmalloc(64, GFP_KERNEL | __GFP_NOWARN);
+	CHECK(p != NULL);
+	printf("flush wait: %zu blocks of 64 KiB and %zu of 64 B at the limit; an allocation while another "
+	       "thread held the first ones %s\n", nbig, nsmall, p ? "waited and succeeded" : "failed");
+	pthread_join(t, NULL);
+	kfree(p);
+	drain(more);
+	kfree(small);
+	return test_summary();
+}
+
 static void limits(int argc, char **argv)
 {
 	size_t mib[8] = { 1024 };
@@ -135,19 +206,24 @@ static void limits(int argc, char **argv)
 			CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
 			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		}
-	/* The range's end taken by another mapping (1 GiB limit). */
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct rlimit rl = { 1ul << 30, 1ul << 30 };
-		if (setrlimit(RLIMIT_AS, &rl) != 0)
-			_exit(3);
-		execl("/proc/self/exe", argv[0], "blocked-child", (char *)NULL);
-		_exit(4);
+	/* The range's end taken by another mapping (1 GiB limit), then memory
+	 * held out of reach by another thread at the limit (256 MiB). */
+	static const char *const more[] = { "blocked-child", "flush-wait-child" };
+	static const size_t more_mib[] = { 1024, 256 };
+	for (int m = 0; m < 2; m++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct rlimit rl = { more_mib[m] << 20, more_mib[m] << 20 };
+			if (setrlimit(RLIMIT_AS, &rl) != 0)
+				_exit(3);
+			execl("/proc/self/exe", argv[0], more[m], (char *)NULL);
+			_exit(4);
+		}
+		int st = 0;
+		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	int st = 0;
-	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void ceiling(size_t gib, size_t kib, bool untouched)
@@ -211,6 +287,8 @@ int main(int argc, char **argv)
 		return limit_child(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
 	if (argc == 2 && !strcmp(argv[1], "blocked-child"))
 		return blocked_child();
+	if (argc == 2 && !strcmp(argv[1], "flush-wait-child"))
+		return flush_wait_child();
 	printf("mode %s\n", uslab_percpu_mode());
 	if (argc >= 2 && !strcmp(argv[1], "limits"))
 		limits(argc, argv);
