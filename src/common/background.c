@@ -36,6 +36,16 @@ static enum bg_state bg_state;       /* atomic reads outside bg_lock */
 static bool bg_parked;               /* under bg_lock */
 static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep */
 static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
+
+/* Before the registry gives its own (no cache exists then): the bit alone. */
+static void sample_bit(bool on)
+{
+	if (on)
+		__atomic_fetch_or(&usl_opt.fast_mode, USL_MODE_SAMPLE, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&usl_opt.fast_mode, ~USL_MODE_SAMPLE, __ATOMIC_RELAXED);
+}
+static void (*sample_fn)(bool on) = sample_bit;   /* usl_fast_mode_sample */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
 static void no_stats_tick(void) {}
 void (*usl_stats_tick)(void) = no_stats_tick;
@@ -100,9 +110,10 @@ static void *bg_main(void *unused)
  * fail) keeps a single thread. */
 #define MIN_HEAP ((size_t)8 << 20)
 
-void usl_background_init(int (*sweep)(uint64_t now))
+void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on))
 {
 	sweep_fn = sweep;
+	__atomic_store_n(&sample_fn, sample, __ATOMIC_RELEASE);
 }
 
 static void background_start(void)
@@ -169,7 +180,7 @@ static void sampling_update(void)
 	             __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() >= MIN_HEAP);
 	bool has = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED) & USL_MODE_SAMPLE;
 	if (want != has)
-		usl_fast_mode_sample(want);
+		__atomic_load_n(&sample_fn, __ATOMIC_ACQUIRE)(want);
 }
 
 void usl_decay_tick(void)

@@ -4,7 +4,8 @@
  * release, and the fork handlers, which take every lock of the library.
  * Locks: classes_lock (held by a layer above across its usl_cache_create
  * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
- * a sheaf class cache or of the kmem_cache cache), then slab_mutex. */
+ * a sheaf class cache or of the kmem_cache cache), then slab_mutex; fast_lock
+ * (the fast flags and the mode) is a leaf. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
 	pthread_atfork(fork_prepare, fork_release_parent, fork_release_child);
-	usl_background_init(usl_decay_sweep);
+	usl_background_init(usl_decay_sweep, usl_fast_mode_sample);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 }

@@ -128,9 +128,10 @@ USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
 USL_HIDDEN int usl_decay_sweep(uint64_t now);
 
 /* ---- the decay schedule and thread (background.c) ---- */
-/* The sweep it runs (the registry's usl_decay_sweep), given once by
- * common_init: the schedule sits above the registry it sweeps. */
-USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now));
+/* The sweep it runs (the registry's usl_decay_sweep) and the switch of free's
+ * sampling (usl_fast_mode_sample, which keeps the fast flags with the mode),
+ * given once by common_init: the schedule sits above the registry. */
+USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on));
 /* Called by every 256th free by pointer on a thread, and by the per-CPU
  * layer's slow paths (its hook): every 16th call may start the decay thread;
  * at most every half decay interval one caller wakes the thread, or, without

@@ -301,10 +301,6 @@ static __attribute__((noinline)) void free_counted(struct kmem_cache *s, void *x
 		free_fast(s, x, fn, sample, false, true);
 }
 
-/* A checked object x of s, to its sheaf or cpu slab; fn names reports.
- * marked: its free marker is written already (usl_free_ptr's fast path). A
- * two-word cache's marker is written without reading the object (types.h,
- * usl_two_word); a one-word cache's is checked first. */
 /* free_checked_as for every kind but the usual one: the marker written or,
  * in a one-word cache, checked first (hardening on), then the kind's path. */
 static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, void *x, const char *fn,
@@ -327,6 +323,10 @@ static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, v
 		free_fast(s, x, fn, sample, false, false);
 }
 
+/* A checked object x of s, to its sheaf or cpu slab; fn names reports.
+ * marked: its free marker is written already (free's fast path). A two-word
+ * cache's marker is written without reading the object (types.h,
+ * usl_two_word); a one-word cache's is checked first. */
 static inline __attribute__((always_inline)) void free_checked_as(struct kmem_cache *s, void *x, const char *fn,
                                                                   bool sample, bool marked)
 {
