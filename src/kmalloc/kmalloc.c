@@ -131,6 +131,7 @@ static unsigned int malloc_class_size(size_t n)
  * entry 0 (malloc(0)) is the smallest class. */
 struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB];
 struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] __attribute__((aligned(64)));
+struct kmem_cache_cpu *usl_malloc_plain[USL_MALLOC_TAB];
 
 /* A class cache: the kmalloc one of that size, or a malloc-<size> cache. */
 static struct kmem_cache *malloc_class(unsigned int size)
@@ -145,18 +146,24 @@ static struct kmem_cache *malloc_class(unsigned int size)
 /* Publish class s (of size bytes) in table entry j: the cache first (malloc's
  * refusal reads it after it has seen the slots), then, in the mode of
  * hardening alone (the low byte of the fast mode never changes), unless it is
- * a debug class or its marker is not word 0, the secret and the slots. With
- * no slots published malloc's fast path sends its sizes to alloc_bytes: a
- * debug class's to the checked path, which learns the size asked for, and in
- * the other modes (counters on, hardening off) each class's kmem_cache_alloc,
- * whose fast path counts or skips the marker (no class has its marker
- * elsewhere: the fast path's check takes it at word 0). */
+ * a debug class or its marker is not word 0, the secret and the slots; with
+ * hardening off and no counters, the slots in usl_malloc_plain instead. With
+ * no slots published malloc's fast path sends its sizes to malloc_other: the
+ * plain pop, else alloc_bytes: a debug class's to the checked path, which
+ * learns the size asked for, and with counters on each class's
+ * kmem_cache_alloc, which counts (no class has its marker elsewhere: the
+ * fast path's check takes it at word 0). */
 static void malloc_publish(size_t j, struct kmem_cache *s)
 {
 	__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
-	if ((uint8_t)usl_opt.fast_mode == USL_MODE_HARDEN && !(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->offset) {
+	if (s->flags & USL_SLAB_DEBUG_FLAGS)
+		return;
+	uint8_t mode = (uint8_t)usl_opt.fast_mode;
+	if (mode == USL_MODE_HARDEN && !s->offset) {
 		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
+	} else if (mode == 0) {
+		__atomic_store_n(&usl_malloc_plain[j], s->cpu_slab, __ATOMIC_RELEASE);
 	}
 }
 

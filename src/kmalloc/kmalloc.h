@@ -26,6 +26,10 @@ struct usl_malloc_class {
 	uintptr_t secret;
 };
 extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
+/* With hardening off (and no counters) the classes' slots are published here
+ * instead, for malloc's second path, a pop with no marker to check
+ * (usl_malloc_pop_plain); NULL otherwise. */
+extern struct kmem_cache_cpu *usl_malloc_plain[USL_MALLOC_TAB] USL_HIDDEN;
 /* A block popped from class c whose free marker is wrong: reported, kept out
  * of use, and another allocated (NULL with errno ENOMEM if none can be). */
 USL_HIDDEN void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj) __attribute__((cold));
@@ -61,6 +65,18 @@ static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct u
 	if (usl_unlikely(*at != ((uintptr_t)obj ^ key) || at[USL_MALLOC_FLAG / 8] == (key ^ USL_TW_FLAG)))
 		return usl_malloc_refused(c, obj);
 	*at = 0;
+	return obj;
+slow:
+	return usl_malloc_slow(c);
+}
+
+/* The same with hardening off: the pop alone (slots from usl_malloc_plain). */
+static inline __attribute__((always_inline)) void *usl_malloc_pop_plain(const struct usl_malloc_class *c,
+                                                                       struct kmem_cache_cpu *slots)
+{
+	void *obj;
+
+	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	return obj;
 slow:
 	return usl_malloc_slow(c);

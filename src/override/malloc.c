@@ -160,10 +160,17 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 /* ===========================================================================
  * The C and POSIX surface
  */
-/* malloc's cases other than a class that exists: large sizes, start-up. Out
- * of line, so malloc itself is a table load and a jump. */
+/* malloc's cases other than a class that exists: hardening off (the plain
+ * pop), large sizes, counters on, start-up. Out of line, so malloc itself is
+ * a table load and the pop. */
 static __attribute__((noinline)) void *malloc_other(size_t n)
 {
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {   /* hardening off: the plain pop */
+		size_t i = (n + 15) >> 4;
+		struct kmem_cache_cpu *slots = __atomic_load_n(&usl_malloc_plain[i], __ATOMIC_ACQUIRE);
+		if (slots)
+			return usl_malloc_pop_plain(usl_malloc_class(i), slots);
+	}
 	return alloc_bytes(n, GFP_KERNEL);
 }
 

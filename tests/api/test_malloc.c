@@ -607,6 +607,34 @@ static void test_pop_refused(void)
 		unpin_cpu(&was);
 }
 
+/* Each mode's table holds the class's slots: the checked pop's with hardening
+ * alone on, the plain pop's with hardening off, neither with counters on; a
+ * block from either pop comes back as the same block (LIFO) on one CPU. */
+static void test_class_tables(void)
+{
+	void *p = vmalloc(200);
+	CHECK(p != NULL);
+	vfree(p);
+	size_t i = (200 + 15) >> 4;
+	struct kmem_cache *s = usl_malloc_tab[i];
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	unsigned int mode = usl_opt.fast_mode & 0xff;
+	CHECK_EQ(usl_malloc_classes[i].slots, mode == USL_MODE_HARDEN ? s->cpu_slab : NULL);
+	CHECK_EQ(usl_malloc_plain[i], mode == 0 ? s->cpu_slab : NULL);
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
+	void *a = vmalloc(200);
+	vfree(a);
+	void *b = vmalloc(200);
+	if (pinned && usl_rseq_mode)
+		CHECK(a == b);
+	vfree(b);
+	if (pinned)
+		unpin_cpu(&was);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "decay")) {
@@ -617,6 +645,7 @@ int main(int argc, char **argv)
 	test_large_free_at_once();                 /* no large block freed before */
 	unsigned long errs = uslab_error_count();
 	test_basics();
+	test_class_tables();
 	test_realloc();
 	test_aligned();
 	test_fork();
