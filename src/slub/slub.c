@@ -19,7 +19,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "slot.h"
@@ -45,14 +47,16 @@ void usl_slub_flush_end(void)
 }
 
 /* new_slab found no pages: true after waiting for another thread's flush to
- * end (no lock is held here: the slow paths drop theirs around new_slab). */
+ * end (no lock is held here: the slow paths drop theirs around new_slab). The
+ * sleep is the system call itself, not libc's nanosleep: an allocation is no
+ * cancellation point. */
 static __attribute__((noinline, cold)) bool flush_wait(void)
 {
 	if (flushing_here || !__atomic_load_n(&flushing, __ATOMIC_ACQUIRE))
 		return false;
 	for (int i = 0; i < 1000 && __atomic_load_n(&flushing, __ATOMIC_ACQUIRE); i++) {
 		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
+		syscall(SYS_nanosleep, &ts, NULL);
 	}
 	return true;
 }
