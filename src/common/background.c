@@ -35,17 +35,10 @@ static pthread_cond_t bg_cond;
 static enum bg_state bg_state;       /* atomic reads outside bg_lock */
 static bool bg_parked;               /* under bg_lock */
 static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep */
+/* Both given by common_init before the first cache exists, hence before any
+ * tick (ticks come from frees and the sheaves' slow paths) or fork handler. */
 static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
-
-/* Before the registry gives its own (no cache exists then): the bit alone. */
-static void sample_bit(bool on)
-{
-	if (on)
-		__atomic_fetch_or(&usl_opt.fast_mode, USL_MODE_SAMPLE, __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_and(&usl_opt.fast_mode, ~USL_MODE_SAMPLE, __ATOMIC_RELAXED);
-}
-static void (*sample_fn)(bool on) = sample_bit;   /* usl_fast_mode_sample */
+static void (*sample_fn)(bool on);      /* usl_fast_mode_sample */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
 static void no_stats_tick(void) {}
 void (*usl_stats_tick)(void) = no_stats_tick;

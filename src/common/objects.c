@@ -489,6 +489,13 @@ static inline __attribute__((always_inline)) const struct usl_cache_fast *fast_e
 	return f;
 }
 
+/* usl_marker_set from a cache's entry: x's free marker, written blindly. */
+static inline __attribute__((always_inline)) void fast_marker_set(const struct usl_cache_fast *f, void *x)
+{
+	uintptr_t at = (uintptr_t)x + f->fp_offset;
+	*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+}
+
 static inline bool pm_internal(uint64_t w)
 {
 	return w & ((uint64_t)USL_PM_INTERNAL << 48);
@@ -503,8 +510,7 @@ static inline __attribute__((always_inline)) void free_by_id(void *x, const char
 {
 	if (harden) {
 		if (usl_likely(f->blind)) {
-			uintptr_t at = (uintptr_t)x + f->fp_offset;
-			*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+			fast_marker_set(f, x);
 		} else if (usl_unlikely(!marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
 			free_ptr_slow_double(x, fn, id);
 			return;
@@ -561,8 +567,7 @@ static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const c
 		return;
 	}
 	if (usl_likely(__atomic_load_n(&f->fast, __ATOMIC_RELAXED))) {
-		uintptr_t at = (uintptr_t)x + f->fp_offset;
-		*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
+		fast_marker_set(f, x);
 		if (usl_likely(usl_rseq_sheaf_push_at(f->slots, x) == USL_RS_OK))
 			return;
 		free_ptr_slow(x, fn, true);

@@ -181,30 +181,31 @@ static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, u
 
 struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 {
-	unsigned int order = s->order;
-	/* Before the range grows, take back the barns' surplus: their objects
-	 * may empty whole slabs whose pages can serve this one. Not for the sheaf
-	 * structures' own caches: they grow because barns park sheaves. */
-	if (!(s->flags & USL_SLAB_INTERNAL) && usl_pages_short(order))
-		__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
 	/* uslab's own caches take their slabs from the metadata regions, apart
 	 * from user blocks. */
 	bool own = s->flags & USL_SLAB_INTERNAL;
-	void *addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+	unsigned int order;
+	void *addr;
 
-	if (!addr && s->min_order < order) {
-		order = s->min_order;          /* the kernel's ORDER_FALLBACK */
-		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
-		if (addr)
-			usl_stat(s, USL_ORDER_FALLBACK);
-	}
-	if (!addr && !own && flush_wait()) {
-		/* The flushed objects emptied slabs, or the barns hold them again. */
-		__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
+	/* A second round only after waiting out another thread's flush: its
+	 * objects emptied slabs, or the barns hold them again. */
+	for (bool waited = false;; waited = true) {
 		order = s->order;
-		addr = usl_pages_alloc(order, USL_PAGE_SLAB);
-		if (!addr && s->min_order < order)
-			addr = usl_pages_alloc(order = s->min_order, USL_PAGE_SLAB);
+		/* Before the range grows, take back the barns' surplus: their
+		 * objects may empty whole slabs whose pages can serve this one. Not
+		 * for the sheaf structures' own caches: they grow because barns
+		 * park sheaves. */
+		if (!own && (waited || usl_pages_short(order)))
+			__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
+		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+		if (!addr && s->min_order < order) {
+			order = s->min_order;          /* the kernel's ORDER_FALLBACK */
+			addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+			if (addr)
+				usl_stat(s, USL_ORDER_FALLBACK);
+		}
+		if (addr || own || waited || !flush_wait())
+			break;
 	}
 	if (!addr)
 		return NULL;
