@@ -799,7 +799,7 @@ static int programs(int runs)
 	                           " my @s = sort keys %%h; print scalar(@s), \"\\n\"", keys);
 	/* gcc: -O2 on some of uslab's own sources (cc1 and as run preloaded too). */
 	snprintf(cc, sizeof(cc), "cd %s && exec gcc -O2 -c -I%s/include -I%s/src %s/src/slub/slub.c "
-	                         "%s/src/common/objects.c%s", dir, USLAB_SOURCE_DIR, USLAB_SOURCE_DIR,
+	                         "%s/src/common/free.c%s", dir, USLAB_SOURCE_DIR, USLAB_SOURCE_DIR,
 	         USLAB_SOURCE_DIR, USLAB_SOURCE_DIR,
 	         quick ? "" : " " USLAB_SOURCE_DIR "/src/percpu/barn.c " USLAB_SOURCE_DIR "/src/slab/slab.c "
 	                      USLAB_SOURCE_DIR "/src/override/malloc.c " USLAB_SOURCE_DIR "/src/stats/attr.c");

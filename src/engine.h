@@ -4,7 +4,7 @@
  * at creation from USLAB_ALLOCATOR; uslab's own caches and debug caches are
  * always SLUB's); the calls here go to its engine. What only one engine has
  * (SLUB's cpu slab and debug caches, SLAB's refill and flush of the per-CPU
- * arrays) is called by its own name. docs/ARCHITECTURE.md section 2. */
+ * arrays) is called by its own name. docs/ARCHITECTURE.md, "Layers". */
 #ifndef USL_ENGINE_H
 #define USL_ENGINE_H
 

@@ -33,6 +33,9 @@ struct usl_sheaf_counts {
 	unsigned long barn_packed, packed_objects;   /* packed sheaves (both stacks) and their objects */
 };
 USL_HIDDEN void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out);
+/* An empty sheaf taken from s's barn without its lock: the barn's
+ * usl_assert_held fires (a build with assertions); else the sheaf or NULL. */
+USL_HIDDEN struct slab_sheaf *usl_test_barn_take_unlocked(struct kmem_cache *s);
 
 /* common: the decay thread: running now, sweeps it ran, times it parked;
  * and every decay sweep, the thread's or a slow path's (a sequence count:

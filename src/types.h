@@ -3,7 +3,7 @@
  * entry), the compiler helpers and the intrusive list. Types and inline helpers
  * on them only: no functions of any layer, no state, no locks. Each layer's
  * interface is its folder's header (src/README.md gives the order).
- * Vocabulary (page, block, slab, object, slot): docs/ARCHITECTURE.md section 1. */
+ * Vocabulary (page, block, slab, object, slot): docs/ARCHITECTURE.md, "Vocabulary". */
 #ifndef USL_TYPES_H
 #define USL_TYPES_H
 
@@ -261,7 +261,7 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
  * case: the marker written blindly at free, checked at the pop), the sheaf
  * sections otherwise (hardening off, or a one-word cache, whose marker a free
  * checks first), the cpu slab's, or (USLAB_STATS) any of them through the
- * paths that count (common/objects.c). */
+ * paths that count (common/alloc.c, common/free.c). */
 enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3 };
 
 struct kmem_cache {
@@ -319,141 +319,6 @@ struct kmem_cache {
 	struct kmem_cache_node *node[USL_SLAB_MAX_NODES];
 };
 
-/* The key that hides a word uslab stores in a free object of s (a free
- * pointer, a packed sheaf's word) at address at: stored = value ^ key. */
-static inline uintptr_t usl_key(uintptr_t secret, const void *at)
-{
-	return secret ^ __builtin_bswap64((uintptr_t)at);
-}
-
-static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at)
-{
-	return usl_key(s->fp_secret, at);
-}
-
-/* The free marker (docs/ARCHITECTURE.md, "Free markers") of obj, an object of
- * s in a sheaf: the word at the free pointer offset, decoding to obj itself
- * ("M"). A pop hands obj out only if it is there, and obj is not free on its
- * slab (a two-word cache's flag word, below), and clears it: else obj was
- * pushed twice, or the sheaf entry was overwritten, and nothing is written. */
-/* Not an address (so no M equals an F), and a sign-extended 32-bit immediate
- * (one instruction on the pop's path). */
-#define USL_TW_FLAG 0xfffffffff1a6f1a6ul
-
-static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
-{
-	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset);
-	*at = (uintptr_t)obj ^ usl_cache_key(s, at);
-}
-
-/* Two-word caches (every cache with sheaves whose objects hold a word beside
- * the free pointer's, no constructor, no debugging): a second word, the flag
- * (s->foff), says "free on its slab" ("F": the marker word's key ^
- * USL_TW_FLAG). No free writes it, so free's fast path writes the marker
- * without reading the object, and what a blind write cannot see is checked
- * where objects change hands below the per-CPU layer:
- *   in a sheaf (any per-CPU array, barn, packed or prefilled sheaf):
- *       marker = M (written by every free), flag not F;
- *   free on its slab (a SLUB free list, a SLAB index array):
- *       flag = F; marker word = the encoded link (SLUB) or M (SLAB);
- *   handed out: marker cleared by the pop, flag cleared when it left its slab.
- * An object enters its slab only with its M and without F (usl_tw_enter_slab,
- * which writes F) and leaves it only with F (usl_tw_leave_slab, which clears
- * it); a pop takes only an M without F. So a second free of an object free
- * on its slab (which overwrote its link with an M: a list walk stops at a
- * link to itself) leaves a copy in a sheaf that can never be taken out, and a
- * second free of one in a sheaf leaves two copies of one M, of which the first
- * popped clears it: nothing is handed out twice or while its slab counts it
- * free (docs/ARCHITECTURE.md). */
-static inline bool usl_two_word(const struct kmem_cache *s)
-{
-	return s->foff != s->offset;
-}
-
-static inline uintptr_t usl_tw_f(const struct kmem_cache *s, const void *obj)
-{
-	return usl_cache_key(s, (const char *)obj + s->offset) ^ USL_TW_FLAG;
-}
-
-static inline bool usl_marker_pop(const struct kmem_cache *s, void *obj)
-{
-	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset);
-	uintptr_t key = usl_cache_key(s, at);
-	/* (In a one-word cache foff is offset: the M read again, never an F.) */
-	if (__builtin_expect(*at != ((uintptr_t)obj ^ key) ||
-	                     *(uintptr_t *)((char *)obj + s->foff) == (key ^ USL_TW_FLAG), 0))
-		return false;
-	*at = 0;
-	return true;
-}
-
-/* p[0..n), objects of s taken out of a sheaf or array, checked as a pop
- * checks them (usl_marker_pop: their markers cleared): those that pass
- * compacted to the front, each other one given to refused. The new count. */
-static inline size_t usl_markers_pop(struct kmem_cache *s, void **p, size_t n,
-                                     void (*refused)(struct kmem_cache *, const void *))
-{
-	size_t k = 0;
-	for (size_t j = 0; j < n; j++) {
-		if (__builtin_expect(!usl_marker_pop(s, p[j]), 0)) {
-			refused(s, p[j]);
-			continue;
-		}
-		p[k++] = p[j];
-	}
-	return k;
-}
-
-/* obj, freed, goes back to its slab: true if it holds its M and no F (it is
- * not free on a slab already); its flag becomes F (the engine then writes its
- * free pointer). False: a copy of an object that is free (reported by the
- * caller, and left out). Hardening on, two-word caches only. */
-static inline bool usl_tw_enter_slab(const struct kmem_cache *s, void *obj)
-{
-	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset), *fl = (uintptr_t *)((char *)obj + s->foff);
-	uintptr_t key = usl_cache_key(s, at);
-	if (__builtin_expect(*at != ((uintptr_t)obj ^ key) || *fl == (key ^ USL_TW_FLAG), 0))
-		return false;
-	*fl = key ^ USL_TW_FLAG;
-	return true;
-}
-
-/* obj, refused by usl_tw_enter_slab, is free on its slab already (else its
- * marker was overwritten: written after its free, or a second copy whose
- * first was handed out). For the report. */
-static inline bool usl_tw_free_on_slab(const struct kmem_cache *s, const void *obj)
-{
-	return *(const uintptr_t *)((const char *)obj + s->foff) == usl_tw_f(s, obj);
-}
-
-/* obj, taken from its slab's free list: true if it holds its F, which is
- * cleared. False: its flag was written after its free; the engine's walk
- * reports it and leaves it out (still counted in use). */
-static inline bool usl_tw_leave_slab(const struct kmem_cache *s, void *obj)
-{
-	uintptr_t *fl = (uintptr_t *)((char *)obj + s->foff);
-	if (__builtin_expect(*fl != usl_tw_f(s, obj), 0))
-		return false;
-	*fl = 0;
-	return true;
-}
-
-/* obj, carved (never handed out) onto a free list: its F. */
-static inline void usl_tw_carved(const struct kmem_cache *s, void *obj)
-{
-	*(uintptr_t *)((char *)obj + s->foff) = usl_tw_f(s, obj);
-}
-
-/* obj, carved straight into an array (never on a free list): its flag
- * cleared, so an F left in reused memory is not taken for one. */
-static inline void usl_tw_fresh(const struct kmem_cache *s, void *obj)
-{
-	*(uintptr_t *)((char *)obj + s->foff) = 0;
-}
-
-/* Hardening on and s a two-word cache: the checks above apply (a macro: the
- * options are the platform layer's, above this glossary's includes). */
-#define usl_tw_on(s) (usl_opt.harden && usl_two_word(s))
 
 /* The object index of byte offset off in a slab of stride d0 << k (d0 odd;
  * div_inv = d0^-1 mod 2^32, div_shift = k): ror32(off * d0^-1, k), which is

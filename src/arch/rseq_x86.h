@@ -2,7 +2,7 @@
  * one committing store and restarts on preemption, migration or a signal.
  * Structure offsets reach the asm as "i"(offsetof(...)) operands (USL_RSEQ_IN_AT),
  * so a layout change cannot silently break a section. No locks; the protocol is
- * in docs/ARCHITECTURE.md section 6. Included through arch/arch.h. */
+ * in docs/ARCHITECTURE.md, "The per-CPU protocol". Included through arch/arch.h. */
 #ifndef USL_RSEQ_X86_H
 #define USL_RSEQ_X86_H
 

@@ -45,7 +45,7 @@ static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_
 /* fork(): take every allocator lock in the documented order (classes_lock,
  * sheaf_classes_lock, cache_cache_lock, slab_mutex, flush_mutex, each cache's
  * sheaf locks and barn lock, its slot locks and list_lock, start_lock,
- * pages_lock, map_lock, then the platform's init_lock, report_lock and the
+ * pages_lock, mappings_lock, then the platform's init_lock, report_lock and the
  * report queue's lock), so the child of a multithreaded parent finds them all
  * free. */
 static void fork_prepare(void)
@@ -106,7 +106,7 @@ static void fork_release_child(void)
 }
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
- * which the layers below reach this one (docs/ARCHITECTURE.md section 2). */
+ * which the layers below reach this one (docs/ARCHITECTURE.md, "Layers"). */
 static void reclaim_before_grow(void);
 static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
@@ -359,6 +359,7 @@ static bool cache_unmergeable(const struct kmem_cache *s)
 /* Under slab_mutex (USLAB_NOMERGE checked by the caller). */
 static struct kmem_cache *find_mergeable(unsigned int size, unsigned int align, slab_flags_t flags)
 {
+	usl_assert_held(&slab_mutex);
 	size = USL_ALIGN(size, (unsigned int)sizeof(void *));
 	align = usl_slub_alignment(flags, align, size);
 	size = USL_ALIGN(size, align);
@@ -409,6 +410,7 @@ int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_cache *target
  * readers of object_size (zeroing) load it atomically. */
 static void make_alias(struct kmem_cache *s, unsigned int size, const char *name)
 {
+	usl_assert_held(&slab_mutex);
 	s->refcount++;
 	if (nr_alias_names < MAX_ALIAS_NAMES) {
 		strncpy(alias_names[nr_alias_names].name, name, USL_NAME_MAX - 1);
@@ -464,7 +466,7 @@ static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
 	return c;
 }
 
-/* Where s keeps its flag word (a two-word cache, types.h usl_two_word: free's
+/* Where s keeps its flag word (a two-word cache, freestate.h usl_two_word: free's
  * fast path writes the marker without reading it): beside the free pointer,
  * for a cache with per-CPU sheaves, no constructor, no debugging and no free
  * pointer placed by its creator whose objects hold both words; else offset
@@ -532,7 +534,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		if (s)
 			return s;
 	}
-	/* Sheaves (docs/ARCHITECTURE.md section 7): never for debug caches or our own; the
+	/* Sheaves (docs/ARCHITECTURE.md, "Sheaves and barns"): never for debug caches or our own; the
 	 * creator's sheaf_capacity, else USLAB_SHEAVES (default on). */
 	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
 		unsigned int want = args ? args->sheaf_capacity : 0;
@@ -588,7 +590,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		usl_slub_cache_init(s, args);    /* a smaller stride fits where the larger did */
 	}
 	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
-	 * and uslab's own (docs/ARCHITECTURE.md section 13). */
+	 * and uslab's own (docs/ARCHITECTURE.md, "SLAB: the second engine"). */
 	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS);
 	/* (A creator that placed the free pointer chose the one word uslab may
 	 * write in a free object: one word.) Before SLAB places its arrays. */
@@ -853,6 +855,7 @@ static void reclaim_before_grow(void)
  * their sheaves into them. Under slab_mutex. */
 static void each_cache_own_last(void (*fn)(struct kmem_cache *, void *), void *arg)
 {
+	usl_assert_held(&slab_mutex);
 	for (int internal = 0; internal < 2; internal++)
 		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
 			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);

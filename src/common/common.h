@@ -13,6 +13,7 @@
 #include "../pages/pages.h"
 #include "../platform/platform.h"
 #include "../engine.h"
+#include "../freestate.h"
 #include "../types.h"
 
 /* ---- the registry (cache.c) ---- */
@@ -25,7 +26,7 @@
  * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's
  * fast path needs of the cache, in one line: div_inv | div_shift << 32 for the
  * object check, the slots, and the free marker's secret, word offset and slab
- * block bits (objects.c); and the usable size, for malloc_usable_size and
+ * block bits (free.c); and the usable size, for malloc_usable_size and
  * realloc; all 0 for no cache. */
 struct usl_cache_fast {
 	uint64_t div;
@@ -145,7 +146,7 @@ USL_HIDDEN void usl_background_after_fork(void);
  * cache, or limit < 1, batch outside [1, limit], too large) or -ENOMEM. */
 USL_HIDDEN int usl_cache_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, unsigned int shared);
 
-/* ---- the object paths (objects.c) ---- */
+/* ---- the object paths (alloc.c, free.c, bulk.c) ---- */
 /* x is the start of an object of s (the free check; ksize, krealloc). */
 USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
 /* Free a slab object, a large block or a mapping known only by its pointer
@@ -159,7 +160,7 @@ USL_HIDDEN void usl_fast_mode_sample(bool on);
  * operator delete): a debug cache's block is checked against it. */
 USL_HIDDEN void usl_free_sized(void *x, size_t size, const char *fn);
 /* A sheaf pop's object that does not carry its free marker: reported under
- * fn, kept out of use, and another allocated instead (objects.c). */
+ * fn, kept out of use, and another allocated instead (alloc.c). */
 USL_HIDDEN void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn) __attribute__((cold));
 /* The malloc override's start-up area: blocks there are never freed, and
  * usl_free_ptr ignores them. */

@@ -8,6 +8,7 @@
 
 #include "../arch/arch.h"
 #include "../common/common.h"
+#include "../freestate.h"
 
 /* The class cache for n <= KMALLOC_MAX_CACHE_SIZE at [(n + 15) >> 4]; all
  * NULL until usl_malloc_bytes has made the classes (malloc's inline path). */
@@ -19,7 +20,7 @@ extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
  * published, and for a debug class) and their free markers' secret (a malloc
  * class's marker is word 0), in one 16-byte entry, so the fast path loads no
  * cache structure. A malloc class (16 bytes or more, with sheaves) is a
- * two-word cache (types.h, usl_two_word): its flag is word 1. */
+ * two-word cache (freestate.h, usl_two_word): its flag is word 1. */
 #define USL_MALLOC_FLAG 8
 struct usl_malloc_class {
 	struct kmem_cache_cpu *slots;
@@ -52,7 +53,7 @@ static inline __attribute__((always_inline)) const struct usl_malloc_class *usl_
 
 /* malloc's fast path from class c, whose slots are published: the sheaf pop
  * and the check of the popped block's free marker (at word 0, and no "free on
- * its slab" flag at word 1: a malloc class is a two-word cache, types.h,
+ * its slab" flag at word 1: a malloc class is a two-word cache, freestate.h,
  * usl_two_word), with no load of the cache. */
 static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct usl_malloc_class *c,
                                                                  struct kmem_cache_cpu *slots)
@@ -62,7 +63,7 @@ static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct u
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	uintptr_t *at = obj, key = usl_key(secret, at);
-	if (usl_unlikely(*at != ((uintptr_t)obj ^ key) || at[USL_MALLOC_FLAG / 8] == (key ^ USL_TW_FLAG)))
+	if (!usl_marker_waits(at, key, obj, USL_MALLOC_FLAG))
 		return usl_malloc_refused(c, obj);
 	*at = 0;
 	return obj;

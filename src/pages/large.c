@@ -2,7 +2,7 @@
  * 8 KiB (USL_PAGE_LARGE, from pages.c), and direct mappings beyond the largest
  * block, recorded in an open-addressing table (the range cannot hold them, so
  * they are found by address), with a few freed mappings kept for reuse
- * (docs/ARCHITECTURE.md section 3). Lock: map_lock, the innermost lock of the
+ * (docs/ARCHITECTURE.md, "Memory and metadata"). Lock: mappings_lock, the innermost lock of the
  * library, held for a table or kept-set operation only (no system call under
  * it but mremap in usl_map_resize). */
 #define _GNU_SOURCE
@@ -24,7 +24,7 @@ struct huge_entry {
 };
 static struct huge_entry *huge_tab;
 static size_t huge_cap, huge_used, huge_live, huge_bytes;
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 #define HUGE_DELETED ((uintptr_t)1)
 
 static inline size_t huge_slot(uintptr_t a, size_t cap)
@@ -32,9 +32,10 @@ static inline size_t huge_slot(uintptr_t a, size_t cap)
 	return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull) & (cap - 1);
 }
 
-/* Under map_lock. */
+/* Under mappings_lock. */
 static struct huge_entry *huge_find(uintptr_t a)
 {
+	usl_assert_held(&mappings_lock);
 	if (!huge_cap)
 		return NULL;
 	for (size_t i = huge_slot(a, huge_cap);; i = (i + 1) & (huge_cap - 1)) {
@@ -45,9 +46,10 @@ static struct huge_entry *huge_find(uintptr_t a)
 	}
 }
 
-/* Under map_lock: room for one more entry. */
+/* Under mappings_lock: room for one more entry. */
 static bool huge_reserve(void)
 {
+	usl_assert_held(&mappings_lock);
 	if ((huge_used + 1) * 2 <= huge_cap)
 		return true;
 	size_t cap = huge_cap ? huge_cap * 2 : 256;
@@ -73,9 +75,10 @@ static bool huge_reserve(void)
 	return true;
 }
 
-/* Under map_lock, with room reserved: enter [p, p + len) (counters aside). */
+/* Under mappings_lock, with room reserved: enter [p, p + len) (counters aside). */
 static void huge_insert_locked(void *p, size_t len)
 {
+	usl_assert_held(&mappings_lock);
 	size_t i = huge_slot((uintptr_t)p, huge_cap);
 	while (huge_tab[i].addr > HUGE_DELETED)
 		i = (i + 1) & (huge_cap - 1);
@@ -89,14 +92,14 @@ static void huge_insert_locked(void *p, size_t len)
  * cannot grow. */
 static bool huge_record(void *p, size_t len)
 {
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	bool ok = huge_reserve();
 	if (ok) {
 		huge_insert_locked(p, len);
 		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
 	}
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	return ok;
 }
 
@@ -112,7 +115,7 @@ static bool huge_record(void *p, size_t len)
  * The purge unmaps kept mappings that no request took over two of its calls
  * (the decay sweep's pace: between half a decay interval and one), malloc_trim
  * all of them. Off under USLAB_DEBUG for the large kmalloc classes: a freed
- * block then faults on use. Under map_lock; the oldest first in kept[].
+ * block then faults on use. Under mappings_lock; the oldest first in kept[].
  * (Neighbours may come from two mmap calls the kernel did not merge: an mremap
  * of such a block fails, and the callers fall back to a fresh mapping or a
  * copy.)
@@ -138,9 +141,10 @@ static bool keeping(void)
 	return on;
 }
 
-/* Under map_lock: take kept[i] out of the set. */
+/* Under mappings_lock: take kept[i] out of the set. */
 static struct kept kept_take(unsigned int i)
 {
+	usl_assert_held(&mappings_lock);
 	struct kept k = kept[i];
 	for (unsigned int j = i + 1; j < kept_n; j++)
 		kept[j - 1] = kept[j];
@@ -149,9 +153,10 @@ static struct kept kept_take(unsigned int i)
 	return k;
 }
 
-/* Under map_lock, with a slot free: add [addr, addr + len) as the newest. */
+/* Under mappings_lock, with a slot free: add [addr, addr + len) as the newest. */
 static void kept_add(uintptr_t addr, size_t len)
 {
+	usl_assert_held(&mappings_lock);
 	kept[kept_n] = (struct kept){ addr, len, false };
 	__atomic_store_n(&kept_n, kept_n + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&kept_bytes, kept_bytes + len, __ATOMIC_RELAXED);
@@ -173,7 +178,7 @@ static void *kept_reuse(size_t len, size_t align)
 	if (!__atomic_load_n(&kept_n, __ATOMIC_RELAXED))
 		return NULL;
 	int fit = -1, grow = -1;
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	for (unsigned int i = 0; i < kept_n; i++) {
 		if (kept[i].addr & (align - 1))
 			continue;
@@ -189,7 +194,7 @@ static void *kept_reuse(size_t len, size_t align)
 		k = kept_take((unsigned int)(fit >= 0 ? fit : grow));
 	if (k.len > len)                     /* the rest stays kept (a slot was just freed) */
 		kept_add(k.addr + len, k.len - len);
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	if (!k.addr)
 		return NULL;
 	void *p = (void *)k.addr;
@@ -220,7 +225,7 @@ static bool kept_put(void *p, size_t len)
 
 	if (len > KEPT_BYTES || !keeping())
 		return false;
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	for (unsigned int i = 0; i < kept_n;) {
 		if (kept[i].addr + kept[i].len == a || a + len == kept[i].addr) {
 			struct kept k = kept_take(i);
@@ -236,7 +241,7 @@ static bool kept_put(void *p, size_t len)
 		kept_add(a, len);
 	else
 		out[nout++] = (struct kept){ a, len, false };
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	kept_unmap(out, nout);
 	return true;
 }
@@ -249,7 +254,7 @@ size_t usl_map_purge(bool all)
 
 	if (!__atomic_load_n(&kept_n, __ATOMIC_RELAXED))
 		return 0;
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	for (unsigned int i = 0; i < kept_n;) {
 		if (all || kept[i].old) {
 			out[nout] = kept_take(i);
@@ -258,7 +263,7 @@ size_t usl_map_purge(bool all)
 			kept[i++].old = true;
 		}
 	}
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	kept_unmap(out, nout);
 	return bytes;
 }
@@ -312,16 +317,16 @@ size_t usl_map_count(void)
 /* The length of the direct mapping starting at p, 0 if there is none. */
 static size_t huge_size(const void *p)
 {
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	size_t len = e ? e->len : 0;
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	return len;
 }
 
 /* Resize the direct mapping at p to hold n bytes (mremap, which may move it);
  * the new address, or NULL (p unchanged) if p is not a mapping or the kernel
- * refuses. Under map_lock throughout, so the table never names a stale range. */
+ * refuses. Under mappings_lock throughout, so the table never names a stale range. */
 void *usl_map_resize(void *p, size_t n)
 {
 	size_t len = USL_ALIGN(n, USL_PAGE_SIZE);
@@ -329,7 +334,7 @@ void *usl_map_resize(void *p, size_t n)
 
 	if (len < n || len > PTRDIFF_MAX)
 		return NULL;
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	if (e) {
 		int saved_errno = errno;
@@ -349,14 +354,14 @@ void *usl_map_resize(void *p, size_t n)
 			e->len = len;
 		}
 	}
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	return q;
 }
 
 /* Unmap the direct mapping at p; false if there is none. */
 static bool huge_free(const void *p)
 {
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 	struct huge_entry *e = huge_find((uintptr_t)p);
 	size_t len = 0;
 	if (e) {
@@ -365,7 +370,7 @@ static bool huge_free(const void *p)
 		__atomic_store_n(&huge_live, huge_live - 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes - len, __ATOMIC_RELAXED);
 	}
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 	if (!e)
 		return false;
 	if (!kept_put((void *)p, len))
@@ -375,12 +380,12 @@ static bool huge_free(const void *p)
 
 void usl_map_fork_lock(void)
 {
-	usl_lock(&map_lock);
+	usl_lock(&mappings_lock);
 }
 
 void usl_map_fork_unlock(void)
 {
-	usl_unlock(&map_lock);
+	usl_unlock(&mappings_lock);
 }
 
 /* ===========================================================================

@@ -62,6 +62,7 @@ static void run_mark(uint64_t *used, size_t p, size_t n, bool set)
 /* A new region from the page provider, guarded at both ends. Under meta_lock. */
 static struct meta_region *region_add(void)
 {
+	usl_assert_held(&meta_lock);
 	if (nr_meta == META_MAX)
 		return NULL;
 	char *base = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);

@@ -1,7 +1,7 @@
 /* pages.c - the page provider: start-up, the reserved range, the struct slab
  * table and the page map, buddy blocks of 2^order pages, and giving free blocks
  * back to the OS (madvise). Locks: start_lock (start-up), pages_lock (only
- * large.c's map_lock is taken inside it). */
+ * large.c's mappings_lock is taken inside it). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
  * nothing committed; smaller where the kernel refuses, dividing by four down
  * to 256 MiB). Under RLIMIT_AS, as much as the limit, not reserved: regions
  * are mapped at the range's end as it grows, from a start far below the
- * kernel's top-down mmap area (docs/ARCHITECTURE.md section 3). ThreadSanitizer
+ * kernel's top-down mmap area (docs/ARCHITECTURE.md, "Memory and metadata"). ThreadSanitizer
  * allows mappings only in its application ranges: 64 GiB there. */
 #ifdef USLAB_TSAN
 #define USL_RANGE_MAX (64UL << 30)
@@ -435,6 +435,7 @@ static bool grow(void)
  * points at its head, whose table entry is set up. Under pages_lock. */
 static void *claim(size_t pfn, unsigned int order, enum usl_page_kind kind)
 {
+	usl_assert_held(&pages_lock);
 	struct slab *e = &usl_table[usl_table_index(pfn)];
 	size_t n = (size_t)1 << order;
 	for (size_t i = 0; i < n; i++)
@@ -545,6 +546,7 @@ static void zero_pages(void *from, void *to)
  * address). Under pages_lock. */
 static void release_entries(size_t pfn, unsigned int order)
 {
+	usl_assert_held(&pages_lock);
 	size_t n = (size_t)1 << order;
 	zero_pages(&usl_pagemap[pfn], &usl_pagemap[pfn + n]);
 }
@@ -557,6 +559,7 @@ static void release_entries(size_t pfn, unsigned int order)
  * up (1.06 of before -> 1.31). Under pages_lock. */
 static void release_tables(size_t region)
 {
+	usl_assert_held(&pages_lock);
 	struct region_bits *r = &rbits[region];
 	uint32_t m = r->tables_idle;
 	r->tables_idle = 0;

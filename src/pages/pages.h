@@ -4,7 +4,7 @@
  * blocks of kmalloc above 8 KiB and direct mappings beyond the largest block
  * (large.c), and the metadata regions for uslab's own structures (meta.c).
  * Calls only the platform layer. Locks: meta_lock, then pages_lock, then
- * map_lock (the mapping table), the innermost locks of the library. */
+ * mappings_lock (the mapping table), the innermost locks of the library. */
 #ifndef USL_PAGES_H
 #define USL_PAGES_H
 
@@ -190,7 +190,7 @@ USL_HIDDEN void usl_pages_unhead(void *addr, const void *owner);
 
 /* ---- uslab's own structures (meta.c) ---- */
 /* Blocks in metadata regions: whole regions of the range that hold no user
- * block, with a PROT_NONE page at each end (docs/ARCHITECTURE.md section 3).
+ * block, with a PROT_NONE page at each end (docs/ARCHITECTURE.md, "Memory and metadata").
  * usl_meta_block: 2^order pages, naturally aligned if aligned (slabs of
  * uslab's own caches: up to 2^8 pages), else up to 2^9; its head entry of
  * this kind. usl_meta_alloc: a zeroed block of at least size bytes (NULL
@@ -219,7 +219,7 @@ USL_HIDDEN size_t usl_map_kept_bytes(void);     /* bytes in kept freed mappings 
 USL_HIDDEN void *usl_map_resize(void *p, size_t n);
 USL_HIDDEN size_t usl_map_bytes(void);          /* bytes in direct mappings */
 USL_HIDDEN size_t usl_map_count(void);
-USL_HIDDEN void usl_map_fork_lock(void);        /* map_lock, after pages_lock */
+USL_HIDDEN void usl_map_fork_lock(void);        /* mappings_lock, after pages_lock */
 USL_HIDDEN void usl_map_fork_unlock(void);
 /* The usable bytes of the large block (a USL_PAGE_LARGE page block, or a
  * mapping) that p starts; 0 if p starts none. */

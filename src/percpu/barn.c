@@ -23,7 +23,7 @@
  * kernel's wall: every free beyond ten sheaves would go to its slab, a
  * cmpxchg16b on a cold slab per object (random frees of 10k objects 3x
  * mimalloc); nor a surplus of arrays: 8 bytes an object while a program only
- * frees (docs/ARCHITECTURE.md section 7). Caches that cannot pack keep arrays
+ * frees (docs/ARCHITECTURE.md, "Sheaves and barns"). Caches that cannot pack keep arrays
  * up to a 32nd of their slab memory. What stays unused for a whole decay
  * interval (USLAB_DECAY_MS) goes back to slabs; with USLAB_DECAY_MS=0 the
  * limit of ten is exact. kmem_cache_shrink and uslab_release_free_memory
@@ -42,11 +42,13 @@ static void barn_set_long(unsigned long *counter, unsigned long v)
 /* Under barn->lock: pop a sheaf. */
 static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 {
+	usl_assert_held(&barn->lock);
 	struct slab_sheaf **top = full ? &barn->full : &barn->empty;
 	struct slab_sheaf *sh = *top;
 
 	if (!sh)
 		return NULL;
+	usl_assert(full ? barn->nr_full > 0 : barn->nr_empty > 0);
 	*top = sh->next;
 	/* The stacks live long enough to leave the cache. The next visit will
 	 * take the new top: start its misses now (header; a full one's top
@@ -68,9 +70,15 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 	return sh;
 }
 
+struct slab_sheaf *usl_test_barn_take_unlocked(struct kmem_cache *s)
+{
+	return barn_take_locked(usl_get_barn(s), false);
+}
+
 /* Under barn->lock: move up to n full sheaves to the private list *out. */
 static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out)
 {
+	usl_assert_held(&barn->lock);
 	for (; n && barn->full; n--) {
 		struct slab_sheaf *sh = barn->full;
 		barn->full = sh->next;
@@ -87,6 +95,7 @@ static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct 
 static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
                                   struct usl_list *out)
 {
+	usl_assert_held(&barn->lock);
 	if (now < barn->last_decay + usl_opt.decay_ms)   /* (last_decay may be after now) */
 		return;
 	unsigned int low = barn->low_full < barn->nr_full ? barn->low_full : barn->nr_full;
@@ -113,7 +122,7 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
 
 /* ===========================================================================
  * Packed sheaves: the surplus of a burst of frees, held in the freed objects
- * themselves (docs/ARCHITECTURE.md section 7).
+ * themselves (docs/ARCHITECTURE.md, "Sheaves and barns").
  *
  * A full sheaf the barn has no room for (it holds barn_max_full arrays) is
  * written into its own objects as a tree: with w = inuse / 8 - 1 words an
@@ -142,7 +151,7 @@ static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struc
  * One that fails is reported and the sheaf cut there (its other objects
  * lost, never handed out). */
 /* A node's words are all of the object's but the one at the free pointer
- * offset, which keeps the free marker (common/objects.c: a double free of a
+ * offset, which keeps the free marker (freestate.h: a double free of a
  * packed object is seen too): word k of the node is word pack_slot(k). */
 static inline unsigned int pack_words(const struct kmem_cache *s)
 {
@@ -256,7 +265,7 @@ static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int
 			uintptr_t v = pack_get(s, node, k);
 			/* In the committed range and word aligned: a word decoded
 			 * with the wrong key is noise and fails this (but for one in
-			 * 2^23); the pop's marker check (common/objects.c) refuses
+			 * 2^23); the pop's marker check (freestate.h) refuses
 			 * what slips through. No page-map load per object. */
 			if (usl_unlikely(v - usl_base >= range_top || (v & 7))) {
 				pack_corrupt(s, node, v);
@@ -331,6 +340,7 @@ static void flush_packed_all(struct kmem_cache *s, void **head)
  * returned, the old one in *old. */
 static void **barn_take_packed_locked(struct usl_barn *barn, void ***old)
 {
+	usl_assert_held(&barn->lock);
 	void **young = barn->packed;
 
 	*old = barn->packed_old;
@@ -594,7 +604,7 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 /* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
  * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
  * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
- * locked mode under the slot's locks, one at a time (docs/ARCHITECTURE.md section 5). */
+ * locked mode under the slot's locks, one at a time (docs/ARCHITECTURE.md, "Locks, in order"). */
 static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);

@@ -59,6 +59,7 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 	if (b->lc) {
 		struct kmem_cache_cpu *c = b->lc;
 		usl_spin_lock_leaf(&c->sheaf_lock);
+		usl_assert(!b->main || b->main->size <= b->main->capacity);
 		if (!main_done && c->main == &usl_empty_sheaf) {
 			c->main_size = b->main->size;
 			c->main_cap = b->main->capacity;
@@ -73,6 +74,7 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 	} else {
 		int r;   /* each waits out a flusher's mark; OTHER: the place is taken */
 		if (!main_done) {
+			usl_assert(b->main->size <= b->main->capacity);
 			while ((r = usl_rseq_sheaf_install(s, &usl_empty_sheaf, b->main, b->main->size)) == USL_RS_MARKED)
 				sched_yield();
 			main_done = r == USL_RS_OK;
@@ -160,7 +162,7 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 /* Make room in b->main: the spare if it has room, else an empty sheaf for main,
  * the full one kept as the spare, or the full spare put in the barn (the
  * kernel flushes the spare when the barn holds ten; here the barn packs it,
- * docs/ARCHITECTURE.md section 7). */
+ * docs/ARCHITECTURE.md, "Sheaves and barns"). */
 static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 {
 	if (b->main && b->main->size < b->main->capacity)

@@ -11,6 +11,7 @@
 #ifndef USL_PERCPU_H
 #define USL_PERCPU_H
 
+#include "../freestate.h"
 #include "../types.h"
 
 /* The zero-capacity sheaf a slot's main points at while no sheaf is installed:
@@ -63,7 +64,7 @@ USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);
 /* Before growth: full sheaves above the barn's level back to slabs. */
 USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);
-/* The decay sweep's part for one cache (docs/ARCHITECTURE.md section 2).
+/* The decay sweep's part for one cache (docs/ARCHITECTURE.md, "Layers").
  * Returns how many sheaves it sent back to slabs (0: nothing to give back now). */
 USL_HIDDEN unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
 /* Does the barn hold what a later sweep would give back (full sheaves, empties

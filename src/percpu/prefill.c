@@ -89,7 +89,7 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 	}
 	void *obj = sh->objects[--sh->size];
 	if (usl_opt.harden && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
-		/* Its free marker (common/objects.c), written by the refill. */
+		/* Its free marker (freestate.h), written by the refill. */
 		if (usl_unlikely(!usl_marker_pop(s, obj))) {
 			usl_report_pop_refused(s, obj, "kmem_cache_alloc_from_sheaf");
 			return NULL;

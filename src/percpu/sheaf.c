@@ -76,6 +76,7 @@ void usl_sheaf_dispose(struct kmem_cache *s, struct slab_sheaf *sh)
 /* Fill sh up to want objects. All or nothing: 0, or -ENOMEM with sh unchanged. */
 int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int want, gfp_t gfp)
 {
+	usl_assert(want <= sh->capacity);
 	if (sh->size >= want)
 		return 0;
 	if (s->flags & USL_SLAB_DEBUG_FLAGS) {
@@ -95,7 +96,7 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 		return -ENOMEM;
 	usl_sheaf_reverse(&sh->objects[sh->size], want - sh->size);
 	/* Hardening: every object in a sheaf carries its free marker (its word
-	 * decodes to itself, common/objects.c), checked when a pop hands it out. */
+	 * decodes to itself, freestate.h), checked when a pop hands it out. */
 	if (usl_opt.harden)
 		for (unsigned int i = sh->size; i < want; i++)
 			usl_marker_set(s, sh->objects[i]);

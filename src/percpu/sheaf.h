@@ -92,6 +92,9 @@ struct usl_pcs {
 static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *m = c->main;
+	usl_assert(usl_held(&c->sheaf_lock) || __atomic_load_n(&c->lock, __ATOMIC_RELAXED));
+	usl_assert(m == &usl_empty_sheaf ? !c->main_size && !c->main_cap
+	                                 : c->main_size <= m->capacity && c->main_cap == m->capacity);
 	if (m != &usl_empty_sheaf)
 		m->size = (uint32_t)c->main_size;
 	c->main_size = 0;

@@ -32,6 +32,35 @@ static __thread struct rseq dummy_rseq __attribute__((tls_model("initial-exec"),
 static int platform_ready;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* ---- assertions ---- */
+#ifdef USLAB_ASSERTS
+__thread int usl_spin_self __attribute__((tls_model("initial-exec")));
+static int spin_ids;
+
+int usl_spin_holder_slow(void)
+{
+	int id = __atomic_add_fetch(&spin_ids, 1, __ATOMIC_RELAXED);
+	if (!id)                                  /* wrapped: 0 means free */
+		id = __atomic_add_fetch(&spin_ids, 1, __ATOMIC_RELAXED);
+	return usl_spin_self = id;
+}
+
+/* glibc records the owner's thread id in every mutex it locks. */
+bool usl_mutex_held(pthread_mutex_t *m)
+{
+	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)syscall(SYS_gettid);
+}
+
+void usl_assert_fail(const char *cond, const char *file, int line, const char *fn)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "uslab: assertion failed: %s (%s:%d, %s)\n", cond, file, line, fn);
+	if (n > 0)
+		(void)!write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	abort();
+}
+#endif
+
 /* ---- clock, cpu ---- */
 
 uint64_t usl_now_ms(void)
@@ -49,10 +78,10 @@ int usl_current_cpu(void)
 
 void usl_spin_lock_slow(int *lock)
 {
+	usl_assert(!usl_spin_held(lock));   /* not taken twice by one thread */
 	for (;;) {
 		for (int i = 0; i < 64; i++) {
-			if (!__atomic_load_n(lock, __ATOMIC_RELAXED) &&
-			    !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+			if (!__atomic_load_n(lock, __ATOMIC_RELAXED) && usl_spin_try(lock))
 				return;
 			__builtin_ia32_pause();
 		}

@@ -19,7 +19,7 @@ struct usl_options {
 	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
 	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
 	int harden;                  /* USLAB_HARDEN: 0 = no free markers, 2 = and a random carving
-	                                order (docs/ARCHITECTURE.md section 11) */
+	                                order (docs/ARCHITECTURE.md, "Hardening") */
 	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
 	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
 	                                alone is the common case (usl_read_options); its low
@@ -149,16 +149,63 @@ USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
  * AT_RANDOM bytes, the clock and a counter): hardening's keys. Never 0. */
 USL_HIDDEN uint64_t usl_random64(void);
 USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
+/* ---- assertions ----
+ * usl_assert(cond): an invariant the code relies on; usl_assert_held(lock):
+ * lock (a spin lock's int *, or a pthread_mutex_t * taken with usl_lock) is
+ * held by this thread. Compiled in with USLAB_ASSERTS (CMake's option of that
+ * name: on in every build type but Release and MinSizeRel, the sanitizer
+ * builds included), compiled out otherwise: then the condition is
+ * type-checked and never evaluated. A failure prints the condition, file:line
+ * and function on stderr and aborts. With assertions a spin lock's word holds
+ * its holder's id (usl_spin_holder) instead of 1. */
+#ifdef USLAB_ASSERTS
+USL_HIDDEN void usl_assert_fail(const char *cond, const char *file, int line, const char *fn)
+	__attribute__((noreturn, cold));
+#define usl_assert(c) (usl_likely(c) ? (void)0 : usl_assert_fail(#c, __FILE__, __LINE__, __func__))
+/* This thread's spin-lock id: never 0, the same in a fork's child. */
+USL_HIDDEN int usl_spin_holder_slow(void);
+extern __thread int usl_spin_self USL_HIDDEN __attribute__((tls_model("initial-exec")));
+static inline int usl_spin_holder(void)
+{
+	return usl_likely(usl_spin_self) ? usl_spin_self : usl_spin_holder_slow();
+}
+USL_HIDDEN bool usl_mutex_held(pthread_mutex_t *m);
+#else
+#define usl_assert(c) ((void)sizeof(!(c)))
+static inline int usl_spin_holder(void) { return 1; }
+static inline bool usl_mutex_held(pthread_mutex_t *m) { (void)m; return true; }
+#endif
+static inline bool usl_spin_held(int *lock)
+{
+	return __atomic_load_n(lock, __ATOMIC_RELAXED) == usl_spin_holder();
+}
+#define usl_held(lock) _Generic((lock), int *: usl_spin_held, pthread_mutex_t *: usl_mutex_held)(lock)
+#define usl_assert_held(lock) usl_assert(usl_held(lock))
+
+/* One try at a spin lock: an exchange; with assertions a compare-and-swap,
+ * so that a failed try leaves the holder's id in the word. */
+static inline bool usl_spin_try(int *lock)
+{
+#ifdef USLAB_ASSERTS
+	int free_word = 0;
+	return __atomic_compare_exchange_n(lock, &free_word, usl_spin_holder(), false, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_RELAXED);
+#else
+	return !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE);
+#endif
+}
+
 USL_HIDDEN void usl_spin_lock_slow(int *lock);
 /* A spin-then-yield lock: one exchange when free (inlined), else the slow loop. */
 static inline void usl_spin_lock(int *lock)
 {
-	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
+	if (usl_unlikely(!usl_spin_try(lock)))
 		usl_spin_lock_slow(lock);
 	usl_report_hold();
 }
 static inline void usl_spin_unlock(int *lock)
 {
+	usl_assert_held(lock);
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 	usl_report_release();
 }
@@ -166,9 +213,13 @@ static inline void usl_spin_unlock(int *lock)
  * nothing can be reported (a slot's sheaf_lock): reports are not held. */
 static inline void usl_spin_lock_leaf(int *lock)
 {
-	if (usl_unlikely(__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)))
+	if (usl_unlikely(!usl_spin_try(lock)))
 		usl_spin_lock_slow(lock);
 }
-static inline void usl_spin_unlock_leaf(int *lock) { __atomic_store_n(lock, 0, __ATOMIC_RELEASE); }
+static inline void usl_spin_unlock_leaf(int *lock)
+{
+	usl_assert_held(lock);
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
 
 #endif /* USL_PLATFORM_H */

@@ -242,6 +242,7 @@ static bool dw_load(void)
  * loaded since). Under sym_lock. */
 static Dwfl_Module *dw_module(uintptr_t addr)
 {
+	usl_assert_held(&sym_lock);
 	if (!dw.dwfl) {
 		dw.dwfl = dw.begin(&dw.cb);
 		if (!dw.dwfl)

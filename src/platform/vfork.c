@@ -10,7 +10,7 @@
  * corrupt the slot the parent's other threads use. With cpu_id at -2
  * (RSEQ_CPU_ID_REGISTRATION_FAILED, what glibc writes where registration
  * failed) every section falls through to the node paths at once (USL_RS_NOCPU,
- * docs/ARCHITECTURE.md section 11), and glibc's own sched_getcpu asks the
+ * docs/ARCHITECTURE.md, "Hardening"), and glibc's own sched_getcpu asks the
  * kernel. The parent is suspended until the child execs or exits; when it
  * runs again the kernel writes its cpu_id afresh (a registered task that was
  * switched out gets its fields written before it returns to user space).

@@ -4,7 +4,7 @@
  * free_block, the shared array, alien arrays, the node part of cache_reap,
  * shrink, counts and the fork locks.
  *
- * Slab lists (docs/ARCHITECTURE.md section 13), per node, under its list_lock:
+ * Slab lists (docs/ARCHITECTURE.md, "SLAB: the second engine"), per node, under its list_lock:
  *   free     active == 0            slabs_free   (free_slabs counts them)
  *   partial  0 < active < objects   partial
  *   full     active == objects      slabs_full
@@ -177,6 +177,7 @@ static inline void list_to(struct kmem_cache_node *n, struct slab *slab, unsigne
  * fixup_slab_list). Under list_lock. */
 static void fixup_slab_list(struct kmem_cache_node *n, struct slab *slab)
 {
+	usl_assert_held(&n->list_lock);
 	usl_list_del(&slab->slab_list);
 	if (slab_active(slab) == slab_num(slab)) {
 		usl_list_add_head(&slab->slab_list, &n->full);
@@ -360,6 +361,7 @@ static void cache_grow_end(struct kmem_cache *s, struct slab *slab)
  * use. Under n's list_lock. */
 static void slab_to_destroy(struct kmem_cache_node *n, struct slab *slab, struct usl_list *list)
 {
+	usl_assert_held(&n->list_lock);
 	set_count_ul(&n->free_objects, n->free_objects - slab_num(slab));
 	n->free_slabs--;
 	usl_list_del(&slab->slab_list);
@@ -400,6 +402,7 @@ static void slabs_destroy(struct kmem_cache *s, struct usl_list *list)
 static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **objs, unsigned int nr,
                        struct usl_list *list)
 {
+	usl_assert_held(&n->list_lock);
 	bool tw = usl_tw_on(s);
 	unsigned int freed = nr;
 	for (unsigned int i = 0; i < nr; i++) {
@@ -590,7 +593,7 @@ void usl_slab_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 }
 
 /* Objects handed out by the engine itself (not through a per-CPU array):
- * the word a free marker sits in cleared (docs/ARCHITECTURE.md section 11). */
+ * the word a free marker sits in cleared (docs/ARCHITECTURE.md, "Hardening"). */
 static inline void clear_markers(struct kmem_cache *s, size_t nr, void **p)
 {
 	if (usl_opt.harden)
@@ -644,6 +647,7 @@ void usl_slab_free(struct kmem_cache *s, void *x)
 static unsigned int drain_shared_locked(struct kmem_cache *s, struct kmem_cache_node *n, unsigned int tofree,
                                         struct usl_list *list)
 {
+	usl_assert_held(&n->list_lock);
 	struct slab_sheaf *sh = n->shared;
 	if (!sh || !sh->size)
 		return 0;

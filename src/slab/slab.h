@@ -7,10 +7,11 @@
  * (percpu/array.c): it calls the refill and flush here. Calls the pages,
  * arch and platform layers, and SLUB only for uslab's own caches (an off-slab
  * index array is an object of one). Locks (in order): an alien array's lock,
- * a node's list_lock, the page provider's. docs/ARCHITECTURE.md section 13. */
+ * a node's list_lock, the page provider's. docs/ARCHITECTURE.md, "SLAB: the second engine". */
 #ifndef USL_SLAB_H
 #define USL_SLAB_H
 
+#include "../freestate.h"
 #include "../types.h"
 
 /* Where a slab's free-index array lives (s->mgmt & USL_MGMT_PLACE). */

@@ -1,6 +1,6 @@
 /* debug.c - debug caches: those created with SLAB_CONSISTENCY_CHECKS,
  * SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER or SLAB_TRACE, or named by
- * USLAB_DEBUG. Their object layout (docs/ARCHITECTURE.md section 9), and
+ * USLAB_DEBUG. Their object layout (docs/ARCHITECTURE.md, "Object layout"), and
  * every allocation and free of them: under the node's list_lock, with no cpu
  * slab and no sheaves, each object checked (red zones, poison, padding, free
  * pointer), its owner recorded, and what was overwritten reported in the
@@ -10,8 +10,8 @@
  * set up whole (no lazy carving), linked through their free pointers.
  * Locks: the node's list_lock; reports are collected while it is held and
  * delivered after it is released (a handler may allocate; debug_out.c);
- * map_lock (validation's free-object map) and q_lock (the quarantine's ring),
- * ordered as docs/ARCHITECTURE.md section 5 says. */
+ * objmap_lock (validation's free-object map) and q_lock (the quarantine's ring),
+ * ordered as docs/ARCHITECTURE.md, "Locks, in order" says. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -696,6 +696,7 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
  * min_partial is returned for the caller to discard once unlocked. */
 static struct slab *put_free(struct kmem_cache *s, struct kmem_cache_node *n, struct slab *slab, void *x)
 {
+	usl_assert_held(&n->list_lock);
 	/* On the full list unless a repair emptied its list in place. */
 	bool on_full = !slab->node_partial;
 	usl_set_freepointer(s, x, slab->freelist);
@@ -783,13 +784,14 @@ static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
  */
 
 /* One byte per object of slab, set for those on its free list (the walk
- * stops at a link that is not an object of the slab). Under map_lock and
+ * stops at a link that is not an object of the slab). Under objmap_lock and
  * list_lock. */
 static uint8_t free_objects[USL_MAX_OBJS_PER_SLAB + 1];
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t objmap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint8_t *free_map(const struct kmem_cache *s, const struct slab *slab)
 {
+	usl_assert_held(&objmap_lock);
 	unsigned int objects = usl_counters_objects(slab->counters), guard = 0;
 	memset(free_objects, 0, objects);
 	for (void *p = slab->freelist; p && guard++ < objects && valid_pointer(s, slab, p); p = fp_raw(s, p))
@@ -835,14 +837,14 @@ int usl_debug_validate(struct kmem_cache *s)
 	struct kmem_cache_node *n = s->node[0];
 	struct usl_dbg_out o = { 0 };
 
-	usl_lock(&map_lock);
+	usl_lock(&objmap_lock);
 	usl_lock(&n->list_lock);
 	struct usl_list *lists[2] = { &n->partial, &n->full };
 	for (int l = 0; l < 2; l++)
 		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next)
 			validate_slab(&o, s, usl_container_of(it, struct slab, slab_list));
 	usl_unlock(&n->list_lock);
-	usl_unlock(&map_lock);
+	usl_unlock(&objmap_lock);
 	return usl_out_deliver(&o);
 }
 
@@ -852,7 +854,7 @@ void usl_debug_leaks(struct kmem_cache *s)
 	struct usl_dbg_out o = { 0 };
 	uint64_t now = usl_now_ms();
 
-	usl_lock(&map_lock);
+	usl_lock(&objmap_lock);
 	usl_lock(&n->list_lock);
 	usl_out_begin(&o, USLAB_ERR_SLAB_BUG);
 	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
@@ -876,7 +878,7 @@ void usl_debug_leaks(struct kmem_cache *s)
 		}
 	usl_out_end(&o);
 	usl_unlock(&n->list_lock);
-	usl_unlock(&map_lock);
+	usl_unlock(&objmap_lock);
 	usl_out_deliver(&o);
 }
 
@@ -929,12 +931,12 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 
 void usl_debug_fork_lock(void)
 {
-	usl_lock(&map_lock);
+	usl_lock(&objmap_lock);
 	usl_lock(&q_lock);
 }
 
 void usl_debug_fork_unlock(void)
 {
 	usl_unlock(&q_lock);
-	usl_unlock(&map_lock);
+	usl_unlock(&objmap_lock);
 }

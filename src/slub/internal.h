@@ -9,13 +9,14 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
+#include "../freestate.h"
 #include "stat.h"
 
 /* ===========================================================================
  * Objects and slabs
  */
 
-/* Free pointers are stored encoded (docs/ARCHITECTURE.md section 11): the word
+/* Free pointers are stored encoded (docs/ARCHITECTURE.md, "Hardening"): the word
  * at obj + s->offset holds next ^ s->fp_secret ^ bswap(its own address), so a
  * use-after-free write of an address decodes to noise, and a plain pointer is
  * never found in a freed object. A decoded pointer must be NULL or an object
@@ -29,7 +30,7 @@ static inline void *usl_fp_decode(const struct kmem_cache *s, void *obj, uintptr
 /* next may follow obj on a free list of s: NULL, or in obj's slab block at a
  * whole number of strides from obj, and not obj itself (the link a free's
  * marker makes when it lands on an object free on its slab: a second free
- * that free's fast path wrote without reading; types.h, usl_two_word). */
+ * that free's fast path wrote without reading; freestate.h, usl_two_word). */
 static inline bool usl_fp_ok(const struct kmem_cache *s, const void *obj, const void *next)
 {
 	uintptr_t a = (uintptr_t)obj, b = (uintptr_t)next;

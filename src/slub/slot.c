@@ -27,6 +27,7 @@ struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s)
  * The slab pointer is cleared first so fast frees that see the new tid go slow. */
 void usl_locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)
 {
+	usl_assert_held(&c->lock);
 	unsigned long tid;
 	void *old;
 
@@ -42,6 +43,7 @@ void usl_locked_detach(struct kmem_cache_cpu *c, void **fl, struct slab **slab)
 /* locked mode, under c->lock, slot empty: install a freelist, then its slab. */
 void usl_locked_install(struct kmem_cache_cpu *c, void *fl, struct slab *slab)
 {
+	usl_assert_held(&c->lock);
 	unsigned long tid;
 
 	do {

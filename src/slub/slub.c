@@ -4,7 +4,7 @@
  * kernel's __slab_free), the allocation slow path with the slot taken private,
  * and the single-object free paths and their reports.
  *
- * Slab states (docs/ARCHITECTURE.md section 4):
+ * Slab states (docs/ARCHITECTURE.md, "Slab states"):
  *   cpu slab      frozen, a slot's c->slab, its free objects on c->freelist
  *   cpu partial   unfrozen, on a slot's c->partial chain (slab->next)
  *   node partial  unfrozen, on n->partial (slab->node_partial), under list_lock
@@ -566,7 +566,7 @@ __attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct s
 
 /* Take one slab off the node partial list to become the cpu slab, and up to
  * cpu_partial_slabs / 2 + 1 more for this CPU's partial chain (returned in *extra,
- * in list order). Nothing is frozen under list_lock (docs/ARCHITECTURE.md section 4). */
+ * in list order). Nothing is frozen under list_lock (docs/ARCHITECTURE.md, "Slab states"). */
 static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_node *n, struct slab **extra)
 {
 	struct slab *first = NULL, *chain = NULL, **link = &chain;

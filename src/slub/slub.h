@@ -4,10 +4,11 @@
  * shrink, sizing. It calls the pages, arch and platform layers only; what it
  * must tell the layers above goes through usl_slub_before_grow. Locks (in
  * order): flush_mutex, a slot's lock (locked mode), a node's list_lock; the
- * page provider's locks inside them. docs/ARCHITECTURE.md section 4. */
+ * page provider's locks inside them. docs/ARCHITECTURE.md, "Slab states". */
 #ifndef USL_SLUB_H
 #define USL_SLUB_H
 
+#include "../freestate.h"
 #include "../types.h"
 #include "stat.h"
 
@@ -51,7 +52,7 @@ USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 USL_HIDDEN void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r, const char *fn);
 USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
 /* A two-word cache's object refused on its way back to its slab: a double
- * free, or a free object whose marker was overwritten (types.h). Both
+ * free, or a free object whose marker was overwritten (freestate.h). Both
  * engines report with it. */
 USL_HIDDEN void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn) __attribute__((cold));
 /* A two-word cache's object taken from its slab without its F (written after
@@ -93,7 +94,7 @@ USL_HIDDEN void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, ui
 USL_HIDDEN int usl_debug_validate(struct kmem_cache *s);
 /* The quarantine's objects of s back on their slabs (destroy, shrink). */
 USL_HIDDEN void usl_debug_quarantine_flush(struct kmem_cache *s);
-USL_HIDDEN void usl_debug_fork_lock(void);      /* map_lock and the quarantine's q_lock */
+USL_HIDDEN void usl_debug_fork_lock(void);      /* objmap_lock and the quarantine's q_lock */
 USL_HIDDEN void usl_debug_fork_unlock(void);
 /* kmem_cache_destroy found objects in use: each one reported with its owner. */
 USL_HIDDEN void usl_debug_leaks(struct kmem_cache *s);

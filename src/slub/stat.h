@@ -7,7 +7,7 @@
  * an increment is a plain read and write, not an atomic one: a thread that
  * migrates between the two may lose another CPU's increment (rare; exact for
  * one thread). Summed on read (stats/attr.c). The fast paths count only in
- * their counting copies (common/objects.c, s->fast), with usl_stat_inc. No locks. */
+ * their counting copies (common/alloc.c and free.c, s->fast), with usl_stat_inc. No locks. */
 #ifndef USL_SLUB_STAT_H
 #define USL_SLUB_STAT_H
 
@@ -60,7 +60,7 @@ enum usl_stat_item {
 	USL_SHEAF_RETURN_FAST,      /* kmem_cache_return_sheaf kept the sheaf */
 	USL_SHEAF_RETURN_SLOW,      /* ... flushed and freed it */
 	/* uslab's own, not the kernel's: what the delayed freezing of CPU
-	 * partial slabs saves (docs/ARCHITECTURE.md section 5) */
+	 * partial slabs saves (docs/ARCHITECTURE.md, "Locks, in order") */
 	USL_CMPXCHG_DOUBLE,         /* a slab's {freelist, counters} compare-and-swap tried */
 	USL_LIST_LOCK,              /* a node's list_lock taken by the allocation and free paths */
 	USL_NR_STATS

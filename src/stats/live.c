@@ -84,6 +84,7 @@ static void remove_stale(void)
 /* The file for this process, with its fixed part written. Under live_lock. */
 static bool live_make(void)
 {
+	usl_assert_held(&live_lock);
 	pid_t pid = getpid();
 	snprintf(live_path, sizeof(live_path), "%s/uslab.%ld", LIVE_DIR, (long)pid);
 	remove_stale();
@@ -220,6 +221,7 @@ static int write_alias(const char *name, struct kmem_cache *target, void *arg)
 /* Under live_lock. */
 static void publish(void)
 {
+	usl_assert_held(&live_lock);
 	struct walk w = { 0, 0 };
 	unsigned int aliases = 0;
 	struct timespec ts;
@@ -264,6 +266,7 @@ static int serve_one(struct kmem_cache *s, void *arg)
 /* A request written into the file: served, its result stored. Under live_lock. */
 static void serve(void)
 {
+	usl_assert_held(&live_lock);
 	uint64_t seq = __atomic_load_n(&live->req_seq, __ATOMIC_ACQUIRE);
 	if (seq == __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED))
 		return;

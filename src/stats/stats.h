@@ -6,7 +6,7 @@
  * calls down only; the malloc override calls it for malloc_stats and
  * mallinfo2. Locks: slab_mutex (usl_cache_for_each) around a walk of the
  * caches, then a node's list_lock or a barn's lock for a snapshot; none is
- * held while a caller's FILE is written. docs/ARCHITECTURE.md section 12. */
+ * held while a caller's FILE is written. docs/ARCHITECTURE.md, "Statistics". */
 #ifndef USL_STATS_H
 #define USL_STATS_H
 

@@ -3,7 +3,7 @@
  * allocation, freed in a random order; the process's resident size
  * (/proc/self/statm) is read every 1/64 of the frees and may never exceed its
  * value before the first free by more than 1%. Sheaves that fill during the
- * frees must not cost memory beyond that (docs/ARCHITECTURE.md section 7:
+ * frees must not cost memory beyond that (docs/ARCHITECTURE.md, "Sheaves and barns":
  * the barn's surplus is packed into the freed objects). Runs in both per-CPU
  * modes. Then the same blocks are allocated again and freed in order: the
  * second round may not grow either. */

@@ -420,7 +420,7 @@ static void test_threads(void)
 }
 
 /* Direct mappings from threads at once (more threads than CPUs): freed ones
- * are kept and taken again, split and merged under map_lock; each block's
+ * are kept and taken again, split and merged under mappings_lock; each block's
  * pages hold its own mark until its free, and a kzalloc'd one reads zeros. */
 enum { LARGE_THREADS = 6, LARGE_OPS = 40 };
 static int large_failures;

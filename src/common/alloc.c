@@ -1,0 +1,154 @@
+/* alloc.c - kmem_cache_alloc, kmem_cache_zalloc and kmem_cache_alloc_node:
+ * the fast path pops this CPU's main sheaf (a section) and checks the popped
+ * object's free marker, or, for a cache without sheaves, pops the cpu slab's
+ * freelist; empty, marked or locked slots go to the per-CPU layer's or the
+ * engine's slow paths, debug caches to the engine's checked path. Takes no
+ * lock of its own. docs/ARCHITECTURE.md, "Follow a call", gives the steps. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "../percpu/percpu.h"
+#include "../engine.h"
+#include "../freestate.h"
+#include "common.h"
+#include "objects.h"
+
+/* ===========================================================================
+ * Allocation
+ */
+
+/* __GFP_ZERO's clearing of an allocated object. Out of line but not cold:
+ * kmem_cache_zalloc and kzalloc are common, and a cold function's memset is
+ * compiled for size, a byte-wise 'rep stosb' that took 40 ns on 64 bytes
+ * (libc's memset: a few). */
+static __attribute__((noinline)) void *zero_object(struct kmem_cache *s, void *obj)
+{
+	return memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+}
+
+/* Everything but the common case: NULL cache, empty freelist. */
+static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
+{
+	if (usl_unlikely(!s)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
+		return NULL;
+	}
+	if (!obj && !s->sheaf_capacity) {
+		if (usl_unlikely(!usl_cache_live(s))) {
+			usl_report_dead_cache("kmem_cache_alloc", s, "no object");
+			return NULL;
+		}
+		/* A debug cache has no cpu slab: every allocation comes here. Reached
+		 * by tail calls from kmem_cache_alloc, so the return address is its
+		 * caller's (the owner track). */
+		if (s->flags & USL_SLAB_DEBUG_FLAGS)
+			return usl_debug_alloc(s, gfp, 0, (uintptr_t)__builtin_return_address(0));
+		obj = usl_slub_alloc_slow(s, gfp);
+	}
+	usl_marker_clear(obj, s->offset);
+	if ((gfp & __GFP_ZERO) && obj)
+		return zero_object(s, obj);
+	return obj;
+}
+
+/* The slow paths of kmem_cache_alloc, each reached by a tail call so the fast
+ * paths need no stack frame. */
+static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	/* A destroyed cache's slots are empty: its allocations come here. */
+	if (usl_unlikely(!usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
+		return NULL;
+	}
+	void *obj = usl_marker_clear(usl_sheaf_alloc(s, gfp), s->offset);
+	if ((gfp & __GFP_ZERO) && obj)
+		return zero_object(s, obj);
+	return obj;
+}
+
+static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
+	return alloc_tail(s, gfp, obj);
+}
+
+/* A popped object without its marker: reported, never handed out (it is
+ * lost: someone may hold it), and the allocation tried again. */
+__attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn)
+{
+	usl_report_pop_refused(s, obj, fn);
+	return kmem_cache_alloc(s, gfp);
+}
+
+/* The fast paths of kmem_cache_alloc: the sheaf section (sheaves) or the cpu
+ * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
+ * only, so that the copy in kmem_cache_alloc tests nothing for it. */
+static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool sheaves,
+                                                              bool counted, bool harden)
+{
+	void *obj;
+
+	if (sheaves) {
+		/* Sheaves: pop this CPU's main sheaf. */
+		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
+		if (harden && usl_unlikely(!usl_marker_pop(s, obj)))
+			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
+		if (counted)
+			usl_stat_inc(s, USL_ALLOC_PCS, 1);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return zero_object(s, obj);
+		return obj;
+sheaf_slow:
+		return sheaf_alloc_slow(s, gfp);
+	}
+	/* One section serves both modes: in locked mode it jumps to `slow` at once. */
+	USL_RSEQ_ALLOC(s, obj);
+	usl_marker_clear(obj, s->offset);
+	if (counted)
+		usl_stat_inc(s, USL_ALLOC_FASTPATH, 1);
+	if (usl_unlikely(gfp & __GFP_ZERO))
+		return zero_object(s, obj);
+	return obj;
+slow:
+	return cpu_slab_alloc_slow(s, gfp);
+}
+
+static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t gfp)
+{
+	return s->sheaf_capacity ? alloc_fast(s, gfp, true, true, usl_opt.harden) : alloc_fast(s, gfp, false, true, false);
+}
+
+/* The fast paths other than the usual one: sheaves with hardening off or in a
+ * one-word cache (whose pop checks the marker all the same), the cpu slab. */
+static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
+{
+	if (s->fast == USL_FAST_SHEAF_OTHER)
+		return alloc_fast(s, gfp, true, false, usl_opt.harden);
+	return alloc_fast(s, gfp, false, false, false);
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	if (usl_unlikely(!s))
+		return alloc_tail(s, gfp, NULL);
+	if (usl_likely(s->fast == USL_FAST_SHEAF))
+		return alloc_fast(s, gfp, true, false, true);
+	if (usl_unlikely(s->fast == USL_FAST_COUNTED))
+		return alloc_counted(s, gfp);
+	return alloc_other(s, gfp);
+}
+
+void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
+{
+	/* One node until NUMA placement lands: every node id is a hint. */
+	(void)node;
+	return kmem_cache_alloc(s, gfp);
+}
+
+void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)
+{
+	return kmem_cache_alloc(s, gfp | __GFP_ZERO);
+}

@@ -1,0 +1,239 @@
+/* bulk.c - kmem_cache_alloc_bulk, kmem_cache_free_bulk and kfree_bulk:
+ * with sheaves, whole runs copied out of and into this CPU's sheaves after
+ * every pointer is checked (range, cache, object start, duplicate, free
+ * marker); without, the engine's bulk allocation and detached freelists.
+ * Calls this small take the single-object paths. Takes no lock of its own. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "../percpu/percpu.h"
+#include "../engine.h"
+#include "../freestate.h"
+#include "common.h"
+#include "objects.h"
+
+/* ===========================================================================
+ * Bulk
+ */
+
+/* Bulk calls this small take the single-object paths (sheaves): their fixed
+ * cost is lower than a bulk call's. */
+#define SMALL_BULK 3
+
+static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
+{
+	if (!(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
+		           s->name, got, nr);
+	return 0;
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_bulk(%s): %s (nr %zu)", s ? s->name : "NULL",
+		           !s ? "NULL cache" : !p ? "NULL array" : "nr above INT_MAX", nr);
+		return 0;
+	}
+	if (!nr)
+		return 0;
+	if (usl_unlikely(!usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_alloc_bulk", s, "no object");
+		return 0;
+	}
+	if (usl_unlikely(s->flags & USL_SLAB_DEBUG_FLAGS)) {
+		/* Debug caches: one checked allocation at a time. */
+		uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+		for (size_t i = 0; i < nr; i++)
+			if (!(p[i] = usl_debug_alloc(s, gfp | __GFP_NOWARN, 0, caller))) {
+				for (size_t j = 0; j < i; j++)
+					usl_debug_free(s, p[j], "kmem_cache_alloc_bulk", caller);
+				return alloc_bulk_failed(s, gfp, i, nr);
+			}
+		return (int)nr;
+	}
+	if (nr <= SMALL_BULK && s->sheaf_capacity) {
+		/* The single-object path is cheaper for a few objects. */
+		for (size_t i = 0; i < nr; i++)
+			if (!(p[i] = kmem_cache_alloc(s, gfp | __GFP_NOWARN))) {
+				for (size_t j = 0; j < i; j++)
+					kmem_cache_free(s, p[j]);
+				return alloc_bulk_failed(s, gfp, i, nr);
+			}
+		return (int)nr;
+	}
+	if (s->sheaf_capacity) {
+		if (!usl_sheaf_alloc_bulk(s, gfp, nr, p))   /* every marker cleared */
+			return 0;
+	} else {
+		if (!usl_slub_alloc_bulk(s, gfp, nr, p))
+			return 0;
+		if (usl_opt.harden)
+			for (size_t i = 0; i < nr; i++)
+				usl_marker_clear(p[i], s->offset);
+	}
+	if (gfp & __GFP_ZERO)
+		for (size_t i = 0; i < nr; i++)
+			memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+	return (int)nr;
+}
+
+/* Sheaves: check every pointer (reported and left out when bad, as is an entry
+ * equal to the one before it), compact, and copy them into the sheaves. */
+static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
+{
+	/* usl_pm_is_object with everything it reads hoisted out of the loop (the range
+	 * only grows, and every object in p[] was handed out before this call). */
+	const uintptr_t base = usl_base, top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	const struct usl_pagemap_entry *pm = usl_pagemap;
+	const uint32_t inv = s->div_inv, ds = s->div_shift, id = s->id, blk = (uint32_t)__builtin_ctzl(s->fp_mask);
+	size_t i, k;
+	uintptr_t prev = 0;
+
+	/* The common case: every entry good. No stores; NULL fails the range
+	 * check (NULL - base wraps). The page map entry is read once per run of
+	 * pointers into one page (arrays from kmem_cache_alloc_bulk mostly are).
+	 * The first entry that is not simply good sends the rest through the
+	 * compacting loop below, which reports. */
+	uintptr_t last_pg = ~(uintptr_t)0;
+	uint32_t start = 0, objects = 0;
+	for (i = 0; i < nr; i++) {
+		uintptr_t x = (uintptr_t)p[i];
+		uintptr_t off = x - base;
+		if (usl_unlikely(off >= top))
+			break;
+		uintptr_t pg = off >> USL_PAGE_SHIFT;
+		if (pg != last_pg) {
+			struct usl_pagemap_entry e = usl_pm_read(&pm[pg]);
+			if (usl_unlikely(e.cache != id))
+				break;
+			start = e.start;
+			objects = USL_PM_OBJECTS(e);
+			last_pg = pg;
+		}
+		if (usl_unlikely(usl_obj_index((uint32_t)off - start, inv, ds) >= objects || x == prev))
+			break;
+		if (usl_opt.harden && usl_unlikely(!usl_marker_take(x, s->offset, s->fp_secret, blk)))
+			break;
+		prev = x;
+	}
+	/* The rare case: from the first entry that was not simply good, each one
+	 * checked on its own, reported if bad, and the good ones compacted. */
+	k = i;
+	for (; i < nr; i++) {
+		void *x = p[i];
+		if (!x)
+			continue;
+		if (usl_unlikely(!usl_pm_is_object(s, x))) {
+			if (!usl_pm_is_slot(s, x)) {
+				usl_report_bad_free("kmem_cache_free_bulk", s, x, usl_virt_to_slab(x));
+				continue;
+			}
+			if (!usl_uncarved_check(s, x, "kmem_cache_free_bulk"))
+				continue;
+		}
+		if (usl_unlikely((uintptr_t)x == prev)) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
+			           s->name, x);
+			continue;
+		}
+		if (usl_opt.harden && usl_unlikely(!usl_marker_take((uintptr_t)x, s->offset, s->fp_secret, blk))) {
+			usl_marker_double_free(s, x, "kmem_cache_free_bulk");
+			continue;
+		}
+		p[k++] = x;
+		prev = (uintptr_t)x;
+	}
+	if (k)
+		usl_sheaf_free_bulk(s, k, p);
+}
+
+/* Before the engine's detached freelists (which go past any sheaf): each
+ * object of s checked and marked; one free already is reported and its entry
+ * cleared. Entries that are not objects of s are the engine's to report. */
+static void bulk_markers_take(struct kmem_cache *s, size_t nr, void **p, const char *fn)
+{
+	uint32_t blk = (uint32_t)__builtin_ctzl(s->fp_mask);
+	for (size_t i = 0; i < nr; i++)
+		if (p[i] && usl_pm_is_object(s, p[i]) && usl_unlikely(!usl_marker_take((uintptr_t)p[i], s->offset, s->fp_secret, blk))) {
+			usl_marker_double_free(s, p[i], fn);
+			p[i] = NULL;
+		}
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	if (usl_unlikely(s && !usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_free_bulk", s, "nothing freed");
+		return;
+	}
+	if (s && s->sheaf_capacity && p) {
+		if (nr <= SMALL_BULK) {
+			for (size_t i = 0; i < nr; i++)
+				if (p[i])
+					kmem_cache_free(s, p[i]);
+			return;
+		}
+		sheaf_free_bulk_checked(s, nr, p);
+		return;
+	}
+	if (!s) {
+		kfree_bulk(nr, p);
+		return;
+	}
+	if ((s->flags & USL_SLAB_DEBUG_FLAGS) && p) {
+		uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+		for (size_t i = 0; i < nr; i++)
+			if (p[i])       /* checked there: a pointer of another cache is reported */
+				usl_debug_free(s, p[i], "kmem_cache_free_bulk", caller);
+		return;
+	}
+	if (usl_opt.harden && p)
+		bulk_markers_take(s, nr, p, "kmem_cache_free_bulk");
+	usl_slub_free_bulk_as("kmem_cache_free_bulk", s, nr, p);
+}
+
+/* Entries that are not slab objects of a user or kmalloc cache (large blocks,
+ * mappings, ZERO_SIZE_PTR, bad pointers) are freed or reported one by one, as
+ * kfree does, and cleared; the rest go to the engine's detached freelists. */
+void kfree_bulk(size_t nr, void **p)
+{
+	if (p) {
+		const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+		for (size_t i = 0; i < nr; i++) {
+			if (!p[i])
+				continue;
+			uintptr_t off = (uintptr_t)p[i] - usl_base;
+			struct kmem_cache *s = off < top ? usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]))
+			                                 : NULL;
+			if (s && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
+				usl_debug_free(s, p[i], "kfree_bulk", (uintptr_t)__builtin_return_address(0));
+				p[i] = NULL;
+				continue;
+			}
+			if (s && usl_is_slab(s)) {      /* SLAB: through the per-CPU array, as kfree */
+				usl_free_ptr(p[i], "kfree_bulk");
+				p[i] = NULL;
+				continue;
+			}
+			if (s) {
+				/* To the engine's detached freelists, past any sheaf the
+				 * object may sit in: the marker tells. */
+				if (usl_opt.harden)
+					bulk_markers_take(s, 1, &p[i], "kfree_bulk");
+				/* A two-word cache's marker becomes F on the way in. */
+				if (p[i] && usl_tw_on(s) && usl_pm_is_object(s, p[i]) && !usl_tw_enter_slab(s, p[i])) {
+					usl_report_tw_enter(s, p[i], "kfree_bulk");
+					p[i] = NULL;
+				}
+				continue;
+			}
+			usl_free_ptr(p[i], "kfree");
+			p[i] = NULL;
+		}
+	}
+	usl_slub_free_bulk_as("kfree_bulk", NULL, nr, p);
+}
