@@ -482,105 +482,112 @@ static unsigned int flag_word(const struct kmem_cache *s, bool sheaves)
 	return s->offset;
 }
 
-struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
-                                    void (*ctor)(void *), const struct kmem_cache_args *args,
-                                    enum usl_cache_kind kind, size_t slab_bytes)
-{
-	bool internal = kind == USL_CACHE_INTERNAL;
-	struct kmem_cache *s;
-	size_t head, bytes;
-	size_t max_object;
-	unsigned int sheaf_capacity = 0;
+/* A step of usl_cache_create that failed: what it says, and the number it
+ * gives (create_failed). */
+struct create_err {
+	const char *why;
+	unsigned long val;
+};
 
-	usl_ensure_init();
-	pthread_once(&common_once, common_init);
-	max_object = usl_order_bytes(USL_MAX_ORDER) / 2;
+static bool create_fail(struct create_err *err, const char *why, unsigned long val)
+{
+	err->why = why;
+	err->val = val;
+	return false;
+}
+
+/* The creator's arguments, checked. */
+static bool create_check(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
+                         const struct kmem_cache_args *args, struct create_err *err)
+{
 	if (!name || !*name)
-		return create_failed(name, flags, "a cache needs a name", 0);
+		return create_fail(err, "a cache needs a name", 0);
 	if (size == 0)
-		return create_failed(name, flags, "object size is 0", size);
-	if (size > max_object)
-		return create_failed(name, flags, "object size above the largest slab object", size);
+		return create_fail(err, "object size is 0", size);
+	if (size > usl_order_bytes(USL_MAX_ORDER) / 2)
+		return create_fail(err, "object size above the largest slab object", size);
 	if (align & (align - 1))
-		return create_failed(name, flags, "alignment is not a power of two", align);
+		return create_fail(err, "alignment is not a power of two", align);
 	if (align > USL_PAGE_SIZE)
-		return create_failed(name, flags, "alignment above the page size", align);
+		return create_fail(err, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
-		return create_failed(name, flags, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
+		return create_fail(err, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
 	if (args) {
 		if (args->useroffset > size || args->usersize > size - args->useroffset)
-			return create_failed(name, flags, "useroffset + usersize above the object size",
-			                     (unsigned long)args->useroffset + args->usersize);
+			return create_fail(err, "useroffset + usersize above the object size",
+			                   (unsigned long)args->useroffset + args->usersize);
 		if (args->use_freeptr_offset &&
 		    (args->freeptr_offset % sizeof(void *) || args->freeptr_offset > size - sizeof(void *) ||
 		     size < sizeof(void *)))
-			return create_failed(name, flags, "freeptr_offset is not a word-aligned offset inside the object",
-			                     args->freeptr_offset);
+			return create_fail(err, "freeptr_offset is not a word-aligned offset inside the object",
+			                   args->freeptr_offset);
 	}
-	/* USLAB_DEBUG's letters for this name (debug caches are never merged). */
-	slab_flags_t env_debug = internal ? 0 : usl_debug_flags_for(name) & ~flags;
-	flags |= env_debug;
-	/* Layout the creator chose (user-copy window, free pointer place, sheaf
-	 * capacity) keeps a cache to itself, as in the kernel (7.0: an explicit
-	 * sheaf capacity sets SLAB_NO_MERGE). */
-	if (args && (args->usersize || args->use_freeptr_offset || args->sheaf_capacity))
-		flags |= SLAB_NO_MERGE;
-	if (kind == USL_CACHE_USER && !ctor && !(flags & SLAB_NEVER_MERGE) && usl_opt.nomerge != 1) {
-		cache_lock();
-		s = find_mergeable(size, align, flags);
-		if (s)
-			make_alias(s, size, name);
-		cache_unlock();
-		if (s)
-			return s;
-	}
-	/* Sheaves (docs/ARCHITECTURE.md, "Sheaves and barns"): never for debug caches or our own; the
-	 * creator's sheaf_capacity, else USLAB_SHEAVES (default on). */
-	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
-		unsigned int want = args ? args->sheaf_capacity : 0;
-		if (want || usl_opt.sheaves != 0) {
-			sheaf_capacity = usl_sheaf_capacity_for(size, want);
-			if (!sheaf_capacity)
-				return create_failed(name, flags, "sheaf_capacity too large", want);
-		}
-	}
+	return true;
+}
 
-	head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
-	bytes = head + sizeof(struct kmem_cache_node);
+/* Merge: an existing cache s can serve this one (the kernel's find_mergeable;
+ * an alias with one more reference), or NULL. */
+static struct kmem_cache *create_merge(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
+                                       void (*ctor)(void *), enum usl_cache_kind kind)
+{
+	struct kmem_cache *s;
+
+	if (kind != USL_CACHE_USER || ctor || (flags & SLAB_NEVER_MERGE) || usl_opt.nomerge == 1)
+		return NULL;
+	cache_lock();
+	s = find_mergeable(size, align, flags);
+	if (s)
+		make_alias(s, size, name);
+	cache_unlock();
+	return s;
+}
+
+/* The cache structure (with its node) and its id, and the counters' rows
+ * with USLAB_STATS. */
+static struct kmem_cache *create_struct(struct create_err *err)
+{
+	size_t head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
 	/* An odd number of cache lines: packed structures then start in different
 	 * L1 sets (512 bytes apart, every eighth would share one). */
-	bytes = USL_ALIGN(bytes, (size_t)USL_CACHELINE);
+	size_t bytes = USL_ALIGN(head + sizeof(struct kmem_cache_node), (size_t)USL_CACHELINE);
 	if (!((bytes / USL_CACHELINE) & 1))
 		bytes += USL_CACHELINE;
-	s = cache_struct_alloc(bytes);
-	if (!s)
-		return create_failed(name, flags, "out of memory for the cache structure", bytes);
+	struct kmem_cache *s = cache_struct_alloc(bytes);
+	if (!s) {
+		create_fail(err, "out of memory for the cache structure", bytes);
+		return NULL;
+	}
 	if (!id_assign(s)) {
-		cache_struct_free(s);
 		if (!usl_slots)
-			return create_failed(name, flags, "no address space for the per-CPU slots (bytes for 256 ids)",
-			                     256 * usl_slot_stride);
-		return create_failed(name, flags, "no cache id left: live caches at the limit", max_ids - 1);
+			create_fail(err, "no address space for the per-CPU slots (bytes for 256 ids)",
+			            256 * usl_slot_stride);
+		else
+			create_fail(err, "no cache id left: live caches at the limit", max_ids - 1);
+		cache_struct_free(s);
+		return NULL;
 	}
 	if (usl_opt.stats) {                 /* the event counters: a row per CPU */
-		s->stats = usl_meta_alloc((size_t)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t));
-		if (!s->stats) {
+		size_t rows = (size_t)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t);
+		if (!(s->stats = usl_meta_alloc(rows))) {
+			create_fail(err, "out of memory for its counters (USLAB_STATS)", rows);
 			cache_struct_free(s);
-			return create_failed(name, flags, "out of memory for its counters (USLAB_STATS)",
-			                     (unsigned long)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t));
+			return NULL;
 		}
 	}
 	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
-	s->object_size = size;
-	s->align = align;
-	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0) | (kind == USL_CACHE_KMALLOC ? USL_SLAB_KMALLOC : 0);
-	s->ctor = ctor;
-	s->refcount = 1;
-	strncpy(s->name, name, sizeof(s->name) - 1);
-	if (usl_slub_cache_init(s, args) != 0) {
-		cache_struct_free(s);
-		return create_failed(name, flags, "no slab order fits the object size", size);
-	}
+	return s;
+}
+
+/* Layout: the engine's sizing of s (SLUB's, or SLAB's with
+ * USLAB_ALLOCATOR=slab), USLAB_DEBUG's 'O', the flag word, the slab order
+ * asked for, and the sheaves. */
+static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *args, slab_flags_t env_debug,
+                          unsigned int sheaf_capacity, size_t slab_bytes, struct create_err *err)
+{
+	bool internal = s->flags & USL_SLAB_INTERNAL;
+
+	if (usl_slub_cache_init(s, args) != 0)
+		return create_fail(err, "no slab order fits the object size", s->object_size);
 	/* USLAB_DEBUG's 'O': no red zones, poison or tracks from it where they
 	 * would raise the slab order an object needs (the kernel's
 	 * disable_higher_order_debug). */
@@ -595,10 +602,9 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	/* (A creator that placed the free pointer chose the one word uslab may
 	 * write in a free object: one word.) Before SLAB places its arrays. */
 	s->foff = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
-	if (slab_engine && usl_slab_cache_init(s) != 0) {
-		cache_struct_free(s);
-		return create_failed(name, flags, "no slab order fits the object size (SLAB) or no memory for its arrays", size);
-	}
+	if (slab_engine && usl_slab_cache_init(s) != 0)
+		return create_fail(err, "no slab order fits the object size (SLAB) or no memory for its arrays",
+		                   s->object_size);
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
 		if (order > USL_MAX_ORDER)
@@ -608,10 +614,8 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 		usl_engine_set_order(s, order);  /* keeps the calculated one if this cannot be */
 	}
 	if (usl_is_slab(s) && (s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OFF &&
-	    !(s->freelist_cache = slab_idx_cache_get(usl_slab_freelist_bytes(s)))) {
-		cache_struct_free(s);
-		return create_failed(name, flags, "out of memory for its index arrays' cache", usl_slab_freelist_bytes(s));
-	}
+	    !(s->freelist_cache = slab_idx_cache_get(usl_slab_freelist_bytes(s))))
+		return create_fail(err, "out of memory for its index arrays' cache", usl_slab_freelist_bytes(s));
 	if (usl_is_slab(s)) {
 		/* SLAB's per-CPU arrays are its sheaves, always: capacity = limit
 		 * (at least what the creator asked). */
@@ -627,21 +631,78 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);
-		if (!s->sheaf_cache) {
-			pthread_mutex_destroy(&s->node[0]->list_lock);
-			cache_struct_free(s);
-			return create_failed(name, flags, "out of memory for its sheaves", sheaf_capacity);
-		}
+		if (!s->sheaf_cache)
+			return create_fail(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
 	s->fast = s->stats ? USL_FAST_COUNTED
 	        : !s->sheaf_capacity ? USL_FAST_CPU_SLAB
 	        : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER;
+	return true;
+}
+
+/* Publish: on the list, where walks and merges see it. */
+static void create_publish(struct kmem_cache *s)
+{
 	cache_lock();
 	usl_list_add_tail(&s->list, &cache_list);
 	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);
 	cache_unlock();
+}
+
+/* The kernel's create_cache, in steps: check the arguments, merge into an
+ * existing cache where one can serve, else a structure, its layout and
+ * publication. Every failure is reported once, naming the step's reason. */
+struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigned int align, slab_flags_t flags,
+                                    void (*ctor)(void *), const struct kmem_cache_args *args,
+                                    enum usl_cache_kind kind, size_t slab_bytes)
+{
+	bool internal = kind == USL_CACHE_INTERNAL;
+	struct create_err err = { NULL, 0 };
+	struct kmem_cache *s;
+	unsigned int sheaf_capacity = 0;
+
+	usl_ensure_init();
+	pthread_once(&common_once, common_init);
+	if (!create_check(name, size, align, flags, args, &err))
+		goto fail;
+	/* USLAB_DEBUG's letters for this name (debug caches are never merged). */
+	slab_flags_t env_debug = internal ? 0 : usl_debug_flags_for(name) & ~flags;
+	flags |= env_debug;
+	/* Layout the creator chose (user-copy window, free pointer place, sheaf
+	 * capacity) keeps a cache to itself, as in the kernel (7.0: an explicit
+	 * sheaf capacity sets SLAB_NO_MERGE). */
+	if (args && (args->usersize || args->use_freeptr_offset || args->sheaf_capacity))
+		flags |= SLAB_NO_MERGE;
+	if ((s = create_merge(name, size, align, flags, ctor, kind)))
+		return s;
+	/* Sheaves (docs/ARCHITECTURE.md, "Sheaves and barns"): never for debug
+	 * caches or our own; the creator's sheaf_capacity, else USLAB_SHEAVES
+	 * (default on). */
+	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
+		unsigned int want = args ? args->sheaf_capacity : 0;
+		if ((want || usl_opt.sheaves != 0) && !(sheaf_capacity = usl_sheaf_capacity_for(size, want))) {
+			create_fail(&err, "sheaf_capacity too large", want);
+			goto fail;
+		}
+	}
+	if (!(s = create_struct(&err)))
+		goto fail;
+	s->object_size = size;
+	s->align = align;
+	s->flags = flags | (internal ? USL_SLAB_INTERNAL : 0) | (kind == USL_CACHE_KMALLOC ? USL_SLAB_KMALLOC : 0);
+	s->ctor = ctor;
+	s->refcount = 1;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	if (!create_layout(s, args, env_debug, sheaf_capacity, slab_bytes, &err)) {
+		pthread_mutex_destroy(&s->node[0]->list_lock);   /* (a no-op where the engine did not make it) */
+		cache_struct_free(s);
+		goto fail;
+	}
+	create_publish(s);
 	return s;
+fail:
+	return create_failed(name, flags, err.why, err.val);
 }
 
 
