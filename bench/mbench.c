@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "progress.h"
+#include "../tools/rss.h"
 
 #ifndef USLAB_SO_PATH
 #define USLAB_SO_PATH "libuslab.so"
@@ -35,18 +36,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static long rss_kib(void)
-{
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static inline uint64_t xorshift(uint64_t *x)
@@ -255,7 +244,6 @@ static void churn(long *rss_before, long *rss_after, long *rss_trim)
 
 	memset(slot, 0, sizeof(slot));       /* the bench's own arrays count before */
 	memset(len, 0, sizeof(len));
-	(void)rss_kib();                     /* its own first use maps libc pages (stdio, scanf): not the allocator's */
 	*rss_before = rss_kib();
 	for (long op = 0; op < ops; op++) {
 		size_t i = xorshift(&x) % SLOTS;

@@ -195,8 +195,8 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 	return s;
 }
 
-/* Cache ids: the page map names a slab's cache by a 16-bit id (8-byte entries,
- * against 16 with a pointer: 0.2% of the heap). The lowest free id is given,
+/* Cache ids: the page map names a slab's cache by a 16-bit id, so an entry is
+ * 8 bytes (a pointer would make it 16). The lowest free id is given,
  * so usl_caches stays in its first page. Under slab_mutex. */
 struct kmem_cache *usl_caches[USL_MAX_CACHES];
 static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */

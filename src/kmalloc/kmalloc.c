@@ -99,8 +99,8 @@ static inline struct kmem_cache *kmalloc_cache(size_t size)
  * 8 KiB). malloc has eight classes a doubling there, each the largest size of
  * which k objects fill a slab of 8 times the doubling's top (4 KiB for 256..512,
  * 64 KiB for 4..8 KiB) with k = 15 .. 8, in multiples of 16: 4368 is 64 KiB
- * / 15, so sqlite's 4368-byte page buffers waste nothing (the eighth steps
- * before gave them 4608), and a slab wastes under 16 bytes an object. A size
+ * / 15, so sqlite's 4368-byte page buffers waste nothing, and a slab wastes
+ * under 16 bytes an object. A size
  * just above a class may waste an eighth plus 16 bytes. Below 256: steps of
  * 16 to 128, then of 32. They are caches named malloc-<size> with that slab
  * order, each made by the first malloc of a size it serves (a program pays

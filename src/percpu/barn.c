@@ -21,9 +21,8 @@
  * full sheaf is packed into its own objects (below) and its array kept as an
  * empty one, so a burst of frees costs no memory for arrays. Why not the
  * kernel's wall: every free beyond ten sheaves would go to its slab, a
- * cmpxchg16b on a cold slab per object (random frees of 10k objects 3x
- * mimalloc); nor a surplus of arrays: 8 bytes an object while a program only
- * frees (docs/ARCHITECTURE.md, "Sheaves and barns"). Caches that cannot pack keep arrays
+ * cmpxchg16b on a cold slab per object; nor a surplus of arrays: 8 bytes an
+ * object while a program only frees (docs/ARCHITECTURE.md, "Sheaves and barns"). Caches that cannot pack keep arrays
  * up to a 32nd of their slab memory. What stays unused for a whole decay
  * interval (USLAB_DECAY_MS) goes back to slabs; with USLAB_DECAY_MS=0 the
  * limit of ten is exact. kmem_cache_shrink and uslab_release_free_memory

@@ -17,9 +17,8 @@ static inline unsigned int usl_sheaf_bytes(unsigned int capacity) { return USL_S
 /* Objects fresh from the engine, reversed where a sheaf or array takes them:
  * the pops (from the top) then hand them out in the order the engine gave
  * them, a fresh slab's carved in rising addresses as a bump allocator's, which
- * a program that walks its objects in the order it made them reads forwards.
- * Taken as they lie, every batch came out falling: python3 with its object
- * allocator off ran 7% longer (paired runs of uslab-mbench's job). */
+ * a program that walks its objects in the order it made them reads forwards
+ * (taken as they lie, every batch would come out falling). */
 static inline void usl_sheaf_reverse(void **objs, unsigned int n)
 {
 	for (unsigned int i = 0, j = n - 1; n && i < j; i++, j--) {

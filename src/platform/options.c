@@ -51,12 +51,12 @@ static const struct option options[] = {
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
-	/* SLAB's: a fake second node (tests: alien frees); colour off, racy (the
-	 * default) or under the node lock (the benchmark's "before"). */
+	/* SLAB's: a fake second node (tests: alien frees); colour off (0), advanced
+	 * without the node lock (1, the default) or under it (2). */
 	{ "USLAB_SLAB_NODES", &usl_opt.slab_nodes, 1, USL_SLAB_MAX_NODES, NULL },
 	{ "USLAB_SLAB_COLOUR", &usl_opt.slab_colour, 0, 2, NULL },
-	/* SLUB's bulk free: 1 builds a detached freelist from consecutive
-	 * objects of one slab only (the benchmark's "simple"). */
+	/* SLUB's bulk free: how many objects of other slabs a detached
+	 * freelist's scan passes; 1 gathers consecutive objects of one slab only. */
 	{ "USLAB_BULK_LOOKAHEAD", &usl_opt.bulk_lookahead, 1, 64, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))

@@ -124,8 +124,8 @@ void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
 /* A sysfs CPU list ("0-3,8-11"): its highest id (-1 if none) and how many ids
  * it names; false when it cannot be read. Plain system calls: nothing here may
  * allocate, and glibc's sysconf and get_nprocs sit in parts of libc a program
- * may never touch (measured: 32 to 57 more resident libc pages, 0.1 to 0.2 MB
- * through fault-around, for a program that does not call them itself). */
+ * may never touch, which fault-around would then make resident
+ * (docs/ARCHITECTURE.md, "Layers"). */
 bool usl_cpu_list(const char *path, long *max, long *count)
 {
 	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../harness.h"
+#include "../../tools/rss.h"
 #include "common/common.h"
 #include "pages/pages.h"
 #include "testing.h"
@@ -19,30 +20,11 @@
 /* What uslab keeps resident, in KiB: the page provider's committed range less
  * the free pages it has given back (madvised). Read from its own counts, not
  * /proc: sanitizer runtimes keep shadow memory resident for what was freed. */
-static long rss_kib(void)
+static long uslab_kib(void)
 {
 	size_t committed = 0, clean = 0;
 	usl_pages_stats(&committed, NULL, &clean);
 	return (long)((committed - clean) / 1024);
-}
-
-/* The process's resident KiB from /proc/self/statm, read with system calls
- * only (no allocation while the test says the program is idle). */
-static long proc_rss_kib(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = buf;
-	while (*p && *p != ' ')
-		p++;
-	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static void sleep_ms(long ms)
@@ -94,7 +76,7 @@ static long burst(void)
 		if (v[i])
 			memset(v[i], 1, n);
 	}
-	long full = rss_kib();
+	long full = uslab_kib();
 	unsigned x = 12345;
 	for (int i = N - 1; i > 0; i--) {          /* shuffle, then free */
 		x = x * 1103515245u + 12345u;
@@ -115,7 +97,7 @@ static bool falls_back(long before, long full, long *after)
 {
 	for (int k = 0; k < 150; k++) {
 		sleep_ms(100);
-		*after = rss_kib();
+		*after = uslab_kib();
 		if (*after - before < (full - before) / 10)
 			return true;
 	}
@@ -125,7 +107,7 @@ static bool falls_back(long before, long full, long *after)
 
 static void idle_give_back(void)
 {
-	long before = rss_kib(), after = 0;
+	long before = uslab_kib(), after = 0;
 	long full = burst();
 	CHECK(full - before > 40 * 1024);
 	/* The first slow-path sweep starts the thread. */
@@ -133,10 +115,10 @@ static void idle_give_back(void)
 	bool named;
 	CHECK(threads(&named) >= 2);                 /* (sanitizers add threads of their own) */
 	CHECK(named);
-	long proc_full = proc_rss_kib();
+	long proc_full = rss_kib();
 	CHECK(falls_back(before, full, &after));
 #ifndef USLAB_TEST_SANITIZED
-	CHECK(proc_full - proc_rss_kib() > (full - before) / 2);   /* and the kernel agrees */
+	CHECK(proc_full - rss_kib() > (full - before) / 2);   /* and the kernel agrees */
 #else
 	(void)proc_full;
 #endif
@@ -215,7 +197,7 @@ static void fork_while_running(void)
 
 static void off(void)
 {
-	long before = rss_kib();
+	long before = uslab_kib();
 	long full = burst();
 	CHECK(full - before > 40 * 1024);
 	CHECK(!usl_background_running());
@@ -225,9 +207,9 @@ static void off(void)
 	/* Nobody sweeps while the program is idle: the memory stays (a
 	 * malloc_trim or the next calls give it back). */
 	sleep_ms(2500);
-	CHECK(rss_kib() - before > (full - before) / 2);
+	CHECK(uslab_kib() - before > (full - before) / 2);
 	uslab_release_free_memory();
-	CHECK(rss_kib() - before < (full - before) / 10);
+	CHECK(uslab_kib() - before < (full - before) / 10);
 
 	/* Without the thread free's fast path counts toward the tick: no cache's
 	 * entry is fast, and the flags follow the mode both ways. */
@@ -245,7 +227,7 @@ static void off(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "on";
-	start_kib = rss_kib();
+	start_kib = uslab_kib();
 	if (!strcmp(mode, "off"))
 		off();
 	else if (!strcmp(mode, "fork"))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "../../tools/rss.h"
 #include "common/common.h"
 #include "kmalloc/kmalloc.h"
 #include "pages/pages.h"
@@ -241,18 +242,6 @@ static void test_aligned(void)
 }
 
 /* Resident set in KiB. */
-static long rss_kib(void)
-{
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void test_foreign_and_trim(void)
 {
 	capture_reports();
