@@ -1,6 +1,6 @@
 /* bulk.c - seed 000's and 002's bulk tables: N objects allocated and freed N
  * at a time, the bulk API against single calls (fallback), per object. */
-#include "bench.h"
+#include "common.h"
 
 /* bulk (seed 000): for each bulk size N, objects allocated N at a time and then
  * freed N at a time; "fallback" with single calls, "bulk" with the bulk API

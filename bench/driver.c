@@ -2,7 +2,7 @@
  * its malloc, the peers), each child run with its environment and checked
  * (the path it ran, the count of numbers), medians over interleaved runs,
  * the tables' rows and ratios, --data's lines, and the summary. */
-#include "bench.h"
+#include "common.h"
 
 /* uslab: the four combinations of sheaves / cpu-slab and rseq / locked on SLUB,
  * and SLAB (USLAB_ALLOCATOR=slab: its arrays are always on) in both modes, each
@@ -33,7 +33,7 @@ struct variant variants[] = {
 	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
 	  NULL, NULL },
 };
-_Static_assert(sizeof(variants) / sizeof(variants[0]) == NVAR, "NVAR (bench.h) counts the variants");
+_Static_assert(sizeof(variants) / sizeof(variants[0]) == NVAR, "NVAR (common.h) counts the variants");
 
 const char *self_path;
 char static_path[4200];      /* uslab-bench-static beside this program */

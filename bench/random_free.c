@@ -1,6 +1,6 @@
 /* random_free.c - N live 256-byte objects freed in a random order and
  * allocated again, at two working-set sizes. */
-#include "bench.h"
+#include "common.h"
 
 /* random-free: N live 256-byte objects, then rounds of "free all N in a random
  * order, allocate N again". Unlike the LIFO loops above, the frees land on

@@ -1,5 +1,5 @@
 /* remote.c - one thread allocates, another frees through a ring. */
-#include "bench.h"
+#include "common.h"
 
 /* remote: one thread allocates, another frees, through a ring. ns per object. */
 #define RING_SZ 1024

@@ -1,6 +1,6 @@
 /* single.c - the single pair: one 256-byte alloc+free, repeated in batches,
  * against the floor of two empty calls. */
-#include "bench.h"
+#include "common.h"
 
 /* single: one 256-byte alloc+free pair, repeated in BATCHES batches; prints the
  * median batch's ns and ticks per pair (a long loop's mean mostly measures the

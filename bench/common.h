@@ -1,12 +1,13 @@
-/* bench.h - what uslab-bench's files share: the uslab API as weak references
+/* common.h - what uslab-bench's files share: the uslab API as weak references
  * (resolved by the preloaded libuslab.so in uslab's children), the clock, the
  * child's globals, the driver (driver.c: the variants, running children,
  * medians, tables, the summary) and each workload's two entry points, its
  * child (child_*) and its table (bench_*), one file a workload: single.c,
  * nalloc.c (nalloc and seed003), bulk.c, detached.c, remote.c,
- * random_free.c, messaging.c, colour.c. bench.c has main. */
-#ifndef USLAB_BENCH_H
-#define USLAB_BENCH_H
+ * random_free.c, messaging.c, colour.c; child.c has what their children
+ * share. bench.c has main. */
+#ifndef USLAB_BENCH_COMMON_H
+#define USLAB_BENCH_COMMON_H
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,7 +62,7 @@ static inline double now_ns(void)
 #define ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
 
 
-/* ---------------------------------------------------------------- the child */
+/* ---------------------------------------------------------------- the child (child.c) */
 extern int use_uslab;              /* kmem_cache_* instead of malloc */
 extern struct kmem_cache *cache;
 typedef void *(*alloc_fn)(size_t);
@@ -152,4 +153,4 @@ void bench_messaging(int runs, long loops);
 void child_colour(long reads);
 void bench_colour(int runs, long reads);
 
-#endif /* USLAB_BENCH_H */
+#endif /* USLAB_BENCH_COMMON_H */
