@@ -45,10 +45,17 @@ int usl_spin_holder_slow(void)
 	return usl_spin_self = id;
 }
 
-/* glibc records the owner's thread id in every mutex it locks. */
+/* glibc records the owner's thread id in every mutex it locks, as its thread
+ * descriptor has it: a mutex of our own, locked here, says which that is (a
+ * vfork child, on its parent's descriptor, is its parent; gettid would not). */
 bool usl_mutex_held(pthread_mutex_t *m)
 {
-	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)syscall(SYS_gettid);
+	pthread_mutex_t probe = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&probe);
+	int me = probe.__data.__owner;
+	pthread_mutex_unlock(&probe);
+	pthread_mutex_destroy(&probe);
+	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == me;
 }
 
 void usl_assert_fail(const char *cond, const char *file, int line, const char *fn)
