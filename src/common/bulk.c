@@ -20,8 +20,13 @@
  */
 
 /* Bulk calls this small take the single-object paths (sheaves): their fixed
- * cost is lower than a bulk call's. */
+ * cost is lower than a bulk call's. For a cache of the usual kind the paths
+ * are inlined here (alloc_bulk_small up to SMALL_BULK_ALLOC objects,
+ * free_bulk_small); others call kmem_cache_alloc and kmem_cache_free. (Larger
+ * bulk frees read every marker, so a double free among them is reported at
+ * once.) */
 #define SMALL_BULK 3
+#define SMALL_BULK_ALLOC 4
 
 static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
 {
@@ -29,6 +34,45 @@ static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *
 		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
 		           s->name, got, nr);
 	return 0;
+}
+
+static __attribute__((noinline)) int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+
+/* alloc_bulk_small's way out at p[i]: a popped object without its marker
+ * (refused: reported and kept out of use), or a pop that cannot be done (an
+ * empty sheaf, a marked slot, locked mode, a destroyed cache). The rest take
+ * alloc_bulk; if that fails, what was popped goes back. */
+static __attribute__((noinline)) int alloc_bulk_small_rest(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p,
+                                                          size_t i, void *refused)
+{
+	if (refused)
+		usl_report_pop_refused(s, refused, "kmem_cache_alloc_bulk");
+	if (alloc_bulk(s, gfp, nr - i, p + i))
+		return (int)nr;
+	for (size_t j = 0; j < i; j++)
+		kmem_cache_free(s, p[j]);
+	return 0;
+}
+
+/* A small bulk allocation from a cache of the usual kind (sheaves, hardening,
+ * a two-word cache): a pop and a marker check an object, as kmem_cache_alloc's
+ * fast path, without its call and checks per object. Calls nothing but its
+ * way out (a tail call), so it needs no stack frame. */
+static inline __attribute__((always_inline)) int alloc_bulk_small(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                                                  void **p)
+{
+	size_t i;
+	for (i = 0; i < nr; i++) {
+		void *obj;
+		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, rest);
+		if (usl_unlikely(!usl_marker_pop(s, obj)))
+			return alloc_bulk_small_rest(s, gfp, nr, p, i, obj);
+		p[i] = obj;
+	}
+	return (int)nr;
+rest:
+	/* (Nothing the section outputs is used here: on this path it is unset.) */
+	return alloc_bulk_small_rest(s, gfp, nr, p, i, NULL);
 }
 
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
@@ -40,6 +84,14 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
+	if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF && !(gfp & __GFP_ZERO))
+		return alloc_bulk_small(s, gfp, nr, p);
+	return alloc_bulk(s, gfp, nr, p);
+}
+
+/* The rest of kmem_cache_alloc_bulk, its arguments checked (nr > 0). */
+static int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
 	if (usl_unlikely(!usl_cache_live(s))) {
 		usl_report_dead_cache("kmem_cache_alloc_bulk", s, "no object");
 		return 0;
@@ -164,7 +216,53 @@ static void bulk_markers_take(struct kmem_cache *s, size_t nr, void **p, const c
 		}
 }
 
+static __attribute__((noinline)) void free_bulk(struct kmem_cache *s, size_t nr, void **p);
+
+/* free_bulk_small's way out at p[i], whose marker is written: its push found
+ * it on top already (a double free) or could not be done (a full main, a
+ * marked slot, locked mode); then the rest as the small path would. */
+static __attribute__((noinline)) void free_bulk_small_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
+                                                          int r)
+{
+	if (r == USL_RS_OTHER)
+		usl_report_double_free(s, p[i], "kmem_cache_free_bulk");
+	else
+		usl_sheaf_free(s, p[i]);
+	for (i++; i < nr; i++)
+		kmem_cache_free(s, p[i]);
+}
+
+/* A small bulk free to a cache of the usual kind: each pointer checked as
+ * kmem_cache_free checks it, its marker written blindly and the object pushed,
+ * without a call and checks per object. From the first pointer that is not
+ * simply an object of s (NULL, another cache's, a destroyed cache's) the rest
+ * take free_bulk, which reports. Calls nothing but its ways out (tail calls). */
+static inline __attribute__((always_inline)) void free_bulk_small(struct kmem_cache *s, size_t nr, void **p)
+{
+	for (size_t i = 0; i < nr; i++) {
+		void *x = p[i];
+		if (usl_unlikely(!usl_pm_is_object(s, x))) {
+			free_bulk(s, nr - i, p + i);
+			return;
+		}
+		usl_marker_set(s, x);
+		int r = usl_rseq_sheaf_push(s, x);
+		if (usl_unlikely(r != USL_RS_OK)) {
+			free_bulk_small_rest(s, nr, p, i, r);
+			return;
+		}
+	}
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	if (s && nr <= SMALL_BULK && p && s->fast == USL_FAST_SHEAF)
+		free_bulk_small(s, nr, p);
+	else
+		free_bulk(s, nr, p);
+}
+
+static void free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
 	if (usl_unlikely(s && !usl_cache_live(s))) {
 		usl_report_dead_cache("kmem_cache_free_bulk", s, "nothing freed");
