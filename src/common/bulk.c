@@ -20,13 +20,15 @@
  */
 
 /* Bulk calls this small take the single-object paths (sheaves): their fixed
- * cost is lower than a bulk call's. For a cache of the usual kind the paths
- * are inlined here (alloc_bulk_small up to SMALL_BULK_ALLOC objects,
- * free_bulk_small); others call kmem_cache_alloc and kmem_cache_free. (Larger
- * bulk frees read every marker, so a double free among them is reported at
- * once.) */
+ * cost is lower than a bulk call's. In rseq mode, for a cache of the usual
+ * kind the paths are inlined here (alloc_bulk_small up to SMALL_BULK_ALLOC
+ * objects, free_bulk_small), and for a cache without sheaves up to
+ * SMALL_BULK_CPU (alloc_bulk_small_cpu, free_bulk_small_cpu); others call
+ * kmem_cache_alloc and kmem_cache_free. (Larger bulk frees of sheaves read
+ * every marker, so a double free among them is reported at once.) */
 #define SMALL_BULK 3
 #define SMALL_BULK_ALLOC 4
+#define SMALL_BULK_CPU 8
 
 static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
 {
@@ -75,6 +77,25 @@ rest:
 	return alloc_bulk_small_rest(s, gfp, nr, p, i, NULL);
 }
 
+/* The same for a cache without sheaves (the cpu slab is its fast path):
+ * pops of this CPU's freelist, each object's free pointer cleared, up to
+ * SMALL_BULK_CPU objects; the detached freelists' fixed cost is paid from
+ * there on. */
+static inline __attribute__((always_inline)) int alloc_bulk_small_cpu(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                                                      void **p)
+{
+	size_t i;
+	for (i = 0; i < nr; i++) {
+		void *obj;
+		USL_RSEQ_ALLOC(s, obj);
+		p[i] = usl_marker_clear(obj, s->offset);
+	}
+	return (int)nr;
+slow:
+	/* (Nothing the section outputs is used here: on this path it is unset.) */
+	return alloc_bulk_small_rest(s, gfp, nr, p, i, NULL);
+}
+
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
@@ -84,8 +105,13 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
-	if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF && !(gfp & __GFP_ZERO))
-		return alloc_bulk_small(s, gfp, nr, p);
+	/* (In locked mode every section fails at once: the general paths.) */
+	if (usl_rseq_mode && !(gfp & __GFP_ZERO)) {
+		if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF)
+			return alloc_bulk_small(s, gfp, nr, p);
+		if (nr <= SMALL_BULK_CPU && s->fast == USL_FAST_CPU_SLAB)
+			return alloc_bulk_small_cpu(s, gfp, nr, p);
+	}
 	return alloc_bulk(s, gfp, nr, p);
 }
 
@@ -254,12 +280,59 @@ static inline __attribute__((always_inline)) void free_bulk_small(struct kmem_ca
 	}
 }
 
+/* free_bulk_small_cpu's way out at p[i]: its marker said it is free already
+ * (r = -1: reported, not freed), or its push onto the cpu slab could not be
+ * done (r, the section's code: the engine's slow path frees it); then the
+ * rest one by one. */
+static __attribute__((noinline)) void free_bulk_small_cpu_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
+                                                              int r)
+{
+	if (r < 0)
+		usl_marker_double_free(s, p[i], "kmem_cache_free_bulk");
+	else
+		usl_slub_free_slow(s, usl_virt_to_slab(p[i]), p[i], r, "kmem_cache_free_bulk");
+	for (i++; i < nr; i++)
+		kmem_cache_free(s, p[i]);
+}
+
+/* The same for a cache without sheaves: each pointer checked, its marker
+ * read and written (a one-word cache: a double free is reported at once),
+ * and the object pushed onto this CPU's freelist when its slab is the cpu
+ * slab. */
+static inline __attribute__((always_inline)) void free_bulk_small_cpu(struct kmem_cache *s, size_t nr, void **p)
+{
+	uint32_t blk = (uint32_t)__builtin_ctzl(s->fp_mask);
+	for (size_t i = 0; i < nr; i++) {
+		void *x = p[i];
+		if (usl_unlikely(!usl_pm_is_object(s, x))) {
+			free_bulk(s, nr - i, p + i);
+			return;
+		}
+		if (usl_opt.harden && usl_unlikely(!usl_marker_take((uintptr_t)x, s->offset, s->fp_secret, blk))) {
+			free_bulk_small_cpu_rest(s, nr, p, i, -1);
+			return;
+		}
+		int r = usl_rseq_free(s, usl_virt_to_slab(x), x);
+		if (usl_unlikely(r != USL_RS_OK)) {
+			free_bulk_small_cpu_rest(s, nr, p, i, r);
+			return;
+		}
+	}
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
-	if (s && nr <= SMALL_BULK && p && s->fast == USL_FAST_SHEAF)
-		free_bulk_small(s, nr, p);
-	else
-		free_bulk(s, nr, p);
+	if (usl_rseq_mode && s && p && nr <= SMALL_BULK_CPU) {
+		if (nr <= SMALL_BULK && s->fast == USL_FAST_SHEAF) {
+			free_bulk_small(s, nr, p);
+			return;
+		}
+		if (s->fast == USL_FAST_CPU_SLAB) {
+			free_bulk_small_cpu(s, nr, p);
+			return;
+		}
+	}
+	free_bulk(s, nr, p);
 }
 
 static void free_bulk(struct kmem_cache *s, size_t nr, void **p)
