@@ -77,8 +77,9 @@ rest:
 	return alloc_bulk_small_rest(s, gfp, nr, p, i, NULL);
 }
 
-/* The same for a cache without sheaves (the cpu slab is its fast path):
- * pops of this CPU's freelist, each object's free pointer cleared, up to
+/* The same for a cache without sheaves (the cpu slab is its fast path; not a
+ * debug cache, whose checked path records its caller's address): pops of
+ * this CPU's freelist, each object's free pointer cleared, up to
  * SMALL_BULK_CPU objects; the detached freelists' fixed cost is paid from
  * there on. */
 static inline __attribute__((always_inline)) int alloc_bulk_small_cpu(struct kmem_cache *s, gfp_t gfp, size_t nr,
@@ -109,7 +110,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	if (usl_rseq_mode && !(gfp & __GFP_ZERO)) {
 		if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF)
 			return alloc_bulk_small(s, gfp, nr, p);
-		if (nr <= SMALL_BULK_CPU && s->fast == USL_FAST_CPU_SLAB)
+		if (nr <= SMALL_BULK_CPU && s->fast == USL_FAST_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS))
 			return alloc_bulk_small_cpu(s, gfp, nr, p);
 	}
 	return alloc_bulk(s, gfp, nr, p);
@@ -327,7 +328,7 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 			free_bulk_small(s, nr, p);
 			return;
 		}
-		if (s->fast == USL_FAST_CPU_SLAB) {
+		if (s->fast == USL_FAST_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
 			free_bulk_small_cpu(s, nr, p);
 			return;
 		}
