@@ -489,7 +489,7 @@ struct create_err {
 	unsigned long val;
 };
 
-static bool create_fail(struct create_err *err, const char *why, unsigned long val)
+static bool step_failed(struct create_err *err, const char *why, unsigned long val)
 {
 	err->why = why;
 	err->val = val;
@@ -501,25 +501,25 @@ static bool create_check(const char *name, unsigned int size, unsigned int align
                          const struct kmem_cache_args *args, struct create_err *err)
 {
 	if (!name || !*name)
-		return create_fail(err, "a cache needs a name", 0);
+		return step_failed(err, "a cache needs a name", 0);
 	if (size == 0)
-		return create_fail(err, "object size is 0", size);
+		return step_failed(err, "object size is 0", size);
 	if (size > usl_order_bytes(USL_MAX_ORDER) / 2)
-		return create_fail(err, "object size above the largest slab object", size);
+		return step_failed(err, "object size above the largest slab object", size);
 	if (align & (align - 1))
-		return create_fail(err, "alignment is not a power of two", align);
+		return step_failed(err, "alignment is not a power of two", align);
 	if (align > USL_PAGE_SIZE)
-		return create_fail(err, "alignment above the page size", align);
+		return step_failed(err, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
-		return create_fail(err, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
+		return step_failed(err, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
 	if (args) {
 		if (args->useroffset > size || args->usersize > size - args->useroffset)
-			return create_fail(err, "useroffset + usersize above the object size",
+			return step_failed(err, "useroffset + usersize above the object size",
 			                   (unsigned long)args->useroffset + args->usersize);
 		if (args->use_freeptr_offset &&
 		    (args->freeptr_offset % sizeof(void *) || args->freeptr_offset > size - sizeof(void *) ||
 		     size < sizeof(void *)))
-			return create_fail(err, "freeptr_offset is not a word-aligned offset inside the object",
+			return step_failed(err, "freeptr_offset is not a word-aligned offset inside the object",
 			                   args->freeptr_offset);
 	}
 	return true;
@@ -554,22 +554,22 @@ static struct kmem_cache *create_struct(struct create_err *err)
 		bytes += USL_CACHELINE;
 	struct kmem_cache *s = cache_struct_alloc(bytes);
 	if (!s) {
-		create_fail(err, "out of memory for the cache structure", bytes);
+		step_failed(err, "out of memory for the cache structure", bytes);
 		return NULL;
 	}
 	if (!id_assign(s)) {
 		if (!usl_slots)
-			create_fail(err, "no address space for the per-CPU slots (bytes for 256 ids)",
+			step_failed(err, "no address space for the per-CPU slots (bytes for 256 ids)",
 			            256 * usl_slot_stride);
 		else
-			create_fail(err, "no cache id left: live caches at the limit", max_ids - 1);
+			step_failed(err, "no cache id left: live caches at the limit", max_ids - 1);
 		cache_struct_free(s);
 		return NULL;
 	}
 	if (usl_opt.stats) {                 /* the event counters: a row per CPU */
 		size_t rows = (size_t)usl_nr_cpus * USL_STAT_STRIDE * sizeof(uint64_t);
 		if (!(s->stats = usl_meta_alloc(rows))) {
-			create_fail(err, "out of memory for its counters (USLAB_STATS)", rows);
+			step_failed(err, "out of memory for its counters (USLAB_STATS)", rows);
 			cache_struct_free(s);
 			return NULL;
 		}
@@ -587,7 +587,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	bool internal = s->flags & USL_SLAB_INTERNAL;
 
 	if (usl_slub_cache_init(s, args) != 0)
-		return create_fail(err, "no slab order fits the object size", s->object_size);
+		return step_failed(err, "no slab order fits the object size", s->object_size);
 	/* USLAB_DEBUG's 'O': no red zones, poison or tracks from it where they
 	 * would raise the slab order an object needs (the kernel's
 	 * disable_higher_order_debug). */
@@ -603,7 +603,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	 * write in a free object: one word.) Before SLAB places its arrays. */
 	s->foff = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
 	if (slab_engine && usl_slab_cache_init(s) != 0)
-		return create_fail(err, "no slab order fits the object size (SLAB) or no memory for its arrays",
+		return step_failed(err, "no slab order fits the object size (SLAB) or no memory for its arrays",
 		                   s->object_size);
 	if (slab_bytes) {                    /* before the cache is on the list */
 		unsigned int order = usl_bytes_order(slab_bytes);
@@ -615,7 +615,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	}
 	if (usl_is_slab(s) && (s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OFF &&
 	    !(s->freelist_cache = slab_idx_cache_get(usl_slab_freelist_bytes(s))))
-		return create_fail(err, "out of memory for its index arrays' cache", usl_slab_freelist_bytes(s));
+		return step_failed(err, "out of memory for its index arrays' cache", usl_slab_freelist_bytes(s));
 	if (usl_is_slab(s)) {
 		/* SLAB's per-CPU arrays are its sheaves, always: capacity = limit
 		 * (at least what the creator asked). */
@@ -632,7 +632,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);
 		if (!s->sheaf_cache)
-			return create_fail(err, "out of memory for its sheaves", sheaf_capacity);
+			return step_failed(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
 	s->fast = s->stats ? USL_FAST_COUNTED
@@ -682,7 +682,7 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
 		unsigned int want = args ? args->sheaf_capacity : 0;
 		if ((want || usl_opt.sheaves != 0) && !(sheaf_capacity = usl_sheaf_capacity_for(size, want))) {
-			create_fail(&err, "sheaf_capacity too large", want);
+			step_failed(&err, "sheaf_capacity too large", want);
 			goto fail;
 		}
 	}
