@@ -391,7 +391,20 @@ twice:;
 	CHECK(d[0] != d[1] && d[1] != d[2] && d[0] != d[2]);
 	CHECK(reports(USLAB_ERR_DOUBLE_FREE) - before >= 1);
 	kmem_cache_free_bulk(s, 3, d);
-	kmem_cache_destroy(s);
+	/* A pointer uslab never handed out, and one inside an object, among a
+	 * few good ones: each reported once and not freed; the good ones are. */
+	char stack[64];
+	void *e[2];
+	CHECK(kmem_cache_alloc_bulk(s, GFP_KERNEL, 2, e) == 2);
+	void *bad[3] = { e[0], stack, (char *)e[1] + 8 };
+	unsigned long all = reports_all(), foreign = reports(USLAB_ERR_FOREIGN), inner = reports(USLAB_ERR_NOT_OBJECT);
+	kmem_cache_free_bulk(s, 3, bad);
+	CHECK_EQ(reports(USLAB_ERR_FOREIGN) - foreign, 1);
+	CHECK_EQ(reports(USLAB_ERR_NOT_OBJECT) - inner, 1);
+	CHECK_EQ(reports_all() - all, 2);
+	kmem_cache_free(s, e[1]);                    /* e[1] was not freed: this is its one free */
+	CHECK_EQ(reports_all() - all, 2);
+	kmem_cache_destroy(s);                       /* (reports the blocks kept out of use above) */
 }
 
 /* With USLAB_HARDEN=2 a new cache's objects do not come in address order:
