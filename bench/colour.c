@@ -67,10 +67,8 @@ void bench_colour(int runs, long reads)
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
-		printf("%-*s", RATIOW, variants[v].name);
-		if (!ran(v))
-			printf(" FAILED");
-		for (unsigned k = 0; k < NCOLOUR && ran(v); k++)
+		int ok = row_head(v);
+		for (unsigned k = 0; k < NCOLOUR && ok; k++)
 			printf(" %8.3f", medians[v][k]);
 		printf("\n");
 	}

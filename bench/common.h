@@ -119,6 +119,7 @@ void data_rows(const char *table, const char *metric, long x, int k);
 void print_footer(void);
 void ratios(double x, int k);
 void print_rows(int k, const char *fmt);
+int row_head(int v);
 int find_variant(const char *name);
 double best_peer(int k);
 void ratio_legend(const char *cols, const char *unit);

@@ -332,6 +332,16 @@ void print_rows(int k, const char *fmt)
 	}
 }
 
+/* The name column of variant v's row in a table of RATIOW-wide names, and
+ * FAILED if it gave no numbers; whether it did. */
+int row_head(int v)
+{
+	printf("%-*s", RATIOW, variants[v].name);
+	if (!ran(v))
+		printf(" FAILED");
+	return ran(v);
+}
+
 int find_variant(const char *name)
 {
 	for (int v = 0; v < NVAR; v++)

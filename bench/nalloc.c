@@ -163,10 +163,8 @@ static void nalloc_rows(const char *table)
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].present)
 			continue;
-		printf("%-*s", RATIOW, variants[v].name);
-		if (!ran(v))
-			printf(" FAILED");
-		for (unsigned s = 0; s < NSIZES && ran(v); s++)
+		int ok = row_head(v);
+		for (unsigned s = 0; s < NSIZES && ok; s++)
 			nalloc_cell(medians[v][2 * s], medians[v][2 * s + 1], 0);
 		printf("\n");
 	}
