@@ -135,6 +135,31 @@ def read_redis(raw):
     return order, med, rounds
 
 
+def read_kernel(raw):
+    """The kernel's suites (DIR/raw/kernel.tsv): ([suites], [variants], {(suite, variant): (median, min, max)}),
+    a variant left out of a suite where one of its runs failed."""
+    text = read(os.path.join(raw, "kernel.tsv"))
+    runs, bad = {}, set()
+    suites, variants = [], []
+    for line in (text or "").splitlines()[1:]:
+        f = line.split("\t")
+        if len(f) < 5:
+            continue
+        try:
+            secs = float(f[3])
+        except ValueError:
+            continue
+        if f[0] not in suites:
+            suites.append(f[0])
+        if f[1] not in variants:
+            variants.append(f[1])
+        if f[4] != "0":
+            bad.add((f[0], f[1]))
+        runs.setdefault((f[0], f[1]), []).append(secs)
+    vals = {k: (median(v), min(v), max(v)) for k, v in runs.items() if k not in bad}
+    return suites, variants, vals
+
+
 def median(v):
     s = sorted(v)
     n = len(s)
@@ -304,6 +329,24 @@ def present_allocators(data, program, table):
 def order_allocators(names):
     """uslab's rows first in the programs' order (kept as first seen), the peers last."""
     return [n for n in names if n not in PEERS] + [p for p in PEERS if p in names]
+
+
+def plot_kernel(p, kernel):
+    """The kernel's suites: each variant's time over glibc's (the kernel's own shim on glibc)."""
+    suites, variants, vals = kernel
+    values = {}
+    for s in suites:
+        base = vals.get((s, "glibc"))
+        if not base:
+            continue
+        for v in variants:
+            if (s, v) in vals:
+                m, lo, hi = vals[(s, v)]
+                values[(s, v)] = (m / base[0], lo / base[0], hi / base[0])
+    p.bars("kernel-suites.png", "the kernel's test suites (tools/testing/radix-tree): time over glibc's; lower is better",
+           "uslab: kmem_cache on uslab's caches (tests/kernel/); the others: the kernel's own shim (malloc + a mutex) "
+           "over that malloc; uslab-malloc: the same shim on uslab's malloc; whiskers: least..greatest run",
+           "time / glibc", suites, variants, values, hline=1.0)
 
 
 def plot_all(p, data, redis):
@@ -551,7 +594,7 @@ def stderr_notes(text):
 # ------------------------------------------------------------------ summary
 
 
-def summary_lines(data, parts, redis, meta):
+def summary_lines(data, parts, redis, meta, kernel=None):
     """The compact summary: the parts, then uslab's default row against the best peer."""
     out = []
     B, M = "uslab-bench", "uslab-mbench"
@@ -622,6 +665,15 @@ def summary_lines(data, parts, redis, meta):
     if med:
         out.append("redis RSS MB after loading / after FLUSHALL + idle: " +
                    "; ".join("%s %.0f/%.0f" % (a, med[a][1], med[a][4]) for a in order))
+    if kernel:
+        suites, _, vals = kernel
+        cells = []
+        for su in suites:
+            best = min(((vals[(su, pr)][0], pr) for pr in PEERS if (su, pr) in vals), default=None)
+            if best and (su, "uslab") in vals:
+                cells.append("%s %.2f (%s)" % (su, vals[(su, "uslab")][0] / best[0], best[1]))
+        if cells:
+            out.append("kernel's test suites, uslab/best peer's time: " + "; ".join(cells))
     return out
 
 
@@ -639,6 +691,7 @@ def report(d):
     data = read_data(raw)
     parts = read_parts(raw)
     redis = read_redis(raw)
+    kernel = read_kernel(raw)
     for f in os.listdir(d):
         if f.endswith(".png"):
             os.remove(os.path.join(d, f))
@@ -647,6 +700,10 @@ def report(d):
         plot_all(p, data, redis)
     except Exception as e:    # a bug in one plot must not lose the tables
         p.missing.append(("the remaining plots", "the generator failed: %r" % e))
+    try:
+        plot_kernel(p, kernel)
+    except Exception as e:
+        p.missing.append(("the kernel suites' plot", "the generator failed: %r" % e))
     p.close()
 
     quick = meta.get("mode") == "quick"
@@ -685,7 +742,7 @@ def report(d):
              "rounds. The machine is shared and noisy: compare numbers from one run only.\n")
 
     L.append("## Summary\n")
-    L.append(fence("\n".join(summary_lines(data, parts, redis, meta)) or "(no data)"))
+    L.append(fence("\n".join(summary_lines(data, parts, redis, meta, kernel)) or "(no data)"))
     bad = [pt for pt in parts if pt["name"] != "total" and pt["rc"] != "0"]
     if bad:
         L.append("**Failed parts:** %s (see their notes below).\n"
@@ -743,12 +800,24 @@ def report(d):
     if log:
         L.append("Per-round log (stderr):\n")
         L.append(fence("\n".join(log)))
+    L.append("## The kernel's own test suites\n")
+    L.append("The XArray, IDR/IDA and radix-tree suites of linux-source-6.12 (tools/testing/radix-tree), built "
+             "twice by scripts/kernel-suites.sh: with uslab's adapter (tests/kernel/: every kmem_cache call on a "
+             "uslab cache) and with the kernel's own shim (kmem_cache over malloc and a mutex) run on each peer "
+             "(bench/kernel/suites_time.sh). The maple and main suites take 100 and 85 s a run here and are "
+             "timed only on request (`bash scripts/bench.sh kernel --suites \"maple:3 main:3\"`).\n")
+    text = read(os.path.join(raw, "kernel-suites.txt"))
+    if not text or not text.strip():
+        L.append("*No output: this part did not run or printed nothing.*\n")
+    else:
+        L.append(fence(text.strip()))
+    L += ["![%s](%s)\n" % (t, png) for png, t, _ in p.made if png == "kernel-suites.png"]
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write("\n".join(L))
 
     print("\n== bench.sh: %s run done%s ==" % ("quick" if quick else "full",
                                                " in " + fmt_secs(total["secs"]) if total else ""))
-    for line in summary_lines(data, parts, redis, meta):
+    for line in summary_lines(data, parts, redis, meta, kernel):
         print(line)
     print("report: %s (%d plots%s); raw output in %s/"
           % (os.path.join(d, "README.md"), len(p.made),

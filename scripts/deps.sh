@@ -5,7 +5,8 @@
 # redis-server and redis-benchmark):
 # what scripts/bench.sh needs.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
-# valgrind, g++, pkg-config and git. Nothing else is downloaded.
+# valgrind, g++, pkg-config, git, and the kernel's source (linux-source-6.12)
+# and liburcu-dev for the kernel's test suites. Nothing else is downloaded.
 set -euo pipefail
 want=${1:-test}
 pkgs=()
@@ -43,6 +44,10 @@ if [ "$want" = test ]; then
   command -v g++ >/dev/null || pkgs+=(g++)
   command -v git >/dev/null || pkgs+=(git)
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a >/dev/null 2>&1 || pkgs+=(libclang-rt-14-dev)
+  # The kernel's own test suites on uslab (scripts/kernel-suites.sh): the
+  # kernel's source as Debian ships it, and the RCU library they link.
+  [ -e /usr/src/linux-source-6.12.tar.xz ] || pkgs+=(linux-source-6.12)
+  ls /usr/include/urcu/uatomic.h /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
 elif [ "$want" != bench ]; then
   echo "deps: usage: deps.sh [bench|test]" >&2
   exit 2
