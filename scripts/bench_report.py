@@ -801,11 +801,12 @@ def report(d):
         L.append("Per-round log (stderr):\n")
         L.append(fence("\n".join(log)))
     L.append("## The kernel's own test suites\n")
-    L.append("The XArray, IDR/IDA and radix-tree suites of linux-source-6.12 (tools/testing/radix-tree), built "
-             "twice by scripts/kernel-suites.sh: with uslab's adapter (tests/kernel/: every kmem_cache call on a "
-             "uslab cache) and with the kernel's own shim (kmem_cache over malloc and a mutex) run on each peer "
-             "(bench/kernel/suites_time.sh). The maple and main suites take 100 and 85 s a run here and are "
-             "timed only on request (`bash scripts/bench.sh kernel --suites \"maple:3 main:3\"`).\n")
+    L.append("The kernel's own user-space suites of linux-source-6.12 (tools/testing/radix-tree: xarray, "
+             "multiorder and maple by default), built twice by scripts/kernel-suites.sh: with uslab's adapter "
+             "(tests/kernel/: every kmem_cache call on a uslab cache) and with the kernel's own shim (kmem_cache "
+             "over malloc and a mutex) run on each peer (bench/kernel/suites_time.sh). idr-test and main, mostly "
+             "loops that run for a set time, are timed only on request (`bash scripts/bench.sh kernel --suites "
+             "\"idr-test:1 main:1\"`).\n")
     text = read(os.path.join(raw, "kernel-suites.txt"))
     if not text or not text.strip():
         L.append("*No output: this part did not run or printed nothing.*\n")

@@ -21,6 +21,7 @@
 #     --stats         run each suite once more with USLAB_STATS=1 and print the
 #                     slabinfo lines of the kernel's caches it made
 #     --jobs N        suites run at once (default 2)
+#     --adapter DIR   the adapter's sources (default tests/kernel; for its own tests)
 #     --build-only    build, run nothing
 #     --shim-only     build the kernel's own shim variant too (for bench/kernel.sh)
 #
@@ -33,6 +34,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 version=6.12
 dir=${TMPDIR:-/tmp}/uslab-kernel-suites
 lib=""
+adapter=$repo/tests/kernel
 all_suites="xarray idr-test multiorder maple main"
 all_modes="slub slub-nosheaves slub-locked slab slab-locked debug"
 suites=$all_suites
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --suites) suites=${2:?}; shift 2 ;;
     --modes) modes=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
+    --adapter) adapter=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
     --stats) stats=1; shift ;;
     --build-only) build_only=1; shift ;;
     --shim-only) want_shim=1; build_only=1; shift ;;
@@ -118,9 +121,9 @@ if [ ! -e "$src/.unpacked" ]; then
   rm -f "$dir/tar.log"
   mv "$src.tmp" "$src" && touch "$src/.unpacked"
 fi
-# Two layouts: since 6.10 or so the shim and the common make rules are in
-# tools/testing/shared (shared.mk, SHARED_OFILES); before, in the suites'
-# directory (CORE_OFILES). The kernel's shim is linux.c (and slab.o) in either.
+# Two layouts: in newer kernels (6.12) the shim and the common make rules are
+# in tools/testing/shared (shared.mk, SHARED_OFILES); in older ones (6.1), in
+# the suites' directory (CORE_OFILES). The kernel's shim is linux.c (and slab.o) in either.
 [ -e "$src/tools/testing/radix-tree/Makefile" ] || die "$pkg has no tools/testing/radix-tree/Makefile"
 if [ -e "$src/tools/testing/shared/shared.mk" ]; then
   objvar=SHARED_OFILES; kshim=$src/tools/testing/shared/linux.c
@@ -163,8 +166,8 @@ fi
 kobjs=$(make_var "$objvar" | tr ' ' '\n' | grep -v -e '^linux\.o$' -e '^slab\.o$' | tr '\n' ' ')
 echo "$kobjs" | grep -q 'radix-tree\.o' || die "cannot read $objvar from $pkg's Makefile"
 kobjs="$kobjs uslab-shim.o uslab-backend.o"
-# The kernel's shim before 6.4 grants a bulk allocation without reclaim all or
-# nothing; later ones grant it object by object. The adapter does as this one does.
+# Older shims (6.1's) grant a bulk allocation without reclaim all or nothing;
+# newer ones (6.12's) object by object. The adapter does as this one does.
 shimdefs=""
 grep -q 'non_kernel < size' "$kshim" && shimdefs="-DKSHIM_BULK_ALL_OR_NOTHING"
 
@@ -180,7 +183,7 @@ make_tree() {   # make_tree DEST
 # What a build depends on: the adapter's sources, uslab's exported names, the
 # library's place, the package. A build is reused while they are the same.
 stamp_of() {
-  { cat "$repo/tests/kernel/"*.[ch] "$0"; nm -D --defined-only "$lib/libuslab.so" | awk '{print $3}'
+  { cat "$adapter/"*.[ch] "$0"; nm -D --defined-only "$lib/libuslab.so" | awk '{print $3}'
     echo "$lib $version"; ls -l "$tarball" 2>/dev/null; } | sha256sum | cut -c1-16
 }
 
@@ -209,15 +212,15 @@ build_uslab() {
     >"$rt/uslab-names.h" || die "cannot read libuslab's names"
   local cflags="$kcflags -include $rt/uslab-names.h"
   (
-    cd "$rt" && cc $cflags $shimdefs -c "$repo/tests/kernel/shim.c" -I"$repo/tests/kernel" -o "$rt/uslab-shim.o" -Wno-unused-function &&
-      cc -O2 -g -Wall -c "$repo/tests/kernel/backend.c" -I"$repo/include" -I"$repo/tests/kernel" -o "$rt/uslab-backend.o"
+    cd "$rt" && cc $cflags $shimdefs -c "$adapter/shim.c" -I"$adapter" -o "$rt/uslab-shim.o" -Wno-unused-function &&
+      cc -O2 -g -Wall -c "$adapter/backend.c" -I"$repo/include" -I"$adapter" -o "$rt/uslab-backend.o"
   ) >"$tree/build.log" 2>&1 || die "the adapter does not compile against $pkg (log: $tree/build.log)"
   if ! (cd "$rt" && make -k -j"$jobs" CFLAGS="$cflags" LDFLAGS="" "$objvar=$kobjs" \
         LDLIBS="-lpthread -lurcu -L$lib -Wl,-rpath,$lib -luslab" $targets) >>"$tree/build.log" 2>&1; then
     local missing
     missing=$(grep -o "undefined reference to \`[A-Za-z0-9_]*'" "$tree/build.log" | sed "s/.*\`\(shim_\)\{0,1\}\([A-Za-z0-9_]*\)'/\2/" | sort -u | tr '\n' ' ')
     if [ -n "$missing" ]; then
-      echo "kernel-suites: the adapter (tests/kernel/) lacks what $pkg's suites call: $missing" >&2
+      echo "kernel-suites: the adapter ($adapter) lacks what $pkg's suites call: $missing" >&2
     fi
     die "building the suites on uslab failed (log: $tree/build.log)"
   fi
@@ -247,11 +250,22 @@ mkdir -p "$logs"
 # run_one SUITE MODE: one line, status 0 when it passed. A suite passes when it
 # exits 0, every "N of M tests passed" line has N = M, and (the adapter checks)
 # uslab reported nothing.
+# One check of the maple suite is a race the machine can lose:
+# run_check_rcu_slowread asserts that one of its 20 reader threads saw the
+# writer's update, which readers starved of CPU do not. The kernel's own shim on
+# glibc fails it too, on 2 CPUs with two busy processes beside it (3 runs of 3).
+# A failure there, and only there, is run once more, and said.
 run_one() {
-  local s=$1 m=$2 log=$logs/$1.$2.log t0 t1 rc why=""
+  local s=$1 m=$2 log=$logs/$1.$2.log t0 t1 rc why="" note=""
   t0=$(date +%s.%N)
   (cd "$rt" && env $(mode_env "$m") ./"$s") >"$log" 2>&1
   rc=$?
+  if [ $rc -ne 0 ] && [ "$s" = maple ] && tail -c 300 "$log" | grep -q 'run_check_rcu_slowread: Assertion'; then
+    mv "$log" "$log.slowread"
+    note="  (run_check_rcu_slowread's reader race lost once, run again; first log: $log.slowread)"
+    (cd "$rt" && env $(mode_env "$m") ./"$s") >"$log" 2>&1
+    rc=$?
+  fi
   t1=$(date +%s.%N)
   if [ $rc -ne 0 ]; then
     why="exit status $rc"
@@ -259,10 +273,10 @@ run_one() {
     why="$(grep ' of [0-9]* tests passed' "$log" | tail -1)"
   fi
   if [ -z "$why" ]; then
-    printf 'PASS  %-10s %-15s %7.1f s\n' "$s" "$m" "$(echo "$t1 - $t0" | bc)"
+    printf 'PASS  %-10s %-15s %7.1f s%s\n' "$s" "$m" "$(echo "$t1 - $t0" | bc)" "$note"
     return 0
   fi
-  printf 'FAIL  %-10s %-15s %7.1f s  (%s; log: %s)\n' "$s" "$m" "$(echo "$t1 - $t0" | bc)" "$why" "$log"
+  printf 'FAIL  %-10s %-15s %7.1f s  (%s; log: %s)%s\n' "$s" "$m" "$(echo "$t1 - $t0" | bc)" "$why" "$log" "$note"
   return 1
 }
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # test.sh - the full test suite: the Release build, then AddressSanitizer+UBSan
 # and ThreadSanitizer builds (clang), each running the default CTest suite in both
-# per-CPU modes. "scripts/test.sh stress" runs the long stress label instead.
+# per-CPU modes. "scripts/test.sh stress" runs the long stress label instead,
+# "scripts/test.sh kernel" the kernel's long test suites (gcc build only).
 # Every suite runs even if one fails; the last line sums them up, and the exit
 # status is non-zero if a build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test || exit 1
-label_args=(-LE stress)
+label_args=(-LE 'stress|kernel')
 [ "${1:-}" = "stress" ] && label_args=(-L stress)
+[ "${1:-}" = "kernel" ] && label_args=(-L kernel)
 summary=()
 failed=0
 run() {   # run NAME CC SANITIZE
@@ -31,8 +33,10 @@ run() {   # run NAME CC SANITIZE
   rm -f "$log"
 }
 run test gcc ""
-run asan clang address
-run tsan clang thread
+if [ "${1:-}" != kernel ]; then   # the kernel's suites run on the gcc build alone
+  run asan clang address
+  run tsan clang thread
+fi
 echo
 echo "== summary (${1:-default} suite)"
 printf '  %s\n' "${summary[@]}"

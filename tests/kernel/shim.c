@@ -152,15 +152,15 @@ int kmem_cache_alloc_bulk(struct kmem_cache *cachep, gfp_t gfp, size_t size, voi
 		printf("Bulk alloc %zu\n", size);
 	if (!(gfp & __GFP_DIRECT_RECLAIM)) {
 #ifdef KSHIM_BULK_ALL_OR_NOTHING
-		/* As the kernel's shim before 6.4: grants for all, or nothing
+		/* As older kernels' shim (6.1's): grants for all, or nothing
 		 * allocated and no grant spent. */
 		if (cachep->non_kernel < size)
 			return 0;
 		cachep->non_kernel -= (unsigned int)size;
 #else
-		/* As the kernel's shim since: each object takes one grant; when
-		 * they run out part way, the grants taken are spent and nothing
-		 * is allocated (no callback is armed). */
+		/* As newer kernels' shim (6.12's): each object takes one grant;
+		 * when they run out part way, the grants taken are spent and
+		 * nothing is allocated (no callback is armed). */
 		size_t granted = size < cachep->non_kernel ? size : cachep->non_kernel;
 		cachep->non_kernel -= (unsigned int)granted;
 		if (granted < size)
