@@ -26,7 +26,7 @@
 #     --out FILE    every run as TSV: suite, variant, round, wall seconds, exit
 #                   status, CPU seconds
 #     --dir D       kernel-suites.sh's directory (default its own)
-# Exit status 1 when a suite failed under some variant (shown as FAILED).
+# A run that fails shows as FAILED; the exit status is 1 when one of uslab's did.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 uslab=$repo/build/release
@@ -85,18 +85,26 @@ for sr in $suites; do
   s=${sr%%:*} rounds=${sr#*:}
   for r in $(seq "$rounds"); do
     for v in "${present[@]}"; do
-      # bash's time: wall, user and system seconds of the suite's process.
-      t=$( { time (cd "${dirof[$v]}" && if [ -n "${preload[$v]}" ]; then LD_PRELOAD=${preload[$v]} ./"$s"
-                                        else ./"$s"; fi >/dev/null 2>&1; echo $? >"$tsv.rc"); } 2>&1 )
-      rc=$(cat "$tsv.rc")
+      for try in 1 2; do
+        # bash's time: wall, user and system seconds of the suite's process.
+        t=$( { time (cd "${dirof[$v]}" && if [ -n "${preload[$v]}" ]; then LD_PRELOAD=${preload[$v]} ./"$s"
+                                          else ./"$s"; fi >"$tsv.log" 2>&1; echo $? >"$tsv.rc"); } 2>&1 )
+        rc=$(cat "$tsv.rc")
+        # The maple suite's reader race (scripts/kernel-suites.sh) is run again
+        # once, whoever's run lost it; any other failure stands.
+        [ "$rc" != 0 ] && [ $try = 1 ] && tail -c 300 "$tsv.log" | grep -q 'run_check_rcu_slowread: Assertion' ||
+          break
+        echo "suites_time: $s round $r $v lost run_check_rcu_slowread's reader race; run again" >&2
+      done
       read -r secs user sys <<<"$t"
       cpu=$(echo "$user + $sys" | bc)
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$v" "$r" "$secs" "$rc" "$cpu" >>"$tsv"
       echo "suites_time: $s round $r $v ${secs} s, cpu ${cpu} s (exit $rc)" >&2
+      [ "$rc" = 0 ] || echo "suites_time: $s under $v failed: $(grep -v -e '^/' -e 'Aborted' "$tsv.log" | tail -n 1 | tail -c 200)" >&2
     done
   done
 done
-rm -f "$tsv.rc"
+rm -f "$tsv.rc" "$tsv.log"
 [ -n "$out" ] && cp "$tsv" "$out"
 
 python3 - "$tsv" "${present[*]}" "$(cd "$repo" && git describe --always --dirty 2>/dev/null || echo '?')" <<'EOF'
@@ -120,7 +128,7 @@ for col, what in ((3, "wall seconds"), (5, "CPU seconds (user + system)")):
         for v in variants:
             vals = [float(r[col]) for r in rows if r[0] == s and r[1] == v]
             if any(r[4] != "0" for r in rows if r[0] == s and r[1] == v):
-                failed = 1
+                failed |= v.startswith("uslab")     # a peer's failure is shown, not ours
                 med[v] = None
             elif vals:
                 med[v] = statistics.median(vals)
