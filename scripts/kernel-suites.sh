@@ -20,7 +20,8 @@
 #                     (default: all; debug is USLAB_DEBUG=FZPU)
 #     --stats         run each suite once more with USLAB_STATS=1 and print the
 #                     slabinfo lines of the kernel's caches it made
-#     --jobs N        suites run at once (default 2)
+#     --jobs N        suites run at once (default 1: the maple suite has checks
+#                     that lose races when another suite runs beside it; see run_one)
 #     --adapter DIR   the adapter's sources (default tests/kernel; for its own tests)
 #     --build-only    build, run nothing
 #     --shim-only     build the kernel's own shim variant too (for bench/kernel.sh)
@@ -39,7 +40,7 @@ all_suites="xarray idr-test multiorder maple main"
 all_modes="slub slub-nosheaves slub-locked slab slab-locked debug"
 suites=$all_suites
 modes=$all_modes
-jobs=2
+jobs=1
 build_only=0
 stats=0
 want_shim=0
@@ -256,16 +257,21 @@ mkdir -p "$logs"
 # as all 20 readers are made, so it passes only while making them takes longer.
 # The kernel's own shim on glibc loses it too (3 runs of 3 on 2 CPUs with two
 # busy processes beside it, now and then on an idle machine). A failure there,
-# and only there, is run once more, and said.
+# and only there, is run once more, and said. (6.1's maple suite also fails
+# next_prev_test at random, under uslab more often than on the kernel's shim
+# over glibc; not understood yet, so not retried: README, "The kernel's own
+# test suites".)
 run_one() {
   local s=$1 m=$2 log=$logs/$1.$2.log t0 t1 rc why="" note=""
   t0=$(date +%s.%N)
   # (exit $?: the subshell waits and says "Aborted" into the log, not here)
   (cd "$rt" && env $(mode_env "$m") ./"$s"; exit $?) >"$log" 2>&1
   rc=$?
-  if [ $rc -ne 0 ] && [ "$s" = maple ] && tail -c 300 "$log" | grep -q 'run_check_rcu_slowread: Assertion'; then
-    mv "$log" "$log.slowread"
-    note="  (run_check_rcu_slowread's reader race lost once, run again; first log: $log.slowread)"
+  local race
+  if [ $rc -ne 0 ] && [ "$s" = maple ] &&
+     race=$(tail -c 300 "$log" | grep -o -E 'run_check_rcu_slowread: Assertion' | cut -d: -f1); then
+    mv "$log" "$log.race"
+    note="  ($race's race lost once, run again; first log: $log.race)"
     (cd "$rt" && env $(mode_env "$m") ./"$s"; exit $?) >"$log" 2>&1
     rc=$?
   fi
@@ -299,7 +305,9 @@ while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || failed=1; done
 if [ "$stats" = 1 ]; then
   for s in $suites; do
     log=$logs/$s.stats.log
-    (cd "$rt" && USLAB_STATS=1 ./"$s") >"$log" 2>&1 || { echo "FAIL  $s with USLAB_STATS=1 (log: $log)"; failed=1; }
+    # (merging as by default, whatever the caller's environment says)
+    (cd "$rt" && USLAB_STATS=1 USLAB_NOMERGE=0 ./"$s") >"$log" 2>&1 ||
+      { echo "FAIL  $s with USLAB_STATS=1 (log: $log)"; failed=1; }
     echo "== $s with USLAB_STATS=1: the kernel's caches in uslab's slabinfo at exit"
     grep -E '^(# name|radix_tree_node|maple_node|test_cache)' "$log" | sed 's/^/  /'
     want=radix_tree_node

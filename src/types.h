@@ -253,7 +253,7 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
 /* s->flags bits. uslab's own caches (sheaf structures): no sheaves, no merging,
  * and their growth does not reclaim the barns their sheaves serve. */
 #define USL_SLAB_INTERNAL 0x80000000U
-#define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, a merge target */
+#define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, never a merge target */
 /* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 

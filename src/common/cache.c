@@ -348,12 +348,16 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
 /* Cache merging (the kernel's find_mergeable): a new cache without a
  * constructor, debug flags, SLAB_NO_MERGE or creator's layout arguments becomes
  * an alias of the newest compatible cache: one whose stride holds the new
- * object, fits its alignment and wastes less than a word on it. */
+ * object, fits its alignment and wastes less than a word on it. kmalloc
+ * classes are never the target: the kernel gives them a usercopy region as wide
+ * as the object, and with hardened usercopy (distributions' kernels) a cache
+ * with one is unmergeable, so a program's caches never share slabs with
+ * kmalloc's and malloc's objects (docs/ARCHITECTURE.md, "Merging"). */
 #define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | USL_SLAB_INTERNAL)
 
 static bool cache_unmergeable(const struct kmem_cache *s)
 {
-	return (s->flags & SLAB_NEVER_MERGE) || s->ctor || s->refcount <= 0;
+	return (s->flags & (SLAB_NEVER_MERGE | USL_SLAB_KMALLOC)) || s->ctor || s->refcount <= 0;
 }
 
 /* Under slab_mutex (USLAB_NOMERGE checked by the caller). */

@@ -1,6 +1,6 @@
 /* test_merge.c - cache merging (the kernel's find_mergeable): which caches
  * become aliases of which, the alias's name, size and zeroing, references on
- * destroy, kmalloc classes as targets that cannot be destroyed, and
+ * destroy, kmalloc classes never targets and never destroyed, and
  * USLAB_NOMERGE=1 (argument "nomerge") turning it all off. */
 #include "../harness.h"
 #include "platform/platform.h"
@@ -80,14 +80,24 @@ int main(int argc, char **argv)
 	kmem_cache_free(a, pb);
 	kmem_cache_destroy(a);
 
-	/* kmalloc classes are targets too, and are never destroyed. */
+	/* kmalloc classes are never targets (the kernel's rule with hardened
+	 * usercopy), and are never destroyed: a cache of a class's exact size and
+	 * one shaped as the kernel's maple_node (256 bytes aligned to 256) stay
+	 * caches of their own, under their own names. */
 	kfree(kmalloc(150, GFP_KERNEL));          /* the classes exist now */
 	struct kmem_cache *k192 = usl_kmalloc_cache_for(192);
 	struct kmem_cache *u = kmem_cache_create("m-u", 192, 0, 0, NULL);
-	CHECK_MERGED(u, k192);
-	CHECK(!strcmp(kmem_cache_name(u), merging ? "kmalloc-192" : "m-u"));
+	CHECK(u != k192);
+	CHECK(!strcmp(kmem_cache_name(u), "m-u"));
+	struct kmem_cache *mn = kmem_cache_create("m-maple", 256, 256, 0, NULL);
+	CHECK(mn != usl_kmalloc_cache_for(256));
+	CHECK(!strcmp(kmem_cache_name(mn), "m-maple"));
+	struct kmem_cache *u2 = kmem_cache_create("m-u2", 192, 0, 0, NULL);
+	CHECK_MERGED(u2, u);                      /* user caches still merge */
+	kmem_cache_destroy(u2);
+	kmem_cache_destroy(mn);
 	void *pu = kmem_cache_alloc(u, GFP_KERNEL);
-	kfree(pu);                                /* a kmalloc object either way */
+	kfree(pu);                                /* kfree takes any cache's object */
 	unsigned long ba = reports(USLAB_ERR_BAD_ARG);
 	kmem_cache_destroy(u);
 	kmem_cache_destroy(k192);                 /* refused: a kmalloc cache */
