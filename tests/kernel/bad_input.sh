@@ -4,7 +4,8 @@
 #      line on stderr naming the package, and nothing left in the directory;
 #   2. an adapter that lacks a function the kernel's suites call: the build
 #      fails (status 1) naming the function;
-#   3. malformed arguments: status 2 and a line naming them.
+#   3. malformed arguments: status 2 and a line naming them (and the same for
+#      bench/kernel/suites_time.sh).
 #   bad_input.sh LIBDIR   (the directory of libuslab.so)
 # Status 0 when all hold; each failure is printed.
 set -uo pipefail
@@ -50,6 +51,15 @@ for args in "--suites nosuch" "--modes fast" "--jobs 0" "--version 6.x" "--frobn
   rc=$?
   [ $rc -eq 2 ] || fail "'$args': exit status $rc, not 2"
   [ -s "$tmp/err" ] || fail "'$args': nothing on stderr"
+done
+# 4. The bench's timing script (bench/kernel/suites_time.sh) on malformed
+# arguments: status 2 and a line naming them, before any build.
+for args in "--suites xarray" "--suites xarray:0" "--frobnicate"; do
+  bash "$repo/bench/kernel/suites_time.sh" $args --uslab "$lib" --dir "$tmp/k4" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "suites_time '$args': exit status $rc, not 2"
+  [ -s "$tmp/err" ] || fail "suites_time '$args': nothing on stderr"
+  [ ! -e "$tmp/k4" ] || fail "suites_time '$args': built something in $tmp/k4"
 done
 [ $bad -eq 0 ] && echo "bad_input: all cases held"
 exit $bad
