@@ -36,6 +36,8 @@ lib=/usr/lib/x86_64-linux-gnu
 # Debug reports' call stacks and names (optional: the build works without).
 [ -e /usr/include/x86_64-linux-gnu/libunwind.h ] || [ -e /usr/include/libunwind.h ] || pkgs+=(libunwind-dev)
 [ -e /usr/include/elfutils/libdwfl.h ] || pkgs+=(libdw-dev)
+# NUMA placement: slabs' pages bound to their node (optional, as above).
+[ -e /usr/include/numaif.h ] || pkgs+=(libnuma-dev)
 if [ "$want" = test ]; then
   command -v clang >/dev/null || pkgs+=(clang)
   command -v valgrind >/dev/null || pkgs+=(valgrind)

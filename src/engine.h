@@ -60,22 +60,42 @@ static inline int usl_engine_set_order(struct kmem_cache *s, unsigned int order)
 {
 	return usl_is_slab(s) ? usl_slab_set_order(s, order) : usl_slub_set_order(s, order);
 }
-/* Statistics' node counts (a snapshot under each list_lock). SLAB: its
- * partial list, and as "partial_free" every free object on its slabs (those
- * of free slabs too: what the objects attribute subtracts). */
-static inline void usl_engine_node_counts(struct kmem_cache *s, struct usl_node_counts *out)
+/* Statistics' node counts (a snapshot under each list_lock) of node nid, or
+ * of all nodes summed with nid < 0. SLAB: its partial list, and as
+ * "partial_free" every free object on its slabs (those of free slabs too:
+ * what the objects attribute subtracts). */
+static inline void usl_engine_node_counts(struct kmem_cache *s, int nid, struct usl_node_counts *out)
 {
 	if (!usl_is_slab(s)) {
-		usl_slub_node_counts(s, out);
+		if (nid >= 0) {
+			usl_slub_node_counts(s, (unsigned int)nid, out);
+			return;
+		}
+		struct usl_node_counts one;
+		__builtin_memset(out, 0, sizeof(*out));
+		for (unsigned int i = 0; i < usl_nr_nodes; i++) {
+			usl_slub_node_counts(s, i, &one);
+			out->nr_slabs += one.nr_slabs;
+			out->total_objects += one.total_objects;
+			out->nr_partial += one.nr_partial;
+			out->partial_free += one.partial_free;
+			out->partial_inuse += one.partial_inuse;
+		}
 		return;
 	}
 	struct usl_slab_counts c;
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, nid, &c);
 	out->nr_slabs = c.total_slabs;
 	out->total_objects = c.total_objects;
 	out->nr_partial = c.partial_slabs;
 	out->partial_free = c.free_objects;
 	out->partial_inuse = c.partial_inuse;
+}
+/* Shrink one node: SLUB its partial list, SLAB its arrays and free slabs;
+ * true if the node has slabs left. */
+static inline bool usl_engine_release_node(struct kmem_cache *s, unsigned int nid)
+{
+	return usl_is_slab(s) ? usl_slab_release_node(s, nid) : usl_slub_release_node(s, nid);
 }
 static inline void usl_engine_fork_lock(struct kmem_cache *s)
 {

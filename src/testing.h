@@ -13,6 +13,10 @@
 USL_HIDDEN bool usl_parse_int(const char *s, long lo, long hi, long *out);
 USL_HIDDEN bool usl_cpu_list(const char *path, long *max, long *count);
 USL_HIDDEN bool usl_cpu_list_parse(const char *buf, long *max, long *count);
+/* platform: sysfs node text (topology.c): a node list as a mask and its
+ * highest id, and a node's cpulist into the CPU-to-node table. */
+USL_HIDDEN bool usl_topology_node_list(const char *text, uint64_t *mask, long *max);
+USL_HIDDEN bool usl_topology_node_cpus(unsigned int nid, const char *cpulist);
 
 /* pages: fail page allocations after n more succeed (-1 = never). */
 USL_HIDDEN void usl_pages_fail_after(long n);

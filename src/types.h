@@ -90,7 +90,7 @@ struct slab {
 	uint8_t kind;                /* enum usl_page_kind */
 	uint8_t order;               /* block order (heads only) */
 	uint8_t node_partial;        /* on n->partial; set and cleared under list_lock */
-	uint8_t pad8;
+	uint8_t nid;                 /* slabs: the node of its pages (its region's, pages.c) */
 	uint32_t pad;
 } __attribute__((aligned(16)));
 
@@ -218,7 +218,8 @@ struct usl_barn {
 	uint64_t last_packed_age;       /* ms */
 };
 
-/* Per NUMA node (one node until NUMA placement lands). */
+/* Per NUMA node: each cache has one for every node id below usl_nr_nodes
+ * (common/cache.c makes them with the cache). */
 struct kmem_cache_node {
 	pthread_mutex_t list_lock;   /* protects partial, nr_partial, slab->node_partial */
 	struct usl_list partial;
@@ -238,16 +239,17 @@ struct kmem_cache_node {
 	int free_touched;            /* a refill took a free slab since the last reap */
 	uint64_t next_reap;          /* ms: the shared array and free slabs are reaped after it */
 	struct slab_sheaf *shared;   /* the node's shared array (limit shared * batchcount), or NULL */
-	struct usl_alien {           /* objects of another node's slabs freed on this one */
-		int lock;            /* spin lock; taken before the remote node's list_lock */
+	struct usl_alien {           /* SLAB, more than one node: objects of another node's */
+		int lock;            /* slabs freed on this one, an array per node (usl_nr_nodes);
+		                        spin lock, taken before the remote node's list_lock */
 		struct slab_sheaf *ac;
-	} alien[2];
+	} *alien;
 } __attribute__((aligned(64)));
 
 /* The engines (s->engine): every cache is on one of them for its life. */
 enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
-/* SLAB: nodes (the second only with the test option USLAB_SLAB_NODES=2). */
-#define USL_SLAB_MAX_NODES 2
+/* Node ids: 0 .. USL_MAX_NODES - 1 (platform/topology.c). */
+#define USL_MAX_NODES 64
 
 #define USL_NAME_MAX 48
 /* s->flags bits. uslab's own caches (sheaf structures): no sheaves, no merging,
@@ -316,7 +318,7 @@ struct kmem_cache {
 	unsigned int freelist_size;  /* bytes of that array */
 	unsigned int mgmt_off;       /* OBJFREELIST: its offset inside the object that holds it */
 	struct kmem_cache *freelist_cache;   /* OFF_SLAB: where the arrays come from (one of uslab's own) */
-	struct kmem_cache_node *node[USL_SLAB_MAX_NODES];
+	struct kmem_cache_node *node[USL_MAX_NODES];   /* the first usl_nr_nodes */
 };
 
 

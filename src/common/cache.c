@@ -315,6 +315,8 @@ static void cache_struct_free(struct kmem_cache *s)
 {
 	if (usl_is_slab(s))
 		usl_slab_cache_free(s);
+	for (unsigned int nid = 0; nid < USL_MAX_NODES && s->node[nid]; nid++)
+		pthread_mutex_destroy(&s->node[nid]->list_lock);
 	if (s->id) {                         /* no slab of s is left: nothing names it */
 		cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
@@ -546,14 +548,14 @@ static struct kmem_cache *create_merge(const char *name, unsigned int size, unsi
 	return s;
 }
 
-/* The cache structure (with its node) and its id, and the counters' rows
- * with USLAB_STATS. */
+/* The cache structure (with a node structure for every node id, after it)
+ * and its id, and the counters' rows with USLAB_STATS. */
 static struct kmem_cache *create_struct(struct create_err *err)
 {
 	size_t head = USL_ALIGN(sizeof(struct kmem_cache), (size_t)USL_CACHELINE);
 	/* An odd number of cache lines: packed structures then start in different
 	 * L1 sets (512 bytes apart, every eighth would share one). */
-	size_t bytes = USL_ALIGN(head + sizeof(struct kmem_cache_node), (size_t)USL_CACHELINE);
+	size_t bytes = USL_ALIGN(head + usl_nr_nodes * sizeof(struct kmem_cache_node), (size_t)USL_CACHELINE);
 	if (!((bytes / USL_CACHELINE) & 1))
 		bytes += USL_CACHELINE;
 	struct kmem_cache *s = cache_struct_alloc(bytes);
@@ -578,7 +580,13 @@ static struct kmem_cache *create_struct(struct create_err *err)
 			return NULL;
 		}
 	}
-	s->node[0] = (struct kmem_cache_node *)((char *)s + head);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = (struct kmem_cache_node *)((char *)s + head) + nid;
+		pthread_mutex_init(&n->list_lock, NULL);
+		usl_list_init(&n->partial);
+		usl_list_init(&n->full);
+		s->node[nid] = n;
+	}
 	return s;
 }
 
@@ -699,7 +707,6 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	s->refcount = 1;
 	strncpy(s->name, name, sizeof(s->name) - 1);
 	if (!create_layout(s, args, env_debug, sheaf_capacity, slab_bytes, &err)) {
-		pthread_mutex_destroy(&s->node[0]->list_lock);   /* (a no-op where the engine did not make it) */
 		cache_struct_free(s);
 		goto fail;
 	}
@@ -803,7 +810,6 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	walks_wait();
 	usl_unlock(&walk_lock);
 	usl_engine_release(s);
-	pthread_mutex_destroy(&s->node[0]->list_lock);
 	cache_struct_free(s);
 	usl_pages_purge(false);
 }

@@ -300,7 +300,7 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 		return p;
 	}
 	bool zeroed = false;
-	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, &zeroed);
+	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, usl_this_node(), &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);
 	if (p && (gfp & __GFP_ZERO) && !zeroed)   /* a clean block is zero already, */

@@ -65,7 +65,7 @@ static struct meta_region *region_add(void)
 	usl_assert_held(&meta_lock);
 	if (nr_meta == META_MAX)
 		return NULL;
-	char *base = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	char *base = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0);
 	if (!base)
 		return NULL;
 	int saved_errno = errno;

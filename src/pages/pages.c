@@ -9,6 +9,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#ifdef USLAB_HAVE_LIBNUMA
+#include <numaif.h>
+#endif
 
 #include "../testing.h"
 #include "pages.h"
@@ -40,8 +43,8 @@ static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 uintptr_t usl_top;               /* bytes of the range carved so far */
 static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked by usl_pages_short */
 static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
-static size_t nr_free_blocks[USL_MAX_ORDER + 1];    /* per order, under pages_lock; peeked */
-static size_t nr_dirty_blocks[USL_MAX_ORDER + 1];   /* per order, under pages_lock */
+static size_t nr_free_blocks[USL_MAX_NODES][USL_MAX_ORDER + 1];    /* per node and order, under pages_lock; peeked */
+static size_t nr_dirty_blocks[USL_MAX_NODES][USL_MAX_ORDER + 1];   /* per node and order, under pages_lock */
 static uint64_t last_decay_check;
 static long fail_after = -1;
 
@@ -69,18 +72,25 @@ struct region_bits {
 };
 enum { MAP_FREE, MAP_DIRTY, MAP_OLD };  /* MAP_OLD: dirty, in no young map */
 /* Per region, its bits (rbits: reserved for the whole range, committed as the
- * range grows). Per 64 regions, a summary word per order and map (summary);
- * per 64 summary words, a bit per order and map saying which are non-zero
- * (summary2), so a search over a range of a TiB (4096 summary words) reads a
- * few words. Per region, a bit if it has young blocks (young_regions: the
- * epoch roll visits those) and one if it has idle table pages (idle_regions:
- * the purge visits those). All but rbits in one zeroed block sized from the
- * range (index_block). */
+ * range grows) and its NUMA node (usl_region_node: a region's blocks all
+ * belong to the node it was made for, and with binding its pages are placed
+ * there). Per node and 64 regions, a summary word per order and map
+ * (summary); per node and 64 summary words, a bit per order and map saying
+ * which are non-zero (summary2), so a search over a range of a TiB (4096
+ * summary words) reads a few words, and sees only its node's regions. Per
+ * region, a bit if it has young blocks (young_regions: the epoch roll visits
+ * those) and one if it has idle table pages (idle_regions: the purge visits
+ * those). All but rbits in one zeroed block sized from the range and the
+ * node count (index_block). */
 static struct region_bits *rbits;
 typedef uint64_t usl_sumword[USL_MAX_ORDER + 1][2];   /* [order][MAP_FREE or MAP_DIRTY] */
-static usl_sumword *summary;     /* [region / 64] */
-static usl_sumword *summary2;    /* [region / 4096] */
+static usl_sumword *summary;     /* [node][region / 64] */
+static usl_sumword *summary2;    /* [node][region / 4096] */
+static size_t nsum, nsum2;       /* words a node, of each */
 static uint64_t *young_regions, *idle_regions;
+uint8_t *usl_region_node;
+static inline usl_sumword *sum1(unsigned int node) { return summary + node * nsum; }
+static inline usl_sumword *sum2(unsigned int node) { return summary2 + node * nsum2; }
 static uint64_t epoch_start;     /* when young[0] began collecting */
 static uintptr_t reserved_end;   /* the range's PROT_NONE reservation ends here (offset); beyond, regions are mapped */
 
@@ -140,7 +150,8 @@ static long slice_next(const struct region_bits *r, int map, unsigned int k, siz
 static void summary_set(size_t region, unsigned int k, int map, bool some)
 {
 	size_t sw = region / 64;
-	uint64_t *w = &summary[sw][k][map], *w2 = &summary2[sw / 64][k][map];
+	unsigned int node = usl_region_node[region];
+	uint64_t *w = &sum1(node)[sw][k][map], *w2 = &sum2(node)[sw / 64][k][map];
 	if (some) {
 		*w |= 1ULL << (region % 64);
 		*w2 |= 1ULL << (sw % 64);
@@ -162,7 +173,7 @@ static void mark_free(size_t pfn, unsigned int k, bool dirty, int young)
 	struct region_bits *r = &rbits[region];
 	bit_set(r->free, b);
 	summary_set(region, k, MAP_FREE, true);
-	count_add(&nr_free_blocks[k], 1);
+	count_add(&nr_free_blocks[usl_region_node[region]][k], 1);
 	if (dirty) {
 		bit_set(r->dirty, b);
 		if (young) {
@@ -170,7 +181,7 @@ static void mark_free(size_t pfn, unsigned int k, bool dirty, int young)
 			bit_set(young_regions, region);
 		}
 		summary_set(region, k, MAP_DIRTY, true);
-		nr_dirty_blocks[k]++;
+		nr_dirty_blocks[usl_region_node[region]][k]++;
 		count_add(&free_dirty_pages, (long)(1UL << k));
 	} else {
 		count_add(&free_clean_pages, (long)(1UL << k));
@@ -187,7 +198,7 @@ static void clear_dirty(size_t pfn, unsigned int k)
 	bit_clear(r->young[0], b);
 	bit_clear(r->young[1], b);
 	summary_update(region, k, MAP_DIRTY);
-	nr_dirty_blocks[k]--;
+	nr_dirty_blocks[usl_region_node[region]][k]--;
 	count_add(&free_dirty_pages, -(long)(1UL << k));
 }
 
@@ -201,7 +212,7 @@ static bool unmark_free(size_t pfn, unsigned int k, int *young)
 	*young = bit_test(r->young[0], b) ? 2 : bit_test(r->young[1], b) ? 1 : 0;
 	bit_clear(r->free, b);
 	summary_update(region, k, MAP_FREE);
-	count_add(&nr_free_blocks[k], -1);
+	count_add(&nr_free_blocks[usl_region_node[region]][k], -1);
 	if (dirty)
 		clear_dirty(pfn, k);
 	else
@@ -214,15 +225,16 @@ static inline bool is_free(size_t pfn, unsigned int k)
 	return bit_test(rbits[pfn >> USL_MAX_ORDER].free, rb_bit(pfn, k));
 }
 
-/* The lowest block of order k in the map (MAP_FREE or MAP_DIRTY): its pfn, or
- * -1. */
-static long lowest_block(unsigned int k, int map)
+/* The lowest block of order k in the map (MAP_FREE or MAP_DIRTY) among the
+ * node's regions: its pfn, or -1. */
+static long lowest_block(unsigned int k, int map, unsigned int node)
 {
-	size_t nsum2 = (nr_regions() + 4095) / 4096;
-	for (size_t s2 = 0; s2 < nsum2; s2++)
-		for (uint64_t m2 = summary2[s2][k][map]; m2; m2 &= m2 - 1) {
+	size_t used2 = (nr_regions() + 4095) / 4096;
+	usl_sumword *s1 = sum1(node), *s2w = sum2(node);
+	for (size_t s2 = 0; s2 < used2; s2++)
+		for (uint64_t m2 = s2w[s2][k][map]; m2; m2 &= m2 - 1) {
 			size_t sw = s2 * 64 + (size_t)__builtin_ctzll(m2);
-			uint64_t m = summary[sw][k][map];
+			uint64_t m = s1[sw][k][map];
 			if (m) {
 				size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
 				long i = slice_next(&rbits[region], map, k, 0);
@@ -249,8 +261,9 @@ static size_t side_bytes[4];
 static bool side_reserve(size_t range)
 {
 	size_t pages = range >> USL_PAGE_SHIFT, regions = range >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
-	size_t nsum = (regions + 63) / 64, nsum2 = (nsum + 63) / 64;
-	size_t index = (nsum + nsum2) * sizeof(usl_sumword) + 2 * nsum * sizeof(uint64_t);
+	nsum = (regions + 63) / 64;
+	nsum2 = (nsum + 63) / 64;
+	size_t index = (nsum + nsum2) * usl_nr_nodes * sizeof(usl_sumword) + 2 * nsum * sizeof(uint64_t) + regions;
 	size_t bytes[4] = { pages * sizeof(struct slab), pages * sizeof(struct usl_pagemap_entry),
 	                    regions * sizeof(struct region_bits), index };
 	for (int i = 0; i < 4; i++) {
@@ -266,9 +279,10 @@ static bool side_reserve(size_t range)
 	usl_pagemap = side_maps[1];
 	rbits = side_maps[2];
 	summary = side_maps[3];
-	summary2 = summary + nsum;
-	young_regions = (uint64_t *)(summary2 + nsum2);
+	summary2 = summary + nsum * usl_nr_nodes;
+	young_regions = (uint64_t *)(summary2 + nsum2 * usl_nr_nodes);
 	idle_regions = young_regions + nsum;
+	usl_region_node = (uint8_t *)(idle_regions + nsum);
 	return true;
 }
 
@@ -393,7 +407,24 @@ static bool commit(void *from, void *to)
 	return mprotect((void *)s, e - s, PROT_READ | PROT_WRITE) == 0;
 }
 
-static bool grow(void)
+/* Bind a new region's pages to its node (MPOL_PREFERRED: the kernel falls
+ * back to another node when that one is full, rather than fail the fault).
+ * A refusal (a kernel or a sandbox without mbind) leaves first touch. */
+static void bind_region(void *at, size_t bytes, unsigned int node)
+{
+#ifdef USLAB_HAVE_LIBNUMA
+	if (usl_numa_bind) {
+		unsigned long mask = 1UL << node;
+		(void)mbind(at, bytes, MPOL_PREFERRED, &mask, sizeof(mask) * 8 + 1, 0);
+	}
+#else
+	(void)at;
+	(void)bytes;
+	(void)node;
+#endif
+}
+
+static bool grow(unsigned int node)
 {
 	size_t bytes = USL_PAGE_SIZE << USL_MAX_ORDER;
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
@@ -426,6 +457,8 @@ static bool grow(void)
 	}
 	/* Fresh pages read as zeros, the state of every entry of a free block: the
 	 * slices are touched only as blocks are handed out, not 72 KiB at once. */
+	bind_region(at, bytes, node);
+	usl_region_node[region] = (uint8_t)node;
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
@@ -448,38 +481,41 @@ static void *claim(size_t pfn, unsigned int order, enum usl_page_kind kind)
 	e->freelist = NULL;
 	e->counters = 0;
 	e->node_partial = 0;
+	e->nid = usl_region_node[pfn >> USL_MAX_ORDER];
 	e->next = NULL;
 	e->slabs = 0;
 	return e->addr;
 }
 
-void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind)
+void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind, unsigned int node)
 {
-	return usl_pages_alloc_z(order, kind, NULL);
+	return usl_pages_alloc_z(order, kind, node, NULL);
 }
 
 /* The block to split for an allocation of this order: the lowest dirty block of
  * the smallest order that fits (its pages are resident already), else the
  * lowest clean one; *k its order. -1 if there is none. */
-static long find_block(unsigned int order, unsigned int *k)
+static long find_block(unsigned int order, unsigned int *k, unsigned int node)
 {
 	for (int map = MAP_DIRTY; map >= MAP_FREE; map--)
 		for (*k = order; *k <= USL_MAX_ORDER; (*k)++)
-			if (map == MAP_DIRTY ? nr_dirty_blocks[*k] : nr_free_blocks[*k]) {
-				long pfn = lowest_block(*k, map);
+			if (map == MAP_DIRTY ? nr_dirty_blocks[node][*k] : nr_free_blocks[node][*k]) {
+				long pfn = lowest_block(*k, map, node);
 				if (pfn >= 0)
 					return pfn;
 			}
 	return -1;
 }
 
-void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed)
+void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, unsigned int node, bool *zeroed)
 {
 	unsigned int k;
 	long found;
 
 	if (order > USL_MAX_ORDER)
 		return NULL;
+	if (node >= usl_nr_nodes)           /* the callers pass a valid node: a last guard */
+		node = 0;
 	usl_lock(&pages_lock);
 	if (usl_unlikely(fail_after >= 0)) {
 		if (fail_after == 0) {
@@ -488,8 +524,8 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroe
 		}
 		fail_after--;
 	}
-	while ((found = find_block(order, &k)) < 0)
-		if (!grow()) {
+	while ((found = find_block(order, &k, node)) < 0)
+		if (!grow(node)) {
 			usl_unlock(&pages_lock);
 			return NULL;
 		}
@@ -610,14 +646,15 @@ static size_t purge_locked(bool all, uint64_t now)
 		all = true;
 	else
 		roll_epochs(now);
+	for (unsigned int node = 0; node < usl_nr_nodes; node++)
 	for (unsigned int k = 0; k <= USL_MAX_ORDER; k++) {
-		if (!nr_dirty_blocks[k])
+		if (!nr_dirty_blocks[node][k])
 			continue;
-		size_t nsum2 = (nr_regions() + 4095) / 4096;
-		for (size_t s2 = 0; s2 < nsum2; s2++)
-		for (uint64_t m2 = summary2[s2][k][MAP_DIRTY]; m2; m2 &= m2 - 1) {
+		size_t used2 = (nr_regions() + 4095) / 4096;
+		for (size_t s2 = 0; s2 < used2; s2++)
+		for (uint64_t m2 = sum2(node)[s2][k][MAP_DIRTY]; m2; m2 &= m2 - 1) {
 			size_t sw = s2 * 64 + (size_t)__builtin_ctzll(m2);
-			for (uint64_t m = summary[sw][k][MAP_DIRTY]; m; m &= m - 1) {
+			for (uint64_t m = sum1(node)[sw][k][MAP_DIRTY]; m; m &= m - 1) {
 				size_t region = sw * 64 + (size_t)__builtin_ctzll(m);
 				struct region_bits *r = &rbits[region];
 				long i = -1;
@@ -771,10 +808,10 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 /* Would an allocation of this order have to grow the committed range (no free
  * block that large)? A racy peek at the per-order counts, for callers deciding
  * whether to reclaim first. */
-bool usl_pages_short(unsigned int order)
+bool usl_pages_short(unsigned int order, unsigned int node)
 {
 	for (unsigned int k = order; k <= USL_MAX_ORDER; k++)
-		if (__atomic_load_n(&nr_free_blocks[k], __ATOMIC_RELAXED))
+		if (__atomic_load_n(&nr_free_blocks[node][k], __ATOMIC_RELAXED))
 			return false;
 	return true;
 }

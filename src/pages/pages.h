@@ -73,10 +73,13 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
 #define USL_PAGE_SHIFT 12u
 #define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
 
-USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind);
+/* A block of 2^order pages from the node's regions (node < usl_nr_nodes; a
+ * region is made for one node, its pages bound there with usl_numa_bind),
+ * its head entry of this kind with nid = node. */
+USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind, unsigned int node);
 /* The same; *zeroed tells whether the block is known to read as zeros (a clean
  * block: fresh, or purged with MADV_DONTNEED). */
-USL_HIDDEN void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, bool *zeroed);
+USL_HIDDEN void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, unsigned int node, bool *zeroed);
 USL_HIDDEN void usl_pages_free(void *addr);
 /* Free the large kmalloc block starting at addr; false (nothing done) if addr is
  * not the start of one (checked under pages_lock, so two frees cannot both win). */
@@ -86,7 +89,7 @@ USL_HIDDEN bool usl_pages_free_large(void *addr);
 extern __thread bool usl_pages_aging USL_HIDDEN;
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
-USL_HIDDEN bool usl_pages_short(unsigned int order); /* no free block that size (racy) */
+USL_HIDDEN bool usl_pages_short(unsigned int order, unsigned int node); /* no free block that size (racy) */
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
 USL_HIDDEN void usl_pages_fork_lock(void);
 USL_HIDDEN void usl_pages_fork_unlock(void);
@@ -162,6 +165,15 @@ static inline bool usl_pm_is_slot(const struct kmem_cache *s, const void *p)
 	uint32_t idx;
 	return usl_pm_index(s, p, &e, &idx) &&
 	       idx < usl_counters_objects(__atomic_load_n(&usl_virt_to_slab(p)->counters, __ATOMIC_ACQUIRE));
+}
+
+/* The node of each region (one largest block) of the range, set before the
+ * region is committed (pages.c), and the node of a committed address: one
+ * byte load, for the free paths that keep objects on their node. */
+extern uint8_t *usl_region_node USL_HIDDEN;
+static inline unsigned int usl_addr_node(const void *p)
+{
+	return usl_region_node[((uintptr_t)p - usl_base) >> (USL_PAGE_SHIFT + USL_MAX_ORDER)];
 }
 
 /* The page number of a head entry. */

@@ -282,7 +282,7 @@ static unsigned int unpack_sheaf(struct kmem_cache *s, void **head, unsigned int
  * heads) back to slabs: each unpacked into buf (a sheaf's worth), then freed
  * in bulk. A sheaf that finds no buffer (a capacity above the stack's and no
  * memory) is kept: *rest returns what was not flushed. */
-static void **flush_packed(struct kmem_cache *s, void **head)
+static void **flush_packed(struct kmem_cache *s, struct usl_barn *barn, void **head)
 {
 	void *stack_buf[128], **buf = stack_buf;
 	struct slab_sheaf *tmp = NULL;
@@ -309,18 +309,16 @@ static void **flush_packed(struct kmem_cache *s, void **head)
 	}
 	if (tmp)
 		usl_sheaf_dispose(s, tmp);
-	struct usl_barn *barn = usl_get_barn(s);
 	usl_spin_lock(&barn->lock);
 	barn_set_long(&barn->packed_objects, barn->packed_objects - total);
 	usl_spin_unlock(&barn->lock);
 	return NULL;
 }
 
-/* flush_packed, and what it could not flush back on the young stack. */
-static void flush_packed_all(struct kmem_cache *s, void **head)
+/* flush_packed, and what it could not flush back on the barn's young stack. */
+static void flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void **head)
 {
-	struct usl_barn *barn = usl_get_barn(s);
-	void **rest = flush_packed(s, head);
+	void **rest = flush_packed(s, barn, head);
 
 	while (rest) {
 		void **next;
@@ -386,7 +384,7 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	return true;
 }
 
-static void flush_list(struct kmem_cache *s, struct usl_list *list);
+static void flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list);
 
 /* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
  * the kind `want` says (1 full, 0 empty, -1 none). Returns what was taken, or
@@ -401,13 +399,14 @@ static bool barn_over_budget(struct kmem_cache *s, struct usl_barn *barn)
 	unsigned int nr = __atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED);
 	if (nr < s->barn_max_full)
 		return false;
-	unsigned long objects = __atomic_load_n(&s->node[0]->total_objects, __ATOMIC_RELAXED);
+	const struct kmem_cache_node *n = usl_container_of(barn, struct kmem_cache_node, barn);
+	unsigned long objects = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
 	return (unsigned long)nr * usl_sheaf_bytes(s->sheaf_capacity) >= objects * s->size / 32;
 }
 
-struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want)
+/* usl_barn_visit of a given barn (the sweeps visit every node's). */
+static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct usl_barn *barn, struct slab_sheaf *give, int want)
 {
-	struct usl_barn *barn = usl_get_barn(s);
 	struct slab_sheaf *got = NULL, *drop = NULL;
 	struct usl_list decayed;
 
@@ -474,8 +473,13 @@ struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give,
 	if (drop)
 		usl_sheaf_dispose(s, drop);
 	if (!usl_list_empty(&decayed))
-		flush_list(s, &decayed);
+		flush_list(s, barn, &decayed);
 	return got;
+}
+
+struct slab_sheaf *usl_barn_visit(struct kmem_cache *s, struct slab_sheaf *give, int want)
+{
+	return barn_visit(s, usl_get_barn(s), give, want);
 }
 
 struct slab_sheaf *usl_barn_get(struct kmem_cache *s, bool full)
@@ -515,14 +519,15 @@ void usl_barn_dry_refill(struct kmem_cache *s)
 	}
 }
 
-/* Flush every sheaf of a private list to slabs and keep or free the empties. */
-static void flush_list(struct kmem_cache *s, struct usl_list *list)
+/* Flush every sheaf of a private list to slabs and keep the empties in the
+ * barn they came from, or free them. */
+static void flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list)
 {
 	while (!usl_list_empty(list)) {
 		struct slab_sheaf *sh = usl_container_of(list->next, struct slab_sheaf, barn_list);
 		usl_list_del(&sh->barn_list);
 		usl_sheaf_flush(s, sh);
-		usl_barn_visit(s, sh, -1);
+		barn_visit(s, barn, sh, -1);
 	}
 }
 
@@ -552,7 +557,6 @@ void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
 static void sheaf_flush_all(struct kmem_cache *s)
 {
 	struct usl_list taken;
-	struct usl_barn *barn = usl_get_barn(s);
 
 	usl_list_init(&taken);
 	if (usl_slub_hold_slots(s)) {
@@ -570,16 +574,19 @@ static void sheaf_flush_all(struct kmem_cache *s)
 		}
 		usl_slub_release_slots(s);
 	}
-	usl_spin_lock(&barn->lock);
-	barn_take_full_locked(barn, ~0u, &taken);
-	barn->low_full = barn->high_full = 0;
-	struct slab_sheaf *e;
-	while ((e = barn_take_locked(barn, false)))
-		usl_list_add_tail(&e->barn_list, &taken);
-	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
-	usl_spin_unlock(&barn->lock);
-	flush_packed_all(s, packed);
-	flush_packed_all(s, packed_old);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct usl_barn *barn = usl_node_barn(s, nid);
+		usl_spin_lock(&barn->lock);
+		barn_take_full_locked(barn, ~0u, &taken);
+		barn->low_full = barn->high_full = 0;
+		struct slab_sheaf *e;
+		while ((e = barn_take_locked(barn, false)))
+			usl_list_add_tail(&e->barn_list, &taken);
+		void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
+		usl_spin_unlock(&barn->lock);
+		flush_packed_all(s, barn, packed);
+		flush_packed_all(s, barn, packed_old);
+	}
 
 	while (!usl_list_empty(&taken)) {
 		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
@@ -704,20 +711,15 @@ unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
 	return r;
 }
 
-static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
+/* One node's barn in the sweep: its surplus empties, packed sheaves and, if
+ * it was not visited for an interval, its full sheaves back to slabs. Adds
+ * the sheaves it flushed (own), packed sheaves it gave back and empties it
+ * freed; returns whether the barn went unvisited. */
+static bool barn_sweep(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int *own_out,
+                       unsigned int *packed_out, unsigned int *disposed_out)
 {
-	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;
 
-	if (!s->sheaf_capacity) {
-		if (s->flags & USL_SLAB_INTERNAL) {
-			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
-			    sweep_may_flush())
-				flush_cpus(s);
-			usl_engine_release(s);     /* and the empty ones frees put on the node list */
-		}
-		return 0;
-	}
 	usl_list_init(&out);
 	usl_spin_lock(&barn->lock);
 	/* Empty sheaves above the kernel's ten that nobody took for a whole
@@ -734,11 +736,9 @@ static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn->low_empty = barn->nr_empty;
 		barn->last_empty_check = now;
 	}
-	/* Idle: no barn visit since the last sweep, and no free of it sampled by
-	 * the tick (a cache used only through its main sheaves visits no barn). */
-	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
+	/* Unvisited: no barn visit since the last sweep (a cache used only
+	 * through its main sheaves visits no barn). */
 	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
-	bool idle = !used && unvisited;
 	barn->visits_swept = barn->visits;
 	/* Packed sheaves age by stacks: what is still on the old stack at an
 	 * aging was not taken for a whole interval and goes back to slabs; the
@@ -769,24 +769,47 @@ static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
 		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
 	}
 	usl_spin_unlock(&barn->lock);
-	unsigned int disposed = 0;
 	while (unused_empties) {
 		struct slab_sheaf *e = unused_empties;
 		unused_empties = e->next;
 		usl_sheaf_dispose(s, e);
-		disposed++;
+		++*disposed_out;
 	}
-	flush_packed_all(s, packed);
-	flush_packed_all(s, packed_young);
+	flush_packed_all(s, barn, packed);
+	flush_packed_all(s, barn, packed_young);
 	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
 	for (struct usl_list *it = out.next; it != &out; it = it->next)
 		own++;
-	flush_list(s, &out);
+	flush_list(s, barn, &out);
 	if (own) {
 		usl_spin_lock(&barn->lock);
 		barn->visits_swept += own;           /* the sweep's own visits are not use */
 		usl_spin_unlock(&barn->lock);
 	}
+	*own_out += own;
+	*packed_out += nr_packed;
+	return unvisited;
+}
+
+static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
+{
+	if (!s->sheaf_capacity) {
+		if (s->flags & USL_SLAB_INTERNAL) {
+			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
+			    sweep_may_flush())
+				flush_cpus(s);
+			usl_engine_release(s);     /* and the empty ones frees put on the node list */
+		}
+		return 0;
+	}
+	/* Idle: no barn visited since the last sweep, and no free of it
+	 * sampled by the tick. */
+	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
+	unsigned int own = 0, nr_packed = 0, disposed = 0;
+	bool unvisited = true;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		unvisited &= barn_sweep(s, usl_node_barn(s, nid), now, &own, &nr_packed, &disposed);
+	bool idle = !used && unvisited;
 	bool flushed = false;
 	if (unvisited) {
 		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
@@ -801,10 +824,13 @@ static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
 		    slots_hold_objects(s) && sweep_may_flush()) {
 			flush_cpus(s);
 			flushed = true;
-			__atomic_store_n(&barn->refill_shift, 3, __ATOMIC_RELAXED);
-			usl_spin_lock(&barn->lock);
-			barn->visits_swept = barn->visits;   /* the flush's visits are not use */
-			usl_spin_unlock(&barn->lock);
+			for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+				struct usl_barn *barn = usl_node_barn(s, nid);
+				__atomic_store_n(&barn->refill_shift, 3, __ATOMIC_RELAXED);
+				usl_spin_lock(&barn->lock);
+				barn->visits_swept = barn->visits;   /* the flush's visits are not use */
+				usl_spin_unlock(&barn->lock);
+			}
 		}
 	}
 	if (idle || (unvisited && (own || flushed || nr_packed)))
@@ -814,26 +840,32 @@ static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
 
 bool usl_sheaf_decay_pending(struct kmem_cache *s)
 {
-	struct usl_barn *barn = usl_get_barn(s);
-	return s->sheaf_capacity && (usl_barn_has_full(s) ||
-	                             __atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) > s->barn_max_empty);
+	if (!s->sheaf_capacity)
+		return false;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct usl_barn *barn = usl_node_barn(s, nid);
+		if (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) > s->barn_max_empty)
+			return true;
+	}
+	return false;
 }
 
 /* Memory is short (the page provider would grow): every full sheaf above the
  * barn's level, and every packed one, goes back to slabs now, used recently
  * or not. */
-static void sheaf_trim_barn(struct kmem_cache *s);
+static void sheaf_trim_barn(struct kmem_cache *s, struct usl_barn *barn);
 
 void usl_sheaf_trim_barn(struct kmem_cache *s)
 {
 	usl_slub_flush_begin();                  /* what it takes off the barn is out of reach */
-	sheaf_trim_barn(s);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		sheaf_trim_barn(s, usl_node_barn(s, nid));
 	usl_slub_flush_end();
 }
 
-static void sheaf_trim_barn(struct kmem_cache *s)
+static void sheaf_trim_barn(struct kmem_cache *s, struct usl_barn *barn)
 {
-	struct usl_barn *barn = usl_get_barn(s);
 	struct usl_list out;
 
 	if (!s->sheaf_capacity || (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full &&
@@ -848,9 +880,9 @@ static void sheaf_trim_barn(struct kmem_cache *s)
 	barn->low_full = barn->nr_full;
 	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
 	usl_spin_unlock(&barn->lock);
-	flush_packed_all(s, packed);
-	flush_packed_all(s, packed_old);
-	flush_list(s, &out);
+	flush_packed_all(s, barn, packed);
+	flush_packed_all(s, barn, packed_old);
+	flush_list(s, barn, &out);
 }
 
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
@@ -861,14 +893,16 @@ void usl_sheaf_fork_lock(struct kmem_cache *s)
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_lock_leaf(&s->cpu_slab[i].sheaf_lock);
-	usl_spin_lock(&usl_get_barn(s)->lock);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		usl_spin_lock(&usl_node_barn(s, nid)->lock);
 }
 
 void usl_sheaf_fork_unlock(struct kmem_cache *s)
 {
 	if (!s->sheaf_capacity)
 		return;
-	usl_spin_unlock(&usl_get_barn(s)->lock);
+	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
+		usl_spin_unlock(&usl_node_barn(s, nid)->lock);
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_unlock_leaf(&s->cpu_slab[i].sheaf_lock);
@@ -876,8 +910,6 @@ void usl_sheaf_fork_unlock(struct kmem_cache *s)
 
 void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 {
-	struct usl_barn *barn = usl_get_barn(s);
-
 	memset(out, 0, sizeof(*out));
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
@@ -892,12 +924,15 @@ void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 			out->cpu_objects += __atomic_load_n(&sp->size, __ATOMIC_RELAXED);
 		}
 	}
-	usl_spin_lock(&barn->lock);
-	out->barn_full = barn->nr_full;
-	out->barn_empty = barn->nr_empty;
-	for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
-		out->barn_objects += sh->size;
-	out->barn_packed = barn->nr_packed + barn->nr_packed_old;
-	out->packed_objects = __atomic_load_n(&barn->packed_objects, __ATOMIC_RELAXED);
-	usl_spin_unlock(&barn->lock);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct usl_barn *barn = usl_node_barn(s, nid);
+		usl_spin_lock(&barn->lock);
+		out->barn_full += barn->nr_full;
+		out->barn_empty += barn->nr_empty;
+		for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
+			out->barn_objects += sh->size;
+		out->barn_packed += barn->nr_packed + barn->nr_packed_old;
+		out->packed_objects += __atomic_load_n(&barn->packed_objects, __ATOMIC_RELAXED);
+		usl_spin_unlock(&barn->lock);
+	}
 }

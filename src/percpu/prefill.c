@@ -202,12 +202,8 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 	return 0;
 }
 
-void usl_sheaf_cache_init(struct kmem_cache *s)
+static void barn_init(struct usl_barn *barn)
 {
-	struct usl_barn *barn = usl_get_barn(s);
-
-	s->barn_max_full = 10;
-	s->barn_max_empty = 10;
 	barn->low_full = 0;
 	barn->last_decay = usl_now_ms();
 	barn->lock = 0;
@@ -217,3 +213,12 @@ void usl_sheaf_cache_init(struct kmem_cache *s)
 	barn->packed_objects = 0;
 	barn->last_packed_age = barn->last_decay;
 }
+
+void usl_sheaf_cache_init(struct kmem_cache *s)
+{
+	s->barn_max_full = 10;
+	s->barn_max_empty = 10;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		barn_init(usl_node_barn(s, nid));
+}
+

@@ -45,9 +45,16 @@ USL_HIDDEN int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, uns
 USL_HIDDEN void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh);
 
 /* ---- the barn (barn.c) ---- */
+/* Each node has its barn, shared by its CPUs: usl_get_barn is the calling
+ * thread's node's (the one its CPU slot's sheaves are exchanged with; a
+ * thread moved to another node meanwhile uses that node's). */
+static inline struct usl_barn *usl_node_barn(struct kmem_cache *s, unsigned int nid)
+{
+	return &s->node[nid]->barn;
+}
 static inline struct usl_barn *usl_get_barn(struct kmem_cache *s)
 {
-	return &s->node[0]->barn;
+	return usl_node_barn(s, usl_this_node());
 }
 /* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
  * the kind `want` says (1 full, 0 empty, -1 none); what was taken, or NULL. */
@@ -62,7 +69,7 @@ USL_HIDDEN bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh);
 /* sh, full, is likely to be packed at the next barn visit: start the misses
  * on the objects packing writes (a sheaf's worth of frees ahead). */
 USL_HIDDEN void usl_barn_pack_prefetch(struct kmem_cache *s, struct slab_sheaf *sh);
-/* Does the barn hold full sheaves, as arrays or packed? An unlocked peek. */
+/* Does this node's barn hold full sheaves, as arrays or packed? An unlocked peek. */
 static inline bool usl_barn_has_full(struct kmem_cache *s)
 {
 	struct usl_barn *barn = usl_get_barn(s);

@@ -10,7 +10,7 @@
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1,
-                               .slab_nodes = 1, .slab_colour = 1, .bulk_lookahead = 3 };
+                               .slab_colour = 1, .bulk_lookahead = 3 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -51,9 +51,11 @@ static const struct option options[] = {
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
-	/* SLAB's: a fake second node (tests: alien frees); colour off (0), advanced
-	 * without the node lock (1, the default) or under it (2). */
-	{ "USLAB_SLAB_NODES", &usl_opt.slab_nodes, 1, USL_SLAB_MAX_NODES, NULL },
+	/* A fake NUMA topology of that many nodes (tests on a one-node machine;
+	 * 1 turns a NUMA machine into one node); unset: the machine's. */
+	{ "USLAB_NODES", &usl_opt.nodes, 1, USL_MAX_NODES, "the machine's" },
+	/* SLAB's colour: off (0), advanced without the node lock (1, the
+	 * default) or under it (2). */
 	{ "USLAB_SLAB_COLOUR", &usl_opt.slab_colour, 0, 2, NULL },
 	/* SLUB's bulk free: how many objects of other slabs a detached
 	 * freelist's scan passes; 1 gathers consecutive objects of one slab only. */

@@ -128,34 +128,41 @@ void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
 
 /* ---- per-CPU mode ---- */
 
-/* A sysfs CPU list ("0-3,8-11"): its highest id (-1 if none) and how many ids
- * it names; false when it cannot be read. Plain system calls: nothing here may
- * allocate, and glibc's sysconf and get_nprocs sit in parts of libc a program
- * may never touch, which fault-around would then make resident
- * (docs/ARCHITECTURE.md, "Layers"). */
-bool usl_cpu_list(const char *path, long *max, long *count)
+/* A small sysfs file into buf (size bytes, a C string); false when it cannot
+ * be read or is empty. Plain system calls: nothing here may allocate, and
+ * glibc's sysconf and get_nprocs sit in parts of libc a program may never
+ * touch, which fault-around would then make resident (docs/ARCHITECTURE.md,
+ * "Layers"). open, read and close are cancellation points, and start-up holds
+ * init_lock (and whatever lock the first call held): no stdio either. */
+bool usl_sysfs_read(const char *path, char *buf, size_t size)
 {
-	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */
-	/* open, read and close are cancellation points, and start-up holds
-	 * init_lock (and whatever lock the first call held): plain system calls. */
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, size - 1);
 	syscall(SYS_close, fd);
 	if (len <= 0)
 		return false;
 	buf[len] = 0;
-	return usl_cpu_list_parse(buf, max, count);
+	return true;
 }
 
-/* The list in buf (a C string): its highest id and how many ids it names. */
-bool usl_cpu_list_parse(const char *buf, long *max, long *count)
+/* A sysfs CPU list ("0-3,8-11"): its highest id (-1 if none) and how many ids
+ * it names; false when it cannot be read. */
+bool usl_cpu_list(const char *path, long *max, long *count)
+{
+	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */
+	return usl_sysfs_read(path, buf, sizeof(buf)) && usl_cpu_list_parse(buf, max, count);
+}
+
+/* The ranges of a sysfs list in buf (a C string: "0-3,8-11", "5"), each
+ * given to each(lo, hi, arg) in turn; false (after the ranges before it)
+ * where an id is above 2^20. A range written backwards ("3-1") is its upper
+ * id alone. */
+bool usl_list_ranges(const char *buf, void (*each)(long lo, long hi, void *arg), void *arg)
 {
 	long cur = 0, from = -1;
 	bool digits = false;
-	*max = -1;
-	*count = 0;
 	for (const char *p = buf;; p++) {
 		if (*p >= '0' && *p <= '9') {
 			cur = cur * 10 + (*p - '0');
@@ -167,18 +174,36 @@ bool usl_cpu_list_parse(const char *buf, long *max, long *count)
 		if (*p == '-' && digits) {
 			from = cur;
 		} else if (digits) {
-			long lo = from >= 0 && from <= cur ? from : cur;
-			*count += cur - lo + 1;
-			if (cur > *max)
-				*max = cur;
+			each(from >= 0 && from <= cur ? from : cur, cur, arg);
 			from = -1;
 		}
 		cur = 0;
 		digits = false;
 		if (!*p)
-			break;
+			return true;
 	}
-	return *max >= 0;
+}
+
+struct list_count {
+	long max, count;
+};
+
+static void count_range(long lo, long hi, void *arg)
+{
+	struct list_count *c = arg;
+	c->count += hi - lo + 1;
+	if (hi > c->max)
+		c->max = hi;
+}
+
+/* The list in buf (a C string): its highest id and how many ids it names. */
+bool usl_cpu_list_parse(const char *buf, long *max, long *count)
+{
+	struct list_count c = { -1, 0 };
+	bool ok = usl_list_ranges(buf, count_range, &c);
+	*max = c.max;
+	*count = c.count;
+	return ok && c.max >= 0;
 }
 
 /* Highest possible CPU id + 1 (rseq's cpu_id can be any of them, and ids may
@@ -264,6 +289,7 @@ void usl_platform_init(void)
 	if (!platform_ready) {
 		usl_read_options();
 		count_cpus();
+		usl_topology_init();
 		usl_rseq_mode = rseq_usable();
 		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset
 		                             : (long)((char *)&dummy_rseq - (char *)__builtin_thread_pointer());

@@ -26,7 +26,7 @@ struct usl_options {
 	                                byte is malloc's, USL_MODE_SAMPLE free's alone */
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
-	int slab_nodes;              /* USLAB_SLAB_NODES: SLAB's nodes (2: a fake second, for tests) */
+	int nodes;                   /* USLAB_NODES: a fake topology of that many nodes (0: the real one) */
 	int slab_colour;             /* USLAB_SLAB_COLOUR: SLAB's colour 0 off, 1 racy, 2 under the node lock */
 	int bulk_lookahead;          /* USLAB_BULK_LOOKAHEAD: objects of other slabs a detached freelist's scan
 	                                passes before it stops (1: consecutive objects only) */
@@ -122,6 +122,40 @@ USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before st
  * faults before it reaches it: for uslab's own structures (MAP_NORESERVE:
  * pages count as they are touched). NULL if the kernel refuses. */
 USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
+/* ---- NUMA topology (topology.c) ----
+ * Read once by usl_platform_init after the CPU count: from
+ * /sys/devices/system/node, or USLAB_NODES=N's fake topology (CPU i on node
+ * i % N, no memory bound; N=1 turns a NUMA machine into one node). Node ids
+ * run from 0 to usl_nr_nodes - 1 (sparse ids keep their numbers; a node above
+ * USL_MAX_NODES - 1 is reported and its CPUs counted on node 0). */
+#define USL_MAX_CPUS 8192
+extern unsigned int usl_nr_nodes USL_HIDDEN;    /* highest possible node id + 1 */
+extern uint64_t usl_nodes_online USL_HIDDEN;    /* a bit per node that exists (online) */
+extern bool usl_numa_bind USL_HIDDEN;           /* the real topology, more than one node, and
+                                                   libnuma at build time: slabs' pages are
+                                                   bound to their node (pages.c) */
+extern uint8_t usl_cpu_node[USL_MAX_CPUS] USL_HIDDEN;   /* the node of each CPU id */
+USL_HIDDEN void usl_topology_init(void);
+static inline bool usl_node_valid(int nid)
+{
+	return nid >= 0 && nid < USL_MAX_NODES && ((usl_nodes_online >> nid) & 1);
+}
+static inline unsigned int usl_node_of_cpu(int cpu)
+{
+	return cpu >= 0 && cpu < USL_MAX_CPUS ? usl_cpu_node[cpu] : 0;
+}
+/* The node of the CPU this thread runs on (or ran on a moment ago). */
+USL_HIDDEN unsigned int usl_this_node_slow(void);
+static inline unsigned int usl_this_node(void)
+{
+	return usl_likely(usl_nr_nodes == 1) ? 0 : usl_this_node_slow();
+}
+/* A small sysfs file into buf (a C string); false if unreadable or empty. */
+USL_HIDDEN bool usl_sysfs_read(const char *path, char *buf, size_t size);
+/* The ranges of a sysfs list ("0-3,8-11") to each(lo, hi, arg); false where
+ * an id is absurd (above 2^20). */
+USL_HIDDEN bool usl_list_ranges(const char *buf, void (*each)(long lo, long hi, void *arg), void *arg);
+
 /* ---- call stacks (stack.c) ---- */
 /* Load the unwinder and the symbolizer (libunwind, libdw: dlopen), once; at
  * start-up when USLAB_DEBUG is set, else by the first kmem_cache_create of a

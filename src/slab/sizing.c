@@ -148,7 +148,7 @@ void usl_slab_default_tunables(const struct kmem_cache *s, unsigned int *limit, 
 
 static void set_free_limit(struct kmem_cache *s)
 {
-	unsigned int nodes = (unsigned int)usl_opt.slab_nodes;
+	unsigned int nodes = usl_nr_nodes;
 	unsigned int cpus = (usl_nr_cpus + nodes - 1) / nodes;
 	for (unsigned int nid = 0; nid < nodes; nid++)
 		__atomic_store_n(&s->node[nid]->free_limit, (unsigned long)(1 + cpus) * s->batchcount + s->objects,
@@ -166,7 +166,9 @@ static struct slab_sheaf *array_new(struct kmem_cache *s, unsigned int capacity)
 	return sh;
 }
 
-static void node_init(struct kmem_cache_node *n)
+/* SLAB's part of a node structure (common/cache.c made its lock and lists);
+ * with more than one node its alien arrays' slots, zeroed. */
+static int node_init(struct kmem_cache_node *n)
 {
 	usl_list_init(&n->slabs_free);
 	n->free_objects = n->free_slabs = 0;
@@ -174,10 +176,10 @@ static void node_init(struct kmem_cache_node *n)
 	n->free_touched = 0;
 	n->next_reap = 0;
 	n->shared = NULL;
-	for (int o = 0; o < USL_SLAB_MAX_NODES; o++) {
-		n->alien[o].lock = 0;
-		n->alien[o].ac = NULL;
-	}
+	n->alien = NULL;
+	if (usl_nr_nodes > 1 && !(n->alien = usl_meta_alloc(usl_nr_nodes * sizeof(*n->alien))))
+		return -1;
+	return 0;
 }
 
 int usl_slab_cache_init(struct kmem_cache *s)
@@ -188,17 +190,11 @@ int usl_slab_cache_init(struct kmem_cache *s)
 	s->engine = USL_ENGINE_SLAB;
 	if (layout(s, (unsigned int)usl_opt.min_order, hi) != 0 && layout(s, 0, USL_MAX_ORDER) != 0)
 		return -1;
-	node_init(s->node[0]);
-	if (usl_opt.slab_nodes > 1) {
-		struct kmem_cache_node *n = usl_meta_alloc(sizeof(*n));
-		if (!n)
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		if (node_init(s->node[nid]) != 0) {
+			usl_slab_cache_free(s);
 			return -1;
-		pthread_mutex_init(&n->list_lock, NULL);
-		usl_list_init(&n->partial);
-		usl_list_init(&n->full);
-		node_init(n);
-		s->node[1] = n;
-	}
+		}
 	unsigned int limit, batch, shared;
 	usl_slab_default_tunables(s, &limit, &batch, &shared);
 	s->limit = limit;
@@ -226,15 +222,21 @@ int usl_slab_set_order(struct kmem_cache *s, unsigned int order)
 
 int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, unsigned int shared)
 {
-	unsigned int nodes = (unsigned int)usl_opt.slab_nodes;
-	struct slab_sheaf *fresh[USL_SLAB_MAX_NODES] = { NULL }, *alien[USL_SLAB_MAX_NODES][USL_SLAB_MAX_NODES];
-	memset(alien, 0, sizeof(alien));
+	unsigned int nodes = usl_nr_nodes;
+	/* The new arrays, made before any is published: fresh[nid] the shared
+	 * array of node nid, alien[nid * nodes + o] its alien array for node o. */
+	struct slab_sheaf *one[2] = { NULL, NULL }, **fresh = one, **alien = one + 1;
+	if (nodes > 1) {
+		if (!(fresh = usl_meta_alloc((size_t)(nodes + nodes * nodes) * sizeof(*fresh))))
+			return -ENOMEM;
+		alien = fresh + nodes;
+	}
 	for (unsigned int nid = 0; nid < nodes; nid++) {
 		if (shared && !(fresh[nid] = array_new(s, shared * batch)))
 			goto nomem;
 		for (unsigned int o = 0; o < nodes; o++)
 			if (o != nid && !s->node[nid]->alien[o].ac &&
-			    !(alien[nid][o] = array_new(s, limit > 1 ? ALIEN_LIMIT : 1)))
+			    !(alien[nid * nodes + o] = array_new(s, limit > 1 ? ALIEN_LIMIT : 1)))
 				goto nomem;
 	}
 	__atomic_store_n(&s->limit, limit, __ATOMIC_RELAXED);
@@ -244,9 +246,9 @@ int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, 
 	for (unsigned int nid = 0; nid < nodes; nid++) {
 		struct kmem_cache_node *n = s->node[nid];
 		for (unsigned int o = 0; o < nodes; o++)
-			if (alien[nid][o]) {
+			if (alien[nid * nodes + o]) {
 				usl_spin_lock(&n->alien[o].lock);
-				n->alien[o].ac = alien[nid][o];
+				n->alien[o].ac = alien[nid * nodes + o];
 				usl_spin_unlock(&n->alien[o].lock);
 			}
 		/* The old shared array's objects move to the new one as far as
@@ -268,36 +270,38 @@ int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, 
 			usl_meta_free(old);
 		}
 	}
+	if (fresh != one)
+		usl_meta_free(fresh);
 	return 0;
 nomem:
 	for (unsigned int nid = 0; nid < nodes; nid++) {
 		if (fresh[nid])
 			usl_meta_free(fresh[nid]);
 		for (unsigned int o = 0; o < nodes; o++)
-			if (alien[nid][o])
-				usl_meta_free(alien[nid][o]);
+			if (alien[nid * nodes + o])
+				usl_meta_free(alien[nid * nodes + o]);
 	}
+	if (fresh != one)
+		usl_meta_free(fresh);
 	return -ENOMEM;
 }
 
+/* The arrays (the node structures are the cache's: common/cache.c). */
 void usl_slab_cache_free(struct kmem_cache *s)
 {
-	for (unsigned int nid = 0; nid < USL_SLAB_MAX_NODES; nid++) {
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
 		struct kmem_cache_node *n = s->node[nid];
 		if (!n)
 			continue;
 		if (n->shared)
 			usl_meta_free(n->shared);
 		n->shared = NULL;
-		for (int o = 0; o < USL_SLAB_MAX_NODES; o++) {
+		if (!n->alien)
+			continue;
+		for (unsigned int o = 0; o < usl_nr_nodes; o++)
 			if (n->alien[o].ac)
 				usl_meta_free(n->alien[o].ac);
-			n->alien[o].ac = NULL;
-		}
-		if (nid) {
-			pthread_mutex_destroy(&n->list_lock);
-			usl_meta_free(n);
-			s->node[nid] = NULL;
-		}
+		usl_meta_free(n->alien);
+		n->alien = NULL;
 	}
 }

@@ -16,7 +16,7 @@
  * (active as inuse, objects, and as "uncarved" the objects never handed out:
  * the page map counts the others, so a free of one never handed out is
  * refused), slab_list, unused (s_mem, the first object: the block's start plus
- * the colour), pad8 (the node).
+ * the colour), nid (the node).
  *
  * Locks: a node's list_lock (the slab lists, free_objects, the shared array,
  * colour_next with USLAB_SLAB_COLOUR=2); an alien array's lock before
@@ -192,19 +192,9 @@ static void fixup_slab_list(struct kmem_cache_node *n, struct slab *slab)
  * Nodes
  */
 
-unsigned int usl_slab_node_of(int cpu)
-{
-	return usl_opt.slab_nodes > 1 ? (unsigned int)cpu % (unsigned int)usl_opt.slab_nodes : 0;
-}
-
-unsigned int usl_slab_this_node(void)
-{
-	return usl_opt.slab_nodes > 1 ? usl_slab_node_of(usl_current_cpu()) : 0;
-}
-
 static inline struct kmem_cache_node *slab_node(struct kmem_cache *s, const struct slab *slab)
 {
-	return s->node[slab->pad8];
+	return s->node[slab->nid];
 }
 
 /* ===========================================================================
@@ -282,7 +272,7 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 {
 	struct kmem_cache_node *n = s->node[nid];
 	unsigned int num = s->objects, order = s->order;
-	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB);
+	void *addr = usl_pages_alloc(order, USL_PAGE_SLAB, nid);
 	if (!addr)
 		return NULL;
 	struct slab *slab = usl_virt_to_slab(addr);
@@ -306,7 +296,7 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 	}
 	slab->freelist = fl;
 	slab->unused = first;
-	slab->pad8 = (uint8_t)nid;
+	slab->nid = (uint8_t)nid;
 	slab->node_partial = USL_SLAB_LIST_NONE;
 	for (unsigned int i = 0; i < num; i++)
 		idx_set(s, slab, i, i);
@@ -432,7 +422,7 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 
 unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batch, gfp_t gfp)
 {
-	unsigned int nid = usl_slab_this_node(), got = 0, taken = 0;
+	unsigned int nid = usl_this_node(), got = 0, taken = 0;
 	struct kmem_cache_node *n = s->node[nid];
 
 	if (!batch)
@@ -494,7 +484,7 @@ static unsigned int route_alien(struct kmem_cache *s, unsigned int nid, void **o
 	unsigned int k = 0;
 	for (unsigned int i = 0; i < nr; i++) {
 		struct slab *slab = usl_virt_to_slab(objs[i]);
-		unsigned int other = slab->pad8;
+		unsigned int other = slab->nid;
 		if (other == nid) {
 			objs[k++] = objs[i];
 			continue;
@@ -537,13 +527,13 @@ static unsigned int route_alien(struct kmem_cache *s, unsigned int nid, void **o
 
 unsigned int usl_slab_flush_array(struct kmem_cache *s, void **objs, unsigned int nr)
 {
-	unsigned int nid = usl_slab_this_node();
+	unsigned int nid = usl_this_node();
 	struct kmem_cache_node *n = s->node[nid];
 	struct usl_list list;
 	unsigned int taken = nr;
 
 	usl_list_init(&list);
-	if (usl_unlikely(usl_opt.slab_nodes > 1)) {
+	if (usl_unlikely(usl_nr_nodes > 1)) {
 		/* Route the alien ones first; the local ones go as usual, and the
 		 * caller's array loses them all. */
 		unsigned int k = route_alien(s, nid, objs, nr);
@@ -579,9 +569,9 @@ void usl_slab_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 	usl_list_init(&list);
 	size_t i = 0;
 	while (i < nr) {
-		unsigned int nid = usl_virt_to_slab(p[i])->pad8;
+		unsigned int nid = usl_virt_to_slab(p[i])->nid;
 		size_t j = i + 1;
-		while (j < nr && usl_virt_to_slab(p[j])->pad8 == nid && j - i < 1024)
+		while (j < nr && usl_virt_to_slab(p[j])->nid == nid && j - i < 1024)
 			j++;
 		struct kmem_cache_node *n = s->node[nid];
 		usl_lock(&n->list_lock);
@@ -663,7 +653,9 @@ static unsigned int drain_shared_locked(struct kmem_cache *s, struct kmem_cache_
 static unsigned int drain_aliens(struct kmem_cache *s, unsigned int nid)
 {
 	unsigned int done = 0;
-	for (unsigned int o = 0; o < (unsigned int)usl_opt.slab_nodes; o++) {
+	if (!s->node[nid]->alien)
+		return 0;
+	for (unsigned int o = 0; o < usl_nr_nodes; o++) {
 		struct usl_alien *al = &s->node[nid]->alien[o];
 		if (o == nid || !al->ac || !__atomic_load_n(&al->ac->size, __ATOMIC_RELAXED))
 			continue;
@@ -688,7 +680,7 @@ static unsigned int drain_aliens(struct kmem_cache *s, unsigned int nid)
 unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 {
 	unsigned int done = 0;
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++) {
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
 		struct kmem_cache_node *n = s->node[nid];
 		struct usl_list list;
 		usl_list_init(&list);
@@ -721,30 +713,45 @@ unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now)
 	return done;
 }
 
-bool usl_slab_release(struct kmem_cache *s)
+/* Node nid's shared array drained and its free slabs freed (its alien
+ * arrays first, by the caller); true if it has slabs left. */
+static bool release_node(struct kmem_cache *s, unsigned int nid)
 {
-	bool left = false;
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++)
-		drain_aliens(s, nid);
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++) {
-		struct kmem_cache_node *n = s->node[nid];
-		struct usl_list list;
-		usl_list_init(&list);
-		usl_lock(&n->list_lock);
-		drain_shared_locked(s, n, ~0u, &list);
-		while (!usl_list_empty(&n->slabs_free))
-			slab_to_destroy(n, usl_container_of(n->slabs_free.next, struct slab, slab_list), &list);
-		left |= !usl_list_empty(&n->partial) || !usl_list_empty(&n->full);
-		usl_unlock(&n->list_lock);
-		slabs_destroy(s, &list);
-	}
+	struct kmem_cache_node *n = s->node[nid];
+	struct usl_list list;
+	usl_list_init(&list);
+	usl_lock(&n->list_lock);
+	drain_shared_locked(s, n, ~0u, &list);
+	while (!usl_list_empty(&n->slabs_free))
+		slab_to_destroy(n, usl_container_of(n->slabs_free.next, struct slab, slab_list), &list);
+	bool left = !usl_list_empty(&n->partial) || !usl_list_empty(&n->full);
+	usl_unlock(&n->list_lock);
+	slabs_destroy(s, &list);
 	return left;
 }
 
-void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out)
+bool usl_slab_release(struct kmem_cache *s)
+{
+	bool left = false;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		drain_aliens(s, nid);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		left |= release_node(s, nid);
+	return left;
+}
+
+bool usl_slab_release_node(struct kmem_cache *s, unsigned int nid)
+{
+	drain_aliens(s, nid);
+	return release_node(s, nid);
+}
+
+void usl_slab_counts(struct kmem_cache *s, int only, struct usl_slab_counts *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++) {
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		if (only >= 0 && nid != (unsigned int)only)
+			continue;
 		struct kmem_cache_node *n = s->node[nid];
 		usl_lock(&n->list_lock);
 		out->total_slabs += __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
@@ -761,7 +768,7 @@ void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out)
 		if (n->shared)
 			out->shared_avail += n->shared->size;
 		usl_unlock(&n->list_lock);
-		for (unsigned int o = 0; o < (unsigned int)usl_opt.slab_nodes; o++) {
+		for (unsigned int o = 0; n->alien && o < usl_nr_nodes; o++) {
 			struct usl_alien *al = &n->alien[o];
 			if (!al->ac)
 				continue;
@@ -775,14 +782,14 @@ void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out)
 unsigned long usl_slab_objects_in_use(struct kmem_cache *s)
 {
 	struct usl_slab_counts c;
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	return c.total_objects - c.free_objects - c.shared_avail - c.alien_avail;
 }
 
 unsigned int usl_slab_check_lists(struct kmem_cache *s)
 {
 	unsigned int bad = 0;
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++) {
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
 		struct kmem_cache_node *n = s->node[nid];
 		unsigned long free_objs = 0, free_slabs = 0, slabs = 0;
 		const struct { struct usl_list *h; unsigned int which; } lists[] = {
@@ -794,7 +801,7 @@ unsigned int usl_slab_check_lists(struct kmem_cache *s)
 				struct slab *slab = usl_container_of(it, struct slab, slab_list);
 				unsigned int a = slab_active(slab), num = slab_num(slab);
 				unsigned int want = !a ? USL_SLAB_LIST_FREE : a == num ? USL_SLAB_LIST_FULL : USL_SLAB_LIST_PARTIAL;
-				bad += slab->node_partial != lists[l].which || want != lists[l].which || slab->pad8 != nid ||
+				bad += slab->node_partial != lists[l].which || want != lists[l].which || slab->nid != nid ||
 				       slab->slab_cache != s;
 				free_objs += num - a;
 				free_slabs += !a;
@@ -810,18 +817,18 @@ unsigned int usl_slab_check_lists(struct kmem_cache *s)
 
 void usl_slab_fork_lock(struct kmem_cache *s)
 {
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++)
-		for (unsigned int o = 0; o < (unsigned int)usl_opt.slab_nodes; o++)
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		for (unsigned int o = 0; s->node[nid]->alien && o < usl_nr_nodes; o++)
 			usl_spin_lock(&s->node[nid]->alien[o].lock);
-	for (unsigned int nid = 0; nid < (unsigned int)usl_opt.slab_nodes; nid++)
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
 		usl_lock(&s->node[nid]->list_lock);
 }
 
 void usl_slab_fork_unlock(struct kmem_cache *s)
 {
-	for (unsigned int nid = usl_opt.slab_nodes; nid-- > 0;)
+	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
 		usl_unlock(&s->node[nid]->list_lock);
-	for (unsigned int nid = usl_opt.slab_nodes; nid-- > 0;)
-		for (unsigned int o = usl_opt.slab_nodes; o-- > 0;)
+	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
+		for (unsigned int o = usl_nr_nodes; s->node[nid]->alien && o-- > 0;)
 			usl_spin_unlock(&s->node[nid]->alien[o].lock);
 }

@@ -38,13 +38,10 @@ USL_HIDDEN void usl_slab_default_tunables(const struct kmem_cache *s, unsigned i
  * surplus freed to slabs) and free_limit set. Under slab_mutex, after the
  * per-CPU arrays were flushed. 0, or -ENOMEM with nothing changed. */
 USL_HIDDEN int usl_slab_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch, unsigned int shared);
-/* Destroy: the shared and alien arrays and the second node freed (empty). */
+/* Destroy: the shared and alien arrays freed (the slabs are gone). */
 USL_HIDDEN void usl_slab_cache_free(struct kmem_cache *s);
 
 /* ---- objects (slab.c) ---- */
-/* The node of a CPU, and of the calling thread's CPU. */
-USL_HIDDEN unsigned int usl_slab_node_of(int cpu);
-USL_HIDDEN unsigned int usl_slab_this_node(void);
 /* The kernel's cache_alloc_refill: up to batch objects into out[] from this
  * node's shared array, else its partial and free slabs, else a new slab.
  * How many (0: no memory). */
@@ -72,6 +69,7 @@ USL_HIDDEN unsigned int usl_slab_reap(struct kmem_cache *s, uint64_t now);
 /* Shrink and destroy: shared and alien arrays drained, every free slab freed;
  * true if slabs remain (objects in use). */
 USL_HIDDEN bool usl_slab_release(struct kmem_cache *s);
+USL_HIDDEN bool usl_slab_release_node(struct kmem_cache *s, unsigned int nid);
 /* Objects handed out and not freed (the slabs' active counts). */
 USL_HIDDEN unsigned long usl_slab_objects_in_use(struct kmem_cache *s);
 /* Per node counts for statistics, summed: slabs, objects, free slabs, partial
@@ -81,7 +79,7 @@ struct usl_slab_counts {
 	unsigned long shared_avail, alien_avail, free_limit;
 	unsigned long partial_inuse;  /* objects handed out of the partial slabs */
 };
-USL_HIDDEN void usl_slab_counts(struct kmem_cache *s, struct usl_slab_counts *out);
+USL_HIDDEN void usl_slab_counts(struct kmem_cache *s, int nid, struct usl_slab_counts *out);   /* nid < 0: all */
 /* Each slab's list agrees with its active count, the lists' counts add up
  * (tests): the number of disagreements. */
 USL_HIDDEN unsigned int usl_slab_check_lists(struct kmem_cache *s);

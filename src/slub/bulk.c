@@ -82,7 +82,7 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		/* No per-CPU slot for this thread: one object at a time. */
 		while (i < nr) {
 			usl_stat(s, USL_ALLOC_SLOWPATH);
-			if (!(p[i] = usl_alloc_direct(s)))
+			if (!(p[i] = usl_alloc_direct(s, usl_slub_local_node(s))))
 				goto fail;
 			i = tw ? tw_leave(s, p, i, i + 1) : i + 1;
 		}

@@ -453,7 +453,7 @@ static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t call
 static struct slab *debug_new_slab(struct kmem_cache *s)
 {
 	void *unused;
-	struct slab *slab = usl_new_slab(s, &unused);
+	struct slab *slab = usl_new_slab(s, &unused, 0);   /* debug caches keep to node 0 */
 	if (!slab)
 		return NULL;
 	unsigned int objects = usl_counters_objects(slab->counters);

@@ -120,12 +120,14 @@ void usl_slub_fork_lock(struct kmem_cache *s)
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_lock(&s->cpu_slab[i].lock);
-	usl_lock(&s->node[0]->list_lock);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		usl_lock(&s->node[nid]->list_lock);
 }
 
 void usl_slub_fork_unlock(struct kmem_cache *s)
 {
-	usl_unlock(&s->node[0]->list_lock);
+	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
+		usl_unlock(&s->node[nid]->list_lock);
 	if (!usl_rseq_mode)
 		for (unsigned int i = 0; i < usl_nr_cpus; i++)
 			usl_spin_unlock(&s->cpu_slab[i].lock);
@@ -134,17 +136,19 @@ void usl_slub_fork_unlock(struct kmem_cache *s)
 /* Objects allocated and not freed (after a flush this is exact when quiescent). */
 unsigned long usl_slub_objects_in_use(struct kmem_cache *s)
 {
-	struct kmem_cache_node *n = s->node[0];
-	unsigned long total, free_objs = 0;
+	unsigned long total = 0, free_objs = 0;
 
-	usl_lock(&n->list_lock);
-	total = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
-	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
-		struct slab *slab = usl_container_of(it, struct slab, slab_list);
-		unsigned long c = usl_load(&slab->counters);
-		free_objs += usl_counters_objects(c) - usl_counters_inuse(c);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		usl_lock(&n->list_lock);
+		total += __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
+		for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+			struct slab *slab = usl_container_of(it, struct slab, slab_list);
+			unsigned long c = usl_load(&slab->counters);
+			free_objs += usl_counters_objects(c) - usl_counters_inuse(c);
+		}
+		usl_unlock(&n->list_lock);
 	}
-	usl_unlock(&n->list_lock);
 	return total - free_objs;
 }
 
@@ -192,14 +196,22 @@ static bool shrink_node(struct kmem_cache *s, struct kmem_cache_node *n)
 	return __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED) != 0;
 }
 
-bool usl_slub_release(struct kmem_cache *s)
+bool usl_slub_release_node(struct kmem_cache *s, unsigned int nid)
 {
-	return shrink_node(s, s->node[0]);
+	return shrink_node(s, s->node[nid]);
 }
 
-void usl_slub_node_counts(struct kmem_cache *s, struct usl_node_counts *out)
+bool usl_slub_release(struct kmem_cache *s)
 {
-	struct kmem_cache_node *n = s->node[0];
+	bool left = false;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		left |= shrink_node(s, s->node[nid]);
+	return left;
+}
+
+void usl_slub_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_node_counts *out)
+{
+	struct kmem_cache_node *n = s->node[nid];
 
 	memset(out, 0, sizeof(*out));
 	usl_lock(&n->list_lock);
@@ -228,8 +240,6 @@ void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab,
 
 void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
 {
-	struct kmem_cache_node *n = s->node[0];
-
 	memset(out, 0, sizeof(*out));
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct kmem_cache_cpu *c = &s->cpu_slab[i];
@@ -238,14 +248,17 @@ void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
 		for (struct slab *p = c->partial; p; p = p->next)
 			out->cpu_partial++;
 	}
-	usl_lock(&n->list_lock);
-	out->node_partial = n->nr_partial;
-	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
-		struct slab *slab = usl_container_of(it, struct slab, slab_list);
-		if (usl_counters_inuse(usl_load(&slab->counters)) == 0)
-			out->empty_node_partial++;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		usl_lock(&n->list_lock);
+		out->node_partial += n->nr_partial;
+		for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {
+			struct slab *slab = usl_container_of(it, struct slab, slab_list);
+			if (usl_counters_inuse(usl_load(&slab->counters)) == 0)
+				out->empty_node_partial++;
+		}
+		usl_unlock(&n->list_lock);
+		out->total += __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
 	}
-	usl_unlock(&n->list_lock);
-	out->total = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
 	out->full = out->total - out->cpu_slabs - out->cpu_partial - out->node_partial;
 }

@@ -83,10 +83,19 @@ static inline void *usl_get_freepointer_safe(const struct kmem_cache *s, void *o
 	return next;
 }
 
+/* A slab's node structure: the node of its pages (slab->nid, set by the page
+ * provider). */
 static inline struct kmem_cache_node *usl_get_node(struct kmem_cache *s, struct slab *slab)
 {
-	(void)slab;
-	return s->node[0];
+	return s->node[slab->nid];
+}
+
+/* The node this thread's refills take slabs from: its CPU's. uslab's own
+ * caches (their slabs come from the metadata regions, node 0's) and debug
+ * caches (one set of lists under one lock, slub/debug.c) keep to node 0. */
+static inline unsigned int usl_slub_local_node(const struct kmem_cache *s)
+{
+	return (s->flags & (USL_SLAB_INTERNAL | USL_SLAB_DEBUG_FLAGS)) ? 0 : usl_this_node();
 }
 
 static inline bool usl_obj_index_at(const struct kmem_cache *s, const struct slab *slab, uint32_t off, unsigned int *idx)
@@ -198,12 +207,14 @@ USL_HIDDEN void usl_report_loop(struct kmem_cache *s, const struct slab *slab);
 /* A chain of cpu partial slabs (unfrozen, on no list) to the node lists. */
 USL_HIDDEN void usl_put_partials(struct kmem_cache *s, struct slab *chain);
 USL_HIDDEN void usl_discard_slab(struct kmem_cache *s, struct slab *slab);
-/* A new slab of s from the page provider (the kernel's new_slab): its objects
- * uncarved, or with a constructor linked whole into *freelist. NULL if there
- * is no memory. */
-USL_HIDDEN struct slab *usl_new_slab(struct kmem_cache *s, void **freelist);
-/* One object from a node partial slab under list_lock (a thread without rseq). */
-USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s);
+/* A new slab of s on the node from the page provider (the kernel's
+ * new_slab): its objects uncarved, or with a constructor linked whole into
+ * *freelist. NULL if there is no memory. */
+USL_HIDDEN struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int node);
+/* One object from a partial slab of the node under its list_lock, else from
+ * a new slab of the node (a thread without rseq; an allocation for a node
+ * other than the CPU's). */
+USL_HIDDEN void *usl_alloc_direct(struct kmem_cache *s, unsigned int node);
 
 /* A slot's state, taken private by an allocation slow path (the kernel disables
  * interrupts; here the slot is detached once and installed once). */

@@ -168,8 +168,5 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		__atomic_store_n(&usl_tid_step_v, step, __ATOMIC_RELAXED);
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
 		s->cpu_slab[i].tid = i & (step - 1);
-	pthread_mutex_init(&s->node[0]->list_lock, NULL);
-	usl_list_init(&s->node[0]->partial);
-	usl_list_init(&s->node[0]->full);
 	return 0;
 }

@@ -179,7 +179,7 @@ static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, u
  * New and discarded slabs
  */
 
-struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
+struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int node)
 {
 	/* uslab's own caches take their slabs from the metadata regions, apart
 	 * from user blocks. */
@@ -195,12 +195,12 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 		 * objects may empty whole slabs whose pages can serve this one. Not
 		 * for the sheaf structures' own caches: they grow because barns
 		 * park sheaves. */
-		if (!own && (waited || usl_pages_short(order)))
+		if (!own && (waited || usl_pages_short(order, node)))
 			__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
-		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB, node);
 		if (!addr && s->min_order < order) {
 			order = s->min_order;          /* the kernel's ORDER_FALLBACK */
-			addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB);
+			addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB, node);
 			if (addr)
 				usl_stat(s, USL_ORDER_FALLBACK);
 		}
@@ -234,7 +234,7 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist)
 	slab->next = NULL;
 	slab->slabs = 0;
 	slab->node_partial = 0;
-	struct kmem_cache_node *n = s->node[0];
+	struct kmem_cache_node *n = usl_get_node(s, slab);   /* the metadata regions' slabs: node 0 */
 	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&slab->slab_cache, s, __ATOMIC_RELEASE);
@@ -597,6 +597,21 @@ static struct slab *get_partial_node(struct kmem_cache *s, struct kmem_cache_nod
 	return first;
 }
 
+/* A partial slab for a CPU of the node: from the node's list, else, with
+ * more than one node, from another node's list that holds more than
+ * min_partial slabs (the kernel's get_any_partial: memory another node does
+ * not need is used before the range grows). */
+static struct slab *get_partial(struct kmem_cache *s, unsigned int node, struct slab **extra)
+{
+	struct slab *slab = get_partial_node(s, s->node[node], extra);
+	for (unsigned int i = 1; !slab && i < usl_nr_nodes; i++) {
+		struct kmem_cache_node *n = s->node[(node + i) % usl_nr_nodes];
+		if (__atomic_load_n(&n->nr_partial, __ATOMIC_RELAXED) > s->min_partial)
+			slab = get_partial_node(s, n, extra);
+	}
+	return slab;
+}
+
 /* One object of a slab with freelist fl and counters c, for alloc_direct: the
  * freelist's head, else the first uncarved one (nothing to link). *next is the
  * freelist after it, *nc the counters after it (inuse, unfrozen). */
@@ -621,9 +636,9 @@ static void *take_one(const struct kmem_cache *s, const struct slab *slab, void 
 
 /* No per-CPU slot for this thread (rseq not registered for it): take one object
  * straight from a node partial slab under list_lock, as the 7.0 kernel does. */
-void *usl_alloc_direct(struct kmem_cache *s)
+void *usl_alloc_direct(struct kmem_cache *s, unsigned int node)
 {
-	struct kmem_cache_node *n = s->node[0];
+	struct kmem_cache_node *n = s->node[node];
 	void *fl, *obj, *next;
 	unsigned long c, nc;
 	struct slab *slab;
@@ -653,9 +668,10 @@ void *usl_alloc_direct(struct kmem_cache *s)
 	}
 	usl_unlock(&n->list_lock);
 
-	slab = usl_new_slab(s, &fl);
+	slab = usl_new_slab(s, &fl, node);
 	if (!slab)
 		return NULL;
+	n = usl_get_node(s, slab);
 	obj = take_one(s, slab, fl, slab->counters, 1, &next, &nc);
 	slab->freelist = next;
 	slab->counters = nc;
@@ -707,7 +723,8 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 	 * allocate, and mprotect/madvise must not run under a spin lock. */
 	if (lc)
 		usl_spin_unlock(&lc->lock);
-	slab = get_partial_node(s, s->node[0], &extra);
+	unsigned int node = usl_slub_local_node(s);
+	slab = get_partial(s, node, &extra);
 	if (slab) {
 		*fl = freeze_slab(s, slab);
 		if (!*fl)
@@ -716,7 +733,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 			usl_stat(s, USL_ALLOC_FROM_PARTIAL);
 	}
 	if (!slab)
-		slab = usl_new_slab(s, fl);
+		slab = usl_new_slab(s, fl, node);
 	if (lc)
 		usl_spin_lock(&lc->lock);
 	while (extra) {
@@ -816,7 +833,7 @@ __attribute__((noinline)) void *usl_slub_alloc_slow(struct kmem_cache *s, gfp_t 
 
 	usl_stat(s, USL_ALLOC_SLOWPATH);
 	if (!usl_slot_take(s, &b)) {
-		obj = usl_alloc_direct(s);
+		obj = usl_alloc_direct(s, usl_slub_local_node(s));
 		if (!obj)
 			goto nomem;
 		return obj;

@@ -74,7 +74,7 @@ USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);
 struct usl_node_counts {
 	unsigned long nr_slabs, total_objects, nr_partial, partial_free, partial_inuse;
 };
-USL_HIDDEN void usl_slub_node_counts(struct kmem_cache *s, struct usl_node_counts *out);
+USL_HIDDEN void usl_slub_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_node_counts *out);
 /* One CPU's slot: whether it has a cpu slab, and its cpu partial slabs (racy
  * reads, as the kernel's sysfs files make). */
 USL_HIDDEN void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab,
@@ -128,6 +128,8 @@ USL_HIDDEN void usl_slub_flush_cpus(struct kmem_cache *s);
 /* Free every empty node partial slab and order the rest for reuse (the
  * kernel's __kmem_cache_do_shrink); true if slabs remain. */
 USL_HIDDEN bool usl_slub_release(struct kmem_cache *s);
+/* The same for one node's partial list; true if the node has slabs left. */
+USL_HIDDEN bool usl_slub_release_node(struct kmem_cache *s, unsigned int nid);
 /* Objects allocated and not freed, counted from the slabs (exact when the
  * cache is quiescent and its CPUs flushed). */
 USL_HIDDEN unsigned long usl_slub_objects_in_use(struct kmem_cache *s);

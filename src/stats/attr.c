@@ -226,7 +226,7 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 		show_counter(o, s, (enum usl_stat_item)(id - A_NR));
 		return;
 	}
-	usl_engine_node_counts(s, &nc);
+	usl_engine_node_counts(s, -1, &nc);
 	switch (id) {
 	case A_OBJECTS: show_node(o, nc.total_objects - nc.partial_free); return;
 	case A_OBJECTS_PARTIAL: show_node(o, nc.partial_inuse); return;

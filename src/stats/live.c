@@ -167,7 +167,7 @@ static int write_row(struct kmem_cache *s, void *arg)
 	struct usl_live_row *r = row_at(w->rows++);
 	struct usl_node_counts nc;
 	unsigned int cpu_slabs = 0, cpu_partial = 0;
-	usl_engine_node_counts(s, &nc);
+	usl_engine_node_counts(s, -1, &nc);
 	for (unsigned int cpu = 0; cpu < usl_nr_cpus; cpu++) {
 		bool has;
 		unsigned int n;

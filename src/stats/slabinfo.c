@@ -22,7 +22,7 @@ void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out)
 		/* The kernel's SLAB rows: objects in the arrays count as active;
 		 * active slabs are those not free; its tunables and shared array. */
 		struct usl_slab_counts c;
-		usl_slab_counts(s, &c);
+		usl_slab_counts(s, -1, &c);
 		out->num_slabs = c.total_slabs;
 		out->active_slabs = c.total_slabs - c.free_slabs;
 		out->num_objs = c.total_objects;
@@ -32,7 +32,7 @@ void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out)
 		out->shared = s->shared;
 		out->shared_avail = c.shared_avail;
 	} else {
-		usl_engine_node_counts(s, &nc);
+		usl_engine_node_counts(s, -1, &nc);
 		out->num_slabs = out->active_slabs = nc.nr_slabs;
 		out->num_objs = nc.total_objects;
 		out->active_objs = nc.total_objects - nc.partial_free;

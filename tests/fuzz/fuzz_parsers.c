@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    usl_opt.harden < 0 || usl_opt.harden > 2 || usl_opt.decay_ms > 3600u * 1000 ||
 	    usl_opt.stats != (usl_opt.stats_out != NULL) ||
 	    (usl_opt.allocator != USL_ENGINE_SLUB && usl_opt.allocator != USL_ENGINE_SLAB) ||
-	    usl_opt.slab_nodes < 1 || usl_opt.slab_nodes > USL_SLAB_MAX_NODES || usl_opt.slab_colour < 0 ||
+	    usl_opt.nodes < 0 || usl_opt.nodes > USL_MAX_NODES || usl_opt.slab_colour < 0 ||
 	    usl_opt.slab_colour > 2 || usl_opt.bulk_lookahead < 1 || usl_opt.bulk_lookahead > 64)
 		abort();
 	for (int i = 0; i < k; i++) {

@@ -16,7 +16,7 @@ static void test_blocks(void)
 {
 	for (unsigned int order = 0; order <= USL_MAX_ORDER; order++) {
 		size_t bytes = usl_order_bytes(order);
-		char *p = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+		char *p = usl_pages_alloc(order, USL_PAGE_INTERNAL, 0);
 		CHECK(p != NULL);
 		CHECK(((uintptr_t)p & (bytes - 1)) == 0);    /* naturally aligned */
 		struct slab *head = usl_virt_to_slab(p);
@@ -46,27 +46,27 @@ static void test_buddy_merge(void)
 {
 	/* Take every free block, so the next allocations come from one fresh
 	 * largest block, then check that two freed halves merge back. */
-	char *big = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	char *big = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0);
 	usl_pages_free(big);
-	char *a = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL);
-	char *b = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL);
+	char *a = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL, 0);
+	char *b = usl_pages_alloc(USL_MAX_ORDER - 1, USL_PAGE_INTERNAL, 0);
 	CHECK(a && b);
 	CHECK((size_t)(a > b ? a - b : b - a) == usl_order_bytes(USL_MAX_ORDER - 1));
 	usl_pages_free(a);
 	usl_pages_free(b);
-	char *c = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	char *c = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0);
 	CHECK(c == (a < b ? a : b));          /* merged into one largest block */
 	/* Split it into pages and merge them all again. */
 	usl_pages_free(c);
 	enum { N = 64 };
 	char *pg[N];
 	for (int i = 0; i < N; i++)
-		pg[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+		pg[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	for (int i = N - 1; i >= 0; i -= 2)
 		usl_pages_free(pg[i]);
 	for (int i = N - 2; i >= 0; i -= 2)
 		usl_pages_free(pg[i]);
-	char *d = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL);
+	char *d = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0);
 	CHECK(d == c);
 	usl_pages_free(d);
 }
@@ -74,7 +74,7 @@ static void test_buddy_merge(void)
 static void test_purge(void)
 {
 	size_t dirty, clean;
-	char *p = usl_pages_alloc(4, USL_PAGE_INTERNAL);
+	char *p = usl_pages_alloc(4, USL_PAGE_INTERNAL, 0);
 	memset(p, 0xab, usl_order_bytes(4));
 	usl_pages_free(p);
 	usl_pages_stats(NULL, &dirty, &clean);
@@ -83,7 +83,7 @@ static void test_purge(void)
 	usl_pages_stats(NULL, &dirty, NULL);
 	CHECK_EQ(dirty, 0);
 	/* The memory was given back: it reads as zero now. */
-	char *q = usl_pages_alloc(4, USL_PAGE_INTERNAL);
+	char *q = usl_pages_alloc(4, USL_PAGE_INTERNAL, 0);
 	CHECK(q == p);
 	int nz = 0;
 	for (size_t i = 0; i < usl_order_bytes(4); i++)
@@ -93,15 +93,15 @@ static void test_purge(void)
 
 	/* Decay: with a zero delay, a later free purges what was freed before. */
 	usl_opt.decay_ms = 0;
-	char *r = usl_pages_alloc(2, USL_PAGE_INTERNAL);
-	char *s2 = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	char *r = usl_pages_alloc(2, USL_PAGE_INTERNAL, 0);
+	char *s2 = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	memset(r, 1, usl_order_bytes(2));
 	usl_pages_free(r);
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
 	nanosleep(&ts, NULL);
 	usl_pages_free(s2);
 	nanosleep(&ts, NULL);
-	char *t = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	char *t = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	usl_pages_free(t);
 	usl_pages_stats(NULL, &dirty, &clean);
 	CHECK_EQ(dirty, 0);
@@ -115,8 +115,8 @@ static void test_entries_released(void)
 {
 	unsigned int order = USL_MAX_ORDER - 1;
 	size_t bytes = usl_order_bytes(order), n = (size_t)1 << order;
-	char *a = usl_pages_alloc(order, USL_PAGE_INTERNAL);
-	char *b = usl_pages_alloc(order, USL_PAGE_INTERNAL);   /* keeps a from merging */
+	char *a = usl_pages_alloc(order, USL_PAGE_INTERNAL, 0);
+	char *b = usl_pages_alloc(order, USL_PAGE_INTERNAL, 0);   /* keeps a from merging */
 	CHECK(a && b);
 	CHECK((((uintptr_t)a - usl_base) ^ ((uintptr_t)b - usl_base)) == bytes);   /* buddies: one region */
 	size_t pfn = ((uintptr_t)a - usl_base) >> USL_PAGE_SHIFT;
@@ -133,7 +133,7 @@ static void test_entries_released(void)
 	CHECK_EQ(resident_pages(ep, USL_PAGE_SIZE), 1);
 	CHECK(f->kind == USL_PAGE_INTERNAL && f->order == order && usl_slab_address(f) == b);
 	/* Still free, and handed out again (first: the lowest block that fits). */
-	char *c = usl_pages_alloc(order, USL_PAGE_INTERNAL);
+	char *c = usl_pages_alloc(order, USL_PAGE_INTERNAL, 0);
 	CHECK(c == a);
 	CHECK(usl_virt_to_slab(c) == e && e->kind == USL_PAGE_INTERNAL && e->order == order);
 	usl_pages_free(c);
@@ -186,7 +186,7 @@ static void test_address_order(void)
 	char *p[N], *a = NULL, *b = NULL;
 	uslab_release_free_memory();                  /* every free block clean */
 	for (int i = 0; i < N; i++)
-		p[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+		p[i] = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	/* Two pages whose buddies are ours too, so that freed they stay pages. */
 	for (int i = 0; i < N; i++) {
 		char *buddy = (char *)(usl_base + (((uintptr_t)p[i] - usl_base) ^ USL_PAGE_SIZE));
@@ -209,15 +209,15 @@ static void test_address_order(void)
 	 * give b). */
 	usl_pages_free(a);
 	usl_pages_free(b);
-	char *q = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	char *q = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	CHECK(q == a);
-	char *q2 = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	char *q2 = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	CHECK(q2 == b);
 	/* A clean page below a dirty one: the dirty one is taken. */
 	usl_pages_free(a);
 	uslab_release_free_memory();
 	usl_pages_free(b);
-	q = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	q = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	CHECK(q == b);
 	for (int i = 0; i < N; i++)
 		if (p[i] != a)
@@ -253,7 +253,7 @@ static void test_random_model(void)
 			unsigned int o = (unsigned int)((x >> 20) % 100);
 			o = o < 60 ? o % 3 : o < 90 ? 3 + o % 4 : 7 + o % (USL_MAX_ORDER - 6);   /* mostly small */
 			bool zeroed = false;
-			char *p = usl_pages_alloc_z(o, USL_PAGE_INTERNAL, &zeroed);
+			char *p = usl_pages_alloc_z(o, USL_PAGE_INTERNAL, 0, &zeroed);
 			if (!p)
 				continue;
 			size_t len = usl_order_bytes(o);
@@ -286,7 +286,7 @@ static void test_random_model(void)
 	size_t grown = (committed1 - committed0) / usl_order_bytes(USL_MAX_ORDER), got = 0;
 	char *big[64];
 	for (size_t k = 0; k < grown && k < 64; k++)
-		if ((big[k] = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL)))
+		if ((big[k] = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0)))
 			got++;
 	size_t committed2;
 	usl_pages_stats(&committed2, NULL, NULL);
@@ -298,14 +298,14 @@ static void test_random_model(void)
 
 static void test_failures(void)
 {
-	CHECK(usl_pages_alloc(USL_MAX_ORDER + 1, USL_PAGE_INTERNAL) == NULL);
+	CHECK(usl_pages_alloc(USL_MAX_ORDER + 1, USL_PAGE_INTERNAL, 0) == NULL);
 	usl_pages_fail_after(2);
-	void *a = usl_pages_alloc(0, USL_PAGE_INTERNAL);
-	void *b = usl_pages_alloc(0, USL_PAGE_INTERNAL);
-	void *c = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	void *a = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
+	void *b = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
+	void *c = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	CHECK(a && b && !c);
 	usl_pages_fail_after(-1);
-	c = usl_pages_alloc(0, USL_PAGE_INTERNAL);
+	c = usl_pages_alloc(0, USL_PAGE_INTERNAL, 0);
 	CHECK(c != NULL);
 	usl_pages_free(a);
 	usl_pages_free(b);

@@ -78,26 +78,26 @@ static void test_lists(void)
 	struct usl_slab_counts c;
 
 	CHECK_EQ(usl_slab_alloc_bulk(s, GFP_KERNEL, num, p), num);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.total_slabs, 1);
 	CHECK_EQ(c.full_slabs, 1);
 	CHECK_EQ(c.free_objects, 0);
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	give_bulk(s, num / 2, p);                 /* full -> partial */
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.full_slabs, 0);
 	CHECK_EQ(c.partial_slabs, 1);
 	CHECK_EQ(c.free_objects, num / 2);
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	give_bulk(s, num - num / 2, p + num / 2); /* partial -> free */
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.partial_slabs, 0);
 	CHECK_EQ(c.free_slabs, 1);
 	CHECK_EQ(c.free_objects, num);
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	/* The free slab serves the next refill before any growth. */
 	CHECK_EQ(usl_slab_refill(s, p, 3, GFP_KERNEL), 3);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.total_slabs, 1);
 	CHECK_EQ(c.partial_slabs, 1);
 	give_bulk(s, 3, p);
@@ -114,12 +114,12 @@ static void test_lists(void)
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	for (unsigned int i = 1; i < num * 3; i += 2)
 		give_one(s, p[i]);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.full_slabs + c.partial_slabs, 0);
 	CHECK_EQ(usl_slab_objects_in_use(s), 0);
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	CHECK(!usl_slab_release(s));
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.total_slabs, 0);
 	free(p);
 	kmem_cache_destroy(s);
@@ -354,7 +354,7 @@ static void test_batches(void)
 		kmem_cache_free(s, p[i]);
 	unsigned long held = in_arrays(s);
 	CHECK(held <= 10 && held >= 10 - 4 + 1);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.shared_avail, 0);
 	CHECK_EQ(c.total_objects - c.free_objects - held, 1);   /* a */
 	/* With a shared array (shared 2: 8 objects), a flush lands there first. */
@@ -364,15 +364,15 @@ static void test_batches(void)
 		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	for (int i = 0; i < 32; i++)
 		kmem_cache_free(s, p[i]);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK(c.shared_avail > 0 && c.shared_avail <= 8);
 	/* A refill takes from the shared array before the slabs. */
 	unsigned long shared_before = c.shared_avail;
 	usl_cache_flush_all(s);                    /* arrays to slabs, shared untouched */
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(c.shared_avail, shared_before);
 	void *b = kmem_cache_alloc(s, GFP_KERNEL);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK(c.shared_avail < shared_before);
 	kmem_cache_free(s, b);
 	kmem_cache_free(s, a);
@@ -400,7 +400,7 @@ static void test_reap(void)
 		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	for (int i = 0; i < N; i++)
 		kmem_cache_free(s, p[i]);
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK(c.free_objects <= c.free_limit + s->objects);
 	CHECK(c.total_slabs > 0);
 	uint64_t now = usl_now_ms() + 10000;
@@ -411,14 +411,14 @@ static void test_reap(void)
 		 * the arrays' drained objects make free_block give back. */
 		unsigned long held = in_arrays(s);
 		usl_array_reap(s, now);
-		usl_slab_counts(s, &c);
+		usl_slab_counts(s, -1, &c);
 		unsigned long drained = held - in_arrays(s);
 		if (c.free_slabs < prev)
 			CHECK(prev - c.free_slabs <= per_round + 1 + (drained + s->objects - 1) / s->objects);
 		prev = c.free_slabs;
 		now += 10000;
 	}
-	usl_slab_counts(s, &c);
+	usl_slab_counts(s, -1, &c);
 	CHECK_EQ(in_arrays(s), 0);
 	CHECK_EQ(c.shared_avail, 0);
 	CHECK_EQ(c.total_slabs, 0);
@@ -568,7 +568,7 @@ static void *alloc_on_1(void *arg)
 
 static void test_alien(void)
 {
-	if (usl_opt.slab_nodes < 2 || usl_nr_cpus < 2 || usl_slab_node_of(1) != 1) {
+	if (usl_nr_nodes < 2 || usl_nr_cpus < 2 || usl_node_of_cpu(1) != 1) {
 		printf("alien frees: skipped (one node or one CPU)\n");
 		return;
 	}
@@ -581,7 +581,7 @@ static void test_alien(void)
 	pthread_join(t, NULL);
 	int remote = 0;
 	for (int i = 0; i < 2000; i++)
-		remote += alien_objs[i] && usl_virt_to_slab(alien_objs[i])->pad8 == 1;
+		remote += alien_objs[i] && usl_virt_to_slab(alien_objs[i])->nid == 1;
 	if (sched_getcpu() >= 0 && remote == 0) {
 		printf("alien frees: skipped (CPU 1 not usable)\n");
 		kmem_cache_destroy(alien_cache);
@@ -594,7 +594,7 @@ static void test_alien(void)
 	for (int i = 0; i < 2000; i++) {
 		kmem_cache_free(alien_cache, alien_objs[i]);
 		if (i % 50 == 0) {
-			usl_slab_counts(alien_cache, &c);
+			usl_slab_counts(alien_cache, -1, &c);
 			if (c.alien_avail > alien_peak)
 				alien_peak = c.alien_avail;
 		}
@@ -603,7 +603,7 @@ static void test_alien(void)
 	CHECK_EQ(usl_slab_check_lists(alien_cache), 0);
 	/* The reap drains the alien arrays to their node. */
 	usl_array_reap(alien_cache, usl_now_ms() + 100000);
-	usl_slab_counts(alien_cache, &c);
+	usl_slab_counts(alien_cache, -1, &c);
 	CHECK_EQ(c.alien_avail, 0);
 	usl_cache_flush_all(alien_cache);
 	CHECK_EQ(usl_slab_objects_in_use(alien_cache), 0);
@@ -629,6 +629,6 @@ int main(void)
 	test_tune_under_load();
 	test_alien();
 	CHECK_EQ(uslab_error_count(), expected_errors);   /* none but the bad frees' */
-	printf("per-CPU mode: %s, nodes %d\n", uslab_percpu_mode(), usl_opt.slab_nodes);
+	printf("per-CPU mode: %s, nodes %u\n", uslab_percpu_mode(), usl_nr_nodes);
 	return test_summary();
 }

@@ -1,0 +1,121 @@
+/* topology.c - the NUMA topology: which nodes exist and which node each CPU
+ * is on, read once at start-up (usl_platform_init, under init_lock) from
+ * /sys/devices/system/node, or made up by USLAB_NODES=N for tests on a
+ * one-node machine (CPU i on node i % N; no memory is bound then). Plain
+ * system calls and no allocation, as the rest of start-up (platform.c).
+ * Takes no lock of its own. docs/ARCHITECTURE.md, "NUMA", says what the
+ * layers above do with it. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <sys/rseq.h>
+
+#include "../testing.h"
+#include "platform.h"
+
+unsigned int usl_nr_nodes = 1;
+uint64_t usl_nodes_online = 1;
+bool usl_numa_bind;
+uint8_t usl_cpu_node[USL_MAX_CPUS];
+
+struct node_walk {
+	unsigned int nid;
+	long max;                 /* the highest id seen */
+	uint64_t mask;            /* ids below USL_MAX_NODES seen */
+};
+
+static void node_range(long lo, long hi, void *arg)
+{
+	struct node_walk *w = arg;
+	if (hi > w->max)
+		w->max = hi;
+	for (long i = lo; i <= hi && i < USL_MAX_NODES; i++)
+		w->mask |= 1ULL << i;
+}
+
+static void cpu_range(long lo, long hi, void *arg)
+{
+	const struct node_walk *w = arg;
+	for (long c = lo; c <= hi && c < (long)usl_nr_cpus && c < USL_MAX_CPUS; c++)
+		usl_cpu_node[c] = (uint8_t)w->nid;
+}
+
+/* A node's cpulist (sysfs text) into usl_cpu_node: its CPUs are on nid. */
+bool usl_topology_node_cpus(unsigned int nid, const char *cpulist)
+{
+	struct node_walk w = { .nid = nid, .max = -1 };
+	return nid < USL_MAX_NODES && usl_list_ranges(cpulist, cpu_range, &w);
+}
+
+/* A node list (sysfs text: "0-1", "0,2") as a mask of the ids below
+ * USL_MAX_NODES and its highest id; false if it names none or is malformed. */
+bool usl_topology_node_list(const char *text, uint64_t *mask, long *max)
+{
+	struct node_walk w = { .max = -1 };
+	bool ok = usl_list_ranges(text, node_range, &w);
+	*mask = w.mask;
+	*max = w.max;
+	return ok && w.max >= 0 && w.mask;
+}
+
+static void fake(unsigned int n)
+{
+	usl_nr_nodes = n;
+	usl_nodes_online = n == 64 ? ~0ULL : (1ULL << n) - 1;
+	for (unsigned int c = 0; c < usl_nr_cpus && c < USL_MAX_CPUS; c++)
+		usl_cpu_node[c] = (uint8_t)(c % n);
+}
+
+void usl_topology_init(void)
+{
+	char buf[4096], path[64];
+	uint64_t mask;
+	long max;
+
+	if (usl_opt.nodes > 0) {
+		fake((unsigned int)usl_opt.nodes);
+		return;
+	}
+	/* No sysfs node directory (a kernel without NUMA, a container that
+	 * hides it): one node. */
+	if (!usl_sysfs_read("/sys/devices/system/node/online", buf, sizeof(buf)) ||
+	    !usl_topology_node_list(buf, &mask, &max) || max == 0)
+		return;
+	if (max >= USL_MAX_NODES)
+		usl_report(USLAB_ERR_OPTION, "node ids up to %ld: nodes from %d on are counted as node 0 (uslab keeps "
+		           "%d nodes)", max, USL_MAX_NODES, USL_MAX_NODES);
+	uint64_t online = mask;
+	long top = max < USL_MAX_NODES ? max : USL_MAX_NODES - 1;
+	while (!((online >> top) & 1))
+		top--;
+	for (unsigned int nid = 0; nid <= (unsigned int)top; nid++) {
+		if (!((online >> nid) & 1))
+			continue;
+		usl_name_number(path, sizeof(path), "/sys/devices/system/node/node", nid);
+		size_t len = 0;
+		while (path[len])
+			len++;
+		const char *tail = "/cpulist";
+		for (size_t i = 0; tail[i] && len + 1 < sizeof(path); i++)
+			path[len++] = tail[i];
+		path[len] = 0;
+		if (usl_sysfs_read(path, buf, sizeof(buf)))
+			usl_topology_node_cpus(nid, buf);
+	}
+	usl_nr_nodes = (unsigned int)top + 1;
+	usl_nodes_online = online;
+#ifdef USLAB_HAVE_LIBNUMA
+	usl_numa_bind = usl_nr_nodes > 1;
+#endif
+}
+
+unsigned int usl_this_node_slow(void)
+{
+	int cpu;
+	if (usl_rseq_mode) {
+		const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + usl_rseq_off);
+		cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	} else {
+		cpu = sched_getcpu();
+	}
+	return usl_node_of_cpu(cpu);
+}
