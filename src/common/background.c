@@ -13,8 +13,10 @@
  * nothing to give back, no barn holds sheaves and no free page block waits to
  * age; the next
  * slow-path tick wakes it. Awake, it sweeps twice per decay interval. fork():
- * the child has no thread and starts its own the same way. All signals are
- * blocked in it.
+ * the child has no thread and starts its own the same way. A vfork child
+ * (which shares the parent's memory and runs no fork handler) never starts
+ * one: its thread would outlive the child's exit, which then never completes,
+ * and its parent waits for ever. All signals are blocked in it.
  *
  * Locks: bg_lock (its state and condition variable; never held across a
  * sweep or pthread_create). The sweep takes the registry's and the layers'
@@ -24,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../testing.h"
 #include "common.h"
@@ -40,6 +43,7 @@ static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep 
 static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
 static void (*sample_fn)(bool on);      /* usl_fast_mode_sample */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
+static pid_t bg_pid;                 /* the process that may start the thread (not a vfork child) */
 static void no_stats_tick(void) {}
 void (*usl_stats_tick)(void) = no_stats_tick;
 static __thread unsigned int tick_calls;
@@ -106,6 +110,7 @@ static void *bg_main(void *unused)
 void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on))
 {
 	sweep_fn = sweep;
+	bg_pid = getpid();
 	__atomic_store_n(&sample_fn, sample, __ATOMIC_RELEASE);
 }
 
@@ -115,6 +120,7 @@ static void background_start(void)
 
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_NONE || !usl_opt.background ||
 	    usl_opt.decay_ms == 0 || __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() < MIN_HEAP ||
+	    getpid() != bg_pid ||          /* a vfork child: once, when the heap first is large enough */
 	    !__atomic_compare_exchange_n(&bg_state, &none, BG_STARTING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	/* pthread_create may allocate (under LD_PRELOAD, from uslab): bg_state
@@ -197,6 +203,7 @@ void usl_decay_tick(void)
 void usl_background_after_fork(void)
 {
 	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
+	bg_pid = getpid();
 	pthread_mutex_init(&bg_lock, NULL);
 	bg_parked = bg_kicked = false;
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_FAILED)

@@ -327,7 +327,11 @@ static void test_barn_and_shrink(void)
 			/* The barn holds its ten arrays (the rest of the burst is
 			 * packed into the objects themselves). */
 			CHECK_EQ(barn_full(km), km->barn_max_full);
-			struct kmem_cache *shc = usl_virt_to_slab(km->node[0]->barn.full)->slab_cache;
+			struct slab_sheaf *held = NULL;    /* in the barn of the node the thread ran on */
+			for (unsigned int nid = 0; !held && nid < usl_nr_nodes; nid++)
+				held = km->node[nid]->barn.full;
+			CHECK(held != NULL);
+			struct kmem_cache *shc = usl_virt_to_slab(held)->slab_cache;
 			struct usl_state_counts st0, st1;
 			usl_slub_state_counts(shc, &st0);
 			CHECK(st0.total >= 1);
@@ -344,8 +348,9 @@ static void test_barn_and_shrink(void)
 			usl_sheaf_counts(km, &kc);
 			/* What they hold now is what the traffic refilled since, in
 			 * small refills (an eighth of a sheaf, then a quarter, ... on
-			 * each CPU the thread ran on), not the two full sheaves. */
-			CHECK(kc.cpu_objects < uslab_sheaf_capacity(km) * 3 / 2);
+			 * each CPU the thread ran on; the steps are each node's
+			 * barn's), not the two full sheaves. */
+			CHECK(kc.cpu_objects < uslab_sheaf_capacity(km) * 3 / 2 * usl_nr_nodes);
 			/* The sweeps free the sheaves, and then the slabs of the sheaf
 			 * structures' cache they empty, cpu partial ones too (later
 			 * in the same sweep): after a sweep no slab of that cache is

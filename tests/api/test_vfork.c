@@ -16,6 +16,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/rseq.h>
 #include <sys/wait.h>
@@ -170,8 +173,61 @@ static bool parent_area_ok(void)
 	return cpu >= 0 && cpu < CPU_SETSIZE;
 }
 
+/* Is a thread of this process named uslab-decay? */
+static bool decay_thread_here(void)
+{
+	char path[64], comm[32];
+	bool found = false;
+	for (pid_t tid = getpid(); tid < getpid() + 4096 && !found; tid++) {
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) && strncmp(comm, "uslab-decay", 11) == 0;
+		fclose(f);
+	}
+	return found;
+}
+
+/* A vfork child whose allocations first take the heap past the size at which
+ * uslab starts its decay thread (8 MiB) must not start it: the thread would
+ * be the child's (in the parent's memory, where its state says "running"),
+ * so the parent would never get one, and a child that exits while the
+ * thread starts may never finish exiting (its parent then waits for ever;
+ * SIGALRM ends the test). The parent starts its own on its next slow paths.
+ * First in main: the heap is small yet. */
+static void test_child_crosses_threshold(void)
+{
+	alarm(60);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		for (int i = 0; i < 16 * 1024; i++)   /* 16 MiB, left to the parent's heap */
+			if (!malloc(1024))
+				_exit(4);
+		for (int i = 0; i < 64 * 1024; i++)   /* frees: sampled toward the tick */
+			free(malloc(64 + (size_t)(i % 16) * 64));
+		_exit(0);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	alarm(0);
+	if (getenv("USLAB_BACKGROUND") || getenv("USLAB_DECAY_MS"))
+		return;                          /* the thread may be off */
+	bool found = false;
+	for (int round = 0; round < 200 && !found; round++) {
+		void *p[256];
+		for (int i = 0; i < 256; i++)
+			p[i] = malloc(64 + (size_t)(i % 16) * 64);   /* slow paths tick */
+		for (int i = 0; i < 256; i++)
+			free(p[i]);
+		found = decay_thread_here();
+	}
+	CHECK(found);
+}
+
 int main(void)
 {
+	test_child_crosses_threshold();
 #ifndef VFORK_PRELOAD
 	cache = kmem_cache_create("vfork-72", 72, 0, 0, NULL);
 	CHECK(cache != NULL);

@@ -52,7 +52,7 @@ pid=$prog_pid
 # The view is made at start-up and rewritten at the allocator's ticks: wait
 # for one that has the 300 objects live_prog keeps.
 for _ in $(seq 100); do
-	"$tool" -p "$pid" 2>/dev/null | grep -qE '^live-a +[3-9][0-9]{2,} ' && break
+	"$tool" -p "$pid" 2>/dev/null | grep -qE '^live-a +([3-9][0-9]{2}|[1-9][0-9]{3,}) ' && break
 	sleep 0.05
 done
 view=/dev/shm/uslab.$pid
@@ -118,7 +118,7 @@ if command -v tmux >/dev/null; then
 	tmux new-session -d -s "uslabinfo$$" -x 130 -y 30 "$tool -p $pid --top --delay 0.2"
 	sleep 1.5
 	screen=$(tmux capture-pane -p -t "uslabinfo$$")
-	if grep -q "uslabinfo --top: process $pid" <<<"$screen" && grep -qE '^live-a +[3-9][0-9]{2,} ' <<<"$screen" &&
+	if grep -q "uslabinfo --top: process $pid" <<<"$screen" && grep -qE '^live-a +([3-9][0-9]{2}|[1-9][0-9]{3,}) ' <<<"$screen" &&
 	   grep -q '^Name  ' <<<"$screen"; then
 		ok "--top screen"
 	else
@@ -142,7 +142,7 @@ export USLAB_ALLOCATOR=slab
 if start_prog "$tmp/p3.out"; then
 	spid=$prog_pid
 	for _ in $(seq 100); do
-		"$tool" -p "$spid" 2>/dev/null | grep -qE '^live-a +[3-9][0-9]{2,} ' && break
+		"$tool" -p "$spid" 2>/dev/null | grep -qE '^live-a +([3-9][0-9]{2}|[1-9][0-9]{3,}) ' && break
 		sleep 0.05
 	done
 	expect "SLAB: table" 0 '^live-a +[3-9][0-9]{2,} +200 ' "$tool" -p "$spid"
