@@ -152,6 +152,13 @@ USLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
  * remain, -1 (reported) for a NULL or destroyed cache. Takes every CPU's slot
  * of s for a moment: slower than an allocation by far, call it rarely. */
 USLAB_API int kmem_cache_shrink(struct kmem_cache *s);
+/* kmem_cache_shrink for one NUMA node: every CPU's sheaves and cpu slabs are
+ * flushed (their objects go back to their own nodes), then the node's empty
+ * slabs are freed (SLAB: its alien and shared arrays drained first); other
+ * nodes' slabs stay. 0 when the node has no slab of s left, 1 when it has,
+ * -EINVAL (reported) for a NULL or destroyed cache or a node that does not
+ * exist. */
+USLAB_API int uslab_cache_shrink_node(struct kmem_cache *s, int node);
 
 /* Prefilled sheaves (the kernel's API for callers that must not fail later):
  * kmem_cache_prefill_sheaf returns a sheaf holding at least size objects (NULL

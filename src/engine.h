@@ -32,6 +32,26 @@ static inline void *usl_engine_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	return usl_is_slab(s) ? usl_slab_alloc(s, gfp) : usl_slub_alloc(s, gfp);
 }
+/* One object from a slab of node nid (kmem_cache_alloc_node for a node
+ * other than the CPU's; not a debug cache): SLUB's straight from the node's
+ * lists, SLAB's from its shared array or slabs. */
+static inline void *usl_engine_alloc_node(struct kmem_cache *s, gfp_t gfp, unsigned int nid)
+{
+	if (!usl_is_slab(s))
+		return usl_slub_alloc_node(s, gfp, nid);
+	void *obj;
+	return usl_slab_refill_node(s, nid, &obj, 1, gfp) ? obj : NULL;
+}
+/* A checked object of another node's slab freed on this node: SLUB's to its
+ * slab (past the sheaves, which keep this node's objects), SLAB's through
+ * the alien arrays. */
+static inline void usl_engine_free_remote(struct kmem_cache *s, struct slab *slab, void *x)
+{
+	if (usl_is_slab(s))
+		usl_slab_free_remote(s, x);
+	else
+		usl_slub_free(s, slab, x);
+}
 static inline void usl_engine_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
 	if (usl_is_slab(s))

@@ -82,6 +82,14 @@ __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_
 	return kmem_cache_alloc(s, gfp);
 }
 
+/* A counting path's count: with USLAB_STATS (the counting paths also serve
+ * more than one node without it). */
+static inline void count(struct kmem_cache *s, enum usl_stat_item i)
+{
+	if (s->stats)
+		usl_stat_inc(s, i, 1);
+}
+
 /* The fast paths of kmem_cache_alloc: the sheaf section (sheaves) or the cpu
  * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
  * only, so that the copy in kmem_cache_alloc tests nothing for it. */
@@ -96,7 +104,7 @@ static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache 
 		if (harden && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
 		if (counted)
-			usl_stat_inc(s, USL_ALLOC_PCS, 1);
+			count(s, USL_ALLOC_PCS);
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return zero_object(s, obj);
 		return obj;
@@ -107,7 +115,7 @@ sheaf_slow:
 	USL_RSEQ_ALLOC(s, obj);
 	usl_marker_clear(obj, s->offset);
 	if (counted)
-		usl_stat_inc(s, USL_ALLOC_FASTPATH, 1);
+		count(s, USL_ALLOC_FASTPATH);
 	if (usl_unlikely(gfp & __GFP_ZERO))
 		return zero_object(s, obj);
 	return obj;
@@ -140,11 +148,37 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 	return alloc_other(s, gfp);
 }
 
+/* kmem_cache_alloc_node for a node other than NUMA_NO_NODE: the CPU's own
+ * node takes the usual paths (the CPU's sheaves hold only its node's
+ * objects); another node's object comes from that node's slabs
+ * (usl_engine_alloc_node); a node that does not exist is reported and the
+ * local node serves. Debug caches and dead ones take kmem_cache_alloc's
+ * paths (a debug cache keeps to node 0). */
+static __attribute__((noinline)) void *alloc_node_other(struct kmem_cache *s, gfp_t gfp, int node)
+{
+	if (usl_unlikely(!usl_node_valid(node))) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_node(%s): node %d does not exist (node ids 0-%u, %d online); "
+		           "allocated on the local node", s->name, node, usl_nr_nodes - 1,
+		           __builtin_popcountll(usl_nodes_online));
+		return kmem_cache_alloc(s, gfp);
+	}
+	if ((unsigned int)node == usl_this_node() || (s->flags & (USL_SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) ||
+	    !usl_cache_live(s))
+		return kmem_cache_alloc(s, gfp);
+	void *obj = usl_engine_alloc_node(s, gfp, (unsigned int)node);
+	if (!obj)
+		return NULL;
+	usl_marker_clear(obj, s->offset);
+	if (gfp & __GFP_ZERO)
+		return zero_object(s, obj);
+	return obj;
+}
+
 void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t gfp, int node)
 {
-	/* One node until NUMA placement lands: every node id is a hint. */
-	(void)node;
-	return kmem_cache_alloc(s, gfp);
+	if (usl_likely(node == NUMA_NO_NODE) || usl_unlikely(!s))
+		return kmem_cache_alloc(s, gfp);
+	return alloc_node_other(s, gfp, node);
 }
 
 void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t gfp)

@@ -160,6 +160,30 @@ static int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	return (int)nr;
 }
 
+/* More than one node: the objects of p[0..nr) of another node's slabs, checked
+ * and marked, go back to their slabs (the engine's bulk free), not into this
+ * CPU's sheaves; the rest are compacted to the front. How many are left. */
+static size_t remote_out(struct kmem_cache *s, size_t nr, void **p)
+{
+	unsigned int here = usl_this_node();
+	size_t k = 0, r = 0;
+	void *remote[64];
+	for (size_t i = 0; i < nr; i++) {
+		if (usl_addr_node(p[i]) == here) {
+			p[k++] = p[i];
+			continue;
+		}
+		remote[r++] = p[i];
+		if (r == 64) {
+			usl_engine_free_bulk(s, r, remote);
+			r = 0;
+		}
+	}
+	if (r)
+		usl_engine_free_bulk(s, r, remote);
+	return k;
+}
+
 /* Sheaves: check every pointer (reported and left out when bad, as is an entry
  * equal to the one before it), compact, and copy them into the sheaves. */
 static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
@@ -226,6 +250,8 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 		p[k++] = x;
 		prev = (uintptr_t)x;
 	}
+	if (usl_unlikely(usl_nr_nodes > 1))
+		k = remote_out(s, k, p);
 	if (k)
 		usl_sheaf_free_bulk(s, k, p);
 }

@@ -647,7 +647,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 			return step_failed(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
-	s->fast = s->stats ? USL_FAST_COUNTED
+	s->fast = s->stats || usl_nr_nodes > 1 ? USL_FAST_COUNTED
 	        : !s->sheaf_capacity ? USL_FAST_CPU_SLAB
 	        : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER;
 	return true;
@@ -878,6 +878,23 @@ int kmem_cache_shrink(struct kmem_cache *s)
 		usl_debug_quarantine_flush(s);
 	usl_cache_flush_all(s);
 	bool left = usl_engine_release(s);
+	usl_pages_purge(true);
+	return left ? 1 : 0;
+}
+
+int uslab_cache_shrink_node(struct kmem_cache *s, int node)
+{
+	if (!cache_arg_ok(s, "uslab_cache_shrink_node"))
+		return -EINVAL;
+	if (!usl_node_valid(node)) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_cache_shrink_node(%s): node %d does not exist (node ids 0-%u); "
+		           "nothing done", s->name, node, usl_nr_nodes - 1);
+		return -EINVAL;
+	}
+	if (s->flags & USL_SLAB_DEBUG_FLAGS)
+		usl_debug_quarantine_flush(s);
+	usl_cache_flush_all(s);
+	bool left = usl_engine_release_node(s, (unsigned int)node);
 	usl_pages_purge(true);
 	return left ? 1 : 0;
 }

@@ -89,16 +89,39 @@ void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
+/* A counting path's count (the counting paths also serve more than one node
+ * without USLAB_STATS). */
+static inline void count(struct kmem_cache *s, enum usl_stat_item i)
+{
+	if (s->stats)
+		usl_stat_inc(s, i, 1);
+}
+
+/* An object of another node's slab, freed on this node: back to its node
+ * (usl_engine_free_remote), never into this CPU's sheaves, which so hand out
+ * only this node's objects. */
+static __attribute__((noinline)) void free_remote(struct kmem_cache *s, void *x, bool sample)
+{
+	usl_engine_free_remote(s, usl_virt_to_slab(x), x);   /* counted there (SLUB: free_slowpath) */
+	maybe_sample(s, sample);
+}
+
 /* x, checked, to this CPU's sheaf (sheaves) or cpu slab, or their slow
- * paths; counted (USLAB_STATS) in free_counted's copy only. */
+ * paths; counted (USLAB_STATS) in free_counted's copy only, which also sends
+ * another node's object back to its node (sheaves; a cpu slab takes only
+ * its own slab's objects). */
 static inline __attribute__((always_inline)) void free_fast(struct kmem_cache *s, void *x, const char *fn,
                                                             bool sample, bool sheaves, bool counted)
 {
 	if (sheaves) {
+		if (counted && usl_nr_nodes > 1 && usl_addr_node(x) != usl_this_node()) {
+			free_remote(s, x, sample);
+			return;
+		}
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
 			if (counted)
-				usl_stat_inc(s, USL_FREE_PCS, 1);
+				count(s, USL_FREE_PCS);
 			maybe_sample(s, sample);
 			return;
 		}
@@ -114,7 +137,7 @@ static inline __attribute__((always_inline)) void free_fast(struct kmem_cache *s
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
 		if (counted)
-			usl_stat_inc(s, USL_FREE_FASTPATH, 1);
+			count(s, USL_FREE_FASTPATH);
 		maybe_sample(s, sample);
 		return;
 	}
@@ -364,7 +387,7 @@ static __attribute__((noinline)) void free_ptr_other(void *x, const char *fn, co
 	unsigned int id = (uint16_t)(w >> 32);
 	/* Objects of uslab's own caches go slow too: no marker is written into
 	 * them. */
-	if (pm_internal(w) || (mode & USL_MODE_STATS))
+	if (pm_internal(w) || (mode & (USL_MODE_STATS | USL_MODE_NUMA)))
 		free_ptr_slow(x, fn, false);
 	else if (mode & USL_MODE_HARDEN)
 		free_by_id(x, fn, f, id, true, mode & USL_MODE_SAMPLE);

@@ -282,7 +282,7 @@ static size_t block_size(const void *p)
 /* ===========================================================================
  * The family
  */
-static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
+static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp, int node)
 {
 	void *p;
 
@@ -300,7 +300,12 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp)
 		return p;
 	}
 	bool zeroed = false;
-	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, usl_this_node(), &zeroed);
+	if (node != NUMA_NO_NODE && !usl_node_valid(node)) {
+		usl_report(USLAB_ERR_BAD_ARG, "kmalloc_node: node %d does not exist (node ids 0-%u); allocated on the local node",
+		           node, usl_nr_nodes - 1);
+		node = NUMA_NO_NODE;
+	}
+	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, node == NUMA_NO_NODE ? usl_this_node() : (unsigned int)node, &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);
 	if (p && (gfp & __GFP_ZERO) && !zeroed)   /* a clean block is zero already, */
@@ -333,7 +338,7 @@ void *kmalloc(size_t size, gfp_t gfp)
 			return usl_kmalloc_debug(s, size, gfp, (uintptr_t)__builtin_return_address(0));
 		return s ? kmem_cache_alloc(s, gfp) : NULL;
 	}
-	return kmalloc_large(size, gfp);
+	return kmalloc_large(size, gfp, NUMA_NO_NODE);
 }
 
 void *kzalloc(size_t size, gfp_t gfp)
@@ -341,10 +346,21 @@ void *kzalloc(size_t size, gfp_t gfp)
 	return kmalloc(size, gfp | __GFP_ZERO);
 }
 
+/* A class's object from the node's slabs (kmem_cache_alloc_node: another
+ * node's are reported and served locally); a large block from the node's
+ * regions (a direct mapping, beyond the largest block, lands where the
+ * kernel puts it). */
 void *kmalloc_node(size_t size, gfp_t gfp, int node)
 {
-	(void)node;               /* one node: a hint */
-	return kmalloc(size, gfp);
+	if (usl_likely(node == NUMA_NO_NODE) || !size)
+		return kmalloc(size, gfp);
+	if (usl_likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
+		struct kmem_cache *s = kmalloc_cache(size);
+		if (usl_unlikely(s && (s->flags & USL_SLAB_DEBUG_FLAGS)))
+			return usl_kmalloc_debug(s, size, gfp, (uintptr_t)__builtin_return_address(0));
+		return s ? kmem_cache_alloc_node(s, gfp, node) : NULL;
+	}
+	return kmalloc_large(size, gfp, node);
 }
 
 void *kmalloc_array(size_t n, size_t size, gfp_t gfp)

@@ -290,6 +290,8 @@ void usl_platform_init(void)
 		usl_read_options();
 		count_cpus();
 		usl_topology_init();
+		if (usl_nr_nodes > 1)
+			usl_opt.fast_mode |= USL_MODE_NUMA;
 		usl_rseq_mode = rseq_usable();
 		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset
 		                             : (long)((char *)&dummy_rseq - (char *)__builtin_thread_pointer());

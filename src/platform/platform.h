@@ -34,6 +34,10 @@ struct usl_options {
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
 #define USL_MODE_STATS 2u
+/* More than one node: every cache takes its counting paths (s->fast), whose
+ * frees send another node's objects back to it (common/free.c); set once at
+ * start-up, after the topology. */
+#define USL_MODE_NUMA 4u
 /* free's fast path counts its frees for the decay tick: set and cleared at
  * run time by the tick (common/background.c) while the heap is large and no
  * decay thread runs. Above the low byte, which malloc's fast path reads. */

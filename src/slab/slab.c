@@ -422,7 +422,12 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
 
 unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batch, gfp_t gfp)
 {
-	unsigned int nid = usl_this_node(), got = 0, taken = 0;
+	return usl_slab_refill_node(s, usl_this_node(), out, batch, gfp);
+}
+
+unsigned int usl_slab_refill_node(struct kmem_cache *s, unsigned int nid, void **out, unsigned int batch, gfp_t gfp)
+{
+	unsigned int got = 0, taken = 0;
 	struct kmem_cache_node *n = s->node[nid];
 
 	if (!batch)
@@ -523,6 +528,11 @@ static unsigned int route_alien(struct kmem_cache *s, unsigned int nid, void **o
 		slabs_destroy(s, &list);
 	}
 	return k;
+}
+
+void usl_slab_free_remote(struct kmem_cache *s, void *x)
+{
+	route_alien(s, usl_this_node(), &x, 1);
 }
 
 unsigned int usl_slab_flush_array(struct kmem_cache *s, void **objs, unsigned int nr)

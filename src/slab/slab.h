@@ -46,6 +46,12 @@ USL_HIDDEN void usl_slab_cache_free(struct kmem_cache *s);
  * node's shared array, else its partial and free slabs, else a new slab.
  * How many (0: no memory). */
 USL_HIDDEN unsigned int usl_slab_refill(struct kmem_cache *s, void **out, unsigned int batch, gfp_t gfp);
+/* The same from node nid's shared array and slabs (kmem_cache_alloc_node). */
+USL_HIDDEN unsigned int usl_slab_refill_node(struct kmem_cache *s, unsigned int nid, void **out, unsigned int batch,
+                                             gfp_t gfp);
+/* x, checked, of another node's slab, freed on this CPU's node: to this
+ * node's alien array for its node (the kernel's cache_free_alien). */
+USL_HIDDEN void usl_slab_free_remote(struct kmem_cache *s, void *x);
 /* The kernel's cache_flusharray: the n objects of objs[] (a per-CPU array's
  * oldest) to this node's shared array if it has room for some, else to their
  * slabs; objects of another node's slabs go to its alien array. How many

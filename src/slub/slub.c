@@ -916,6 +916,28 @@ void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
 	return obj;
 }
 
+/* An object from a slab of the node, for kmem_cache_alloc_node when the
+ * node is not the CPU's: straight from the node's partial list or a new
+ * slab of it, under its list_lock (no cpu slab changes hands: the kernel
+ * gives up its cpu slab here, counted as alloc_node_mismatch, which counts
+ * this). A two-word cache's object leaves with its F. */
+void *usl_slub_alloc_node(struct kmem_cache *s, gfp_t gfp, unsigned int node)
+{
+	usl_stat(s, USL_ALLOC_NODE_MISMATCH);
+	for (;;) {
+		void *obj = usl_alloc_direct(s, node);
+		if (!obj) {
+			if (!(gfp & __GFP_NOWARN))
+				usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_node(%s): out of memory on node %u (object size %u, order %u)",
+				           s->name, node, s->object_size, s->order);
+			return NULL;
+		}
+		if (!usl_tw_on(s) || usl_tw_leave_slab(s, obj))
+			return obj;
+		usl_tw_refused(s, obj);
+	}
+}
+
 /* ===========================================================================
  * Freeing single objects, and reports
  */

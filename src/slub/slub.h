@@ -41,6 +41,9 @@ USL_HIDDEN unsigned int usl_slub_alignment(slab_flags_t flags, unsigned int alig
 /* ---- single objects (slub.c) ---- */
 /* The cpu-slab path (no zeroing): the freelist section, then the slow path. */
 USL_HIDDEN void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp);
+/* One object from a slab of the node (not a debug cache, nor one of uslab's
+ * own: those keep to node 0). */
+USL_HIDDEN void *usl_slub_alloc_node(struct kmem_cache *s, gfp_t gfp, unsigned int node);
 /* After the freelist section failed: locked mode's pop (NULL when empty), and
  * the slow path (a new cpu slab; NULL with a report unless __GFP_NOWARN). */
 USL_HIDDEN void *usl_slub_alloc_fast_locked(struct kmem_cache *s);

@@ -30,7 +30,7 @@ enum usl_stat_item {
 	USL_ALLOC_FROM_PARTIAL,     /* a cpu slab taken from the node partial list */
 	USL_ALLOC_SLAB,             /* a new slab from the page provider */
 	USL_ALLOC_REFILL,           /* the cpu slab's freelist refilled from its slab */
-	USL_ALLOC_NODE_MISMATCH,    /* (one node: none) */
+	USL_ALLOC_NODE_MISMATCH,    /* kmem_cache_alloc_node for a node not the CPU's */
 	USL_FREE_SLAB,              /* a slab given back to the page provider */
 	USL_CPUSLAB_FLUSH,          /* a cpu slab taken away by a flush */
 	USL_DEACTIVATE_FULL,        /* a cpu slab was full when it stopped being one */

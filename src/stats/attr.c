@@ -101,11 +101,17 @@ static void put(struct out *o, const char *fmt, ...)
  * The attributes
  */
 
-static void show_node(struct out *o, unsigned long x)
+/* A node count in the kernel's text: the total, then " N<node>=<count>" for
+ * each node that has some. */
+static void show_nodes(struct out *o, const unsigned long *per)
 {
-	put(o, "%lu", x);
-	if (x)
-		put(o, " N0=%lu", x);
+	unsigned long total = 0;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		total += per[nid];
+	put(o, "%lu", total);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		if (per[nid])
+			put(o, " N%u=%lu", nid, per[nid]);
 	put(o, "\n");
 }
 
@@ -173,7 +179,7 @@ static void show_cpu_partial(struct out *o, struct kmem_cache *s)
 
 static void show(struct out *o, struct kmem_cache *s, int id)
 {
-	struct usl_node_counts nc;
+	unsigned long per[USL_MAX_NODES] = { 0 };
 	slab_flags_t f = s->flags;
 
 	switch (id) {
@@ -208,17 +214,15 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 				put(o, "0x%lx\n", (unsigned long)(uintptr_t)s->ctor);
 		}
 		return;
-	case A_CPU_SLABS: {
-		unsigned long total = 0;
+	case A_CPU_SLABS:                 /* counted on their CPU's node */
 		for (unsigned int cpu = 0; cpu < usl_nr_cpus; cpu++) {
 			bool has;
 			unsigned int n;
 			usl_slub_cpu_counts(s, cpu, &has, &n);
-			total += has + n;
+			per[usl_node_of_cpu((int)cpu)] += has + n;
 		}
-		show_node(o, total);
+		show_nodes(o, per);
 		return;
-	}
 	case A_SLABS_CPU_PARTIAL: show_cpu_partial(o, s); return;
 	default: break;
 	}
@@ -226,15 +230,17 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 		show_counter(o, s, (enum usl_stat_item)(id - A_NR));
 		return;
 	}
-	usl_engine_node_counts(s, -1, &nc);
-	switch (id) {
-	case A_OBJECTS: show_node(o, nc.total_objects - nc.partial_free); return;
-	case A_OBJECTS_PARTIAL: show_node(o, nc.partial_inuse); return;
-	case A_PARTIAL: show_node(o, nc.nr_partial); return;
-	case A_SLABS: show_node(o, nc.nr_slabs); return;
-	case A_TOTAL_OBJECTS: show_node(o, nc.total_objects); return;
-	default: return;
+	if (id != A_OBJECTS && id != A_OBJECTS_PARTIAL && id != A_PARTIAL && id != A_SLABS && id != A_TOTAL_OBJECTS)
+		return;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct usl_node_counts nc;
+		usl_engine_node_counts(s, (int)nid, &nc);
+		per[nid] = id == A_OBJECTS ? nc.total_objects - nc.partial_free
+		         : id == A_OBJECTS_PARTIAL ? nc.partial_inuse
+		         : id == A_PARTIAL ? nc.nr_partial
+		         : id == A_SLABS ? nc.nr_slabs : nc.total_objects;
 	}
+	show_nodes(o, per);
 }
 
 /* A cache argument: NULL or destroyed is reported (EINVAL). */
