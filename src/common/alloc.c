@@ -162,10 +162,18 @@ static __attribute__((noinline)) void *alloc_node_other(struct kmem_cache *s, gf
 		           __builtin_popcountll(usl_nodes_online));
 		return kmem_cache_alloc(s, gfp);
 	}
-	if ((unsigned int)node == usl_this_node() || (s->flags & (USL_SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) ||
-	    !usl_cache_live(s))
+	if ((s->flags & (USL_SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) || !usl_cache_live(s))
 		return kmem_cache_alloc(s, gfp);
-	void *obj = usl_engine_alloc_node(s, gfp, (unsigned int)node);
+	void *obj;
+	if ((unsigned int)node == usl_this_node()) {
+		/* The CPU's sheaf; a thread moved to another node's CPU between
+		 * the test and the pop got that node's object: back it goes. */
+		obj = kmem_cache_alloc(s, gfp);
+		if (!obj || usl_addr_node(obj) == (unsigned int)node)
+			return obj;
+		kmem_cache_free(s, obj);
+	}
+	obj = usl_engine_alloc_node(s, gfp, (unsigned int)node);
 	if (!obj)
 		return NULL;
 	usl_marker_clear(obj, s->offset);

@@ -375,6 +375,7 @@ __attribute__((used)) static void (*const keep_live_view)(void) = usl_live_init;
  * slabs and active objects) and the page provider's blocks around it. */
 struct heap {
 	size_t committed, free_dirty, free_clean, slabs, objects, large;
+	unsigned long long node_slabs[USL_MAX_NODES], node_objects[USL_MAX_NODES];   /* more than one node */
 };
 
 static void heap_read(struct heap *h)
@@ -385,6 +386,8 @@ static void heap_read(struct heap *h)
 	usl_heap_totals(&t);
 	h->slabs = (size_t)t.slab_bytes;
 	h->objects = (size_t)t.active_bytes;
+	memcpy(h->node_slabs, t.node_slab_bytes, sizeof(h->node_slabs));
+	memcpy(h->node_objects, t.node_active_bytes, sizeof(h->node_objects));
 	size_t used = h->committed - h->free_dirty - h->free_clean;   /* slabs and large blocks */
 	h->large = used > h->slabs ? used - h->slabs : 0;
 }
@@ -450,9 +453,17 @@ EXPORT int malloc_info(int options, FILE *fp)
 	        "<total type=\"inuse\" size=\"%zu\"/>\n<total type=\"objects\" size=\"%zu\"/>\n"
 	        "<total type=\"large\" size=\"%zu\"/>\n<total type=\"slabs\" size=\"%zu\"/>\n"
 	        "<total type=\"free\" size=\"%zu\"/>\n<total type=\"returned\" size=\"%zu\"/>\n"
-	        "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n</malloc>\n",
+	        "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n",
 	        h.committed, h.objects + h.large, h.objects, h.large, h.slabs, heap_free(&h),
 	        h.free_clean, usl_map_count(), usl_map_bytes());
+	/* More than one node: each node's part (its regions, and the slabs and
+	 * objects of the program's caches on it). */
+	for (unsigned int nid = 0; usl_nr_nodes > 1 && nid < usl_nr_nodes; nid++)
+		if (usl_node_valid((int)nid))
+			fprintf(fp, "<node nr=\"%u\">\n<total type=\"committed\" size=\"%zu\"/>\n"
+			        "<total type=\"slabs\" size=\"%llu\"/>\n<total type=\"objects\" size=\"%llu\"/>\n</node>\n",
+			        nid, usl_pages_node_bytes(nid), h.node_slabs[nid], h.node_objects[nid]);
+	fputs("</malloc>\n", fp);
 	return 0;
 }
 

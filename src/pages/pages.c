@@ -89,6 +89,7 @@ static usl_sumword *summary2;    /* [node][region / 4096] */
 static size_t nsum, nsum2;       /* words a node, of each */
 static uint64_t *young_regions, *idle_regions;
 uint8_t *usl_region_node;
+static size_t node_regions[USL_MAX_NODES];   /* regions made for each node (under pages_lock) */
 static inline usl_sumword *sum1(unsigned int node) { return summary + node * nsum; }
 static inline usl_sumword *sum2(unsigned int node) { return summary2 + node * nsum2; }
 static uint64_t epoch_start;     /* when young[0] began collecting */
@@ -459,6 +460,7 @@ static bool grow(unsigned int node)
 	 * slices are touched only as blocks are handed out, not 72 KiB at once. */
 	bind_region(at, bytes, node);
 	usl_region_node[region] = (uint8_t)node;
+	node_regions[node]++;
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
 	mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
@@ -803,6 +805,12 @@ void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 	if (free_clean)
 		*free_clean = free_clean_pages << USL_PAGE_SHIFT;
 	usl_unlock(&pages_lock);
+}
+
+size_t usl_pages_node_bytes(unsigned int node)
+{
+	return node < USL_MAX_NODES ? __atomic_load_n(&node_regions[node], __ATOMIC_RELAXED) * (USL_PAGE_SIZE << USL_MAX_ORDER)
+	                            : 0;
 }
 
 /* Would an allocation of this order have to grow the committed range (no free

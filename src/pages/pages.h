@@ -91,6 +91,9 @@ USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
 USL_HIDDEN bool usl_pages_short(unsigned int order, unsigned int node); /* no free block that size (racy) */
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
+/* Bytes of the range made for the node's regions (metadata regions count on
+ * node 0); a racy read. */
+USL_HIDDEN size_t usl_pages_node_bytes(unsigned int node);
 USL_HIDDEN void usl_pages_fork_lock(void);
 USL_HIDDEN void usl_pages_fork_unlock(void);
 

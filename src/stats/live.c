@@ -112,6 +112,7 @@ static bool live_make(void)
 	h->max_aliases = USL_LIVE_ALIASES;
 	h->nr_stats = USL_NR_STATS;
 	h->nr_cpus = usl_nr_cpus;
+	h->nr_nodes = usl_nr_nodes;
 	h->page_size = (uint32_t)USL_PAGE_SIZE;
 	h->stats_on = (uint32_t)usl_opt.stats;
 	h->pid = pid;
@@ -165,9 +166,17 @@ static int write_row(struct kmem_cache *s, void *arg)
 		return 0;
 	}
 	struct usl_live_row *r = row_at(w->rows++);
-	struct usl_node_counts nc;
+	struct usl_node_counts nc, per[USL_LIVE_NODES];
 	unsigned int cpu_slabs = 0, cpu_partial = 0;
-	usl_engine_node_counts(s, -1, &nc);
+	memset(&nc, 0, sizeof(nc));
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		usl_engine_node_counts(s, (int)nid, &per[nid]);
+		nc.nr_slabs += per[nid].nr_slabs;
+		nc.total_objects += per[nid].total_objects;
+		nc.nr_partial += per[nid].nr_partial;
+		nc.partial_free += per[nid].partial_free;
+		nc.partial_inuse += per[nid].partial_inuse;
+	}
 	for (unsigned int cpu = 0; cpu < usl_nr_cpus; cpu++) {
 		bool has;
 		unsigned int n;
@@ -199,6 +208,10 @@ static int write_row(struct kmem_cache *s, void *arg)
 	r->objects = nc.total_objects - nc.partial_free;
 	r->partial = nc.nr_partial;
 	r->objects_partial = nc.partial_inuse;
+	for (unsigned int nid = 0; nid < USL_LIVE_NODES; nid++) {
+		r->node_slabs[nid] = nid < usl_nr_nodes ? per[nid].nr_slabs : 0;
+		r->node_partial[nid] = nid < usl_nr_nodes ? per[nid].nr_partial : 0;
+	}
 	for (int i = 0; i < USL_NR_STATS; i++)
 		r->stats[i] = usl_stat_sum(s, (enum usl_stat_item)i);
 	seq_end(&r->seq);

@@ -1,6 +1,6 @@
 /* live.h - the file a process with USLAB_STATS publishes its caches in
  * (/dev/shm/uslab.<pid>, mode 0600; stats/live.c writes it, tools/uslabinfo
- * reads it). Its layout, version 1: a header, max_rows cache rows, then
+ * reads it). Its layout, version 2 (per-node counts added): a header, max_rows cache rows, then
  * max_aliases alias entries; every field little-endian and naturally aligned,
  * sizes recorded in the header so a reader checks them against the file.
  *
@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #define USL_LIVE_MAGIC "USLABLV1"
-#define USL_LIVE_VERSION 1u
+#define USL_LIVE_VERSION 2u
+#define USL_LIVE_NODES 64          /* node ids a row counts (uslab's USL_MAX_NODES) */
 #define USL_LIVE_NAME 48
 #define USL_LIVE_STATS 64          /* counter slots in a row (the counters in use: nr_stats) */
 #define USL_LIVE_STAT_NAME 32
@@ -58,6 +59,8 @@ struct usl_live_header {
 	uint64_t req_seq, done_seq;
 	int64_t req_result;            /* caches shrunk, or problems validation reported; -1: no such cache */
 	char req_name[USL_LIVE_NAME];
+	uint32_t nr_nodes;             /* node ids in use (1: one node) */
+	uint32_t pad;
 };
 
 /* One cache as sysfs shows it (stats/attr.c), its counters summed. */
@@ -69,6 +72,7 @@ struct usl_live_row {
 	uint32_t cpu_partial, flags, cpu_slabs, cpu_partial_slabs;
 	uint64_t slabs, total_objects, objects, partial, objects_partial;
 	uint64_t stats[USL_LIVE_STATS];
+	uint64_t node_slabs[USL_LIVE_NODES], node_partial[USL_LIVE_NODES];   /* per node (nr_nodes) */
 };
 
 /* A name that kmem_cache_create merged into another cache. */

@@ -83,6 +83,12 @@ static int add_totals(struct kmem_cache *s, void *arg)
 	} else {
 		t->slab_bytes += slab;
 		t->active_bytes += active;
+		for (unsigned int nid = 0; usl_nr_nodes > 1 && nid < usl_nr_nodes; nid++) {
+			struct usl_node_counts nc;
+			usl_engine_node_counts(s, (int)nid, &nc);
+			t->node_slab_bytes[nid] += (unsigned long long)nc.nr_slabs * usl_order_bytes(s->order);
+			t->node_active_bytes[nid] += (unsigned long long)(nc.total_objects - nc.partial_free) * s->size;
+		}
 	}
 	t->caches++;
 	return 0;

@@ -38,6 +38,9 @@ struct usl_heap_totals {
 	unsigned long long slab_bytes, active_bytes;         /* the program's caches */
 	unsigned long long own_slab_bytes, own_active_bytes; /* uslab's own caches */
 	unsigned long long caches;
+	/* The program's caches per node (usl_nr_nodes of them): slab bytes and
+	 * bytes in objects in use by the slabs' counts. */
+	unsigned long long node_slab_bytes[USL_MAX_NODES], node_active_bytes[USL_MAX_NODES];
 };
 USL_HIDDEN void usl_heap_totals(struct usl_heap_totals *out);
 

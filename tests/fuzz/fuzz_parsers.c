@@ -49,6 +49,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (usl_parse_int(buf, -1000, 1000, &v) && (v < -1000 || v > 1000))
 		abort();
 
+	/* The topology's sysfs texts: a node list (its mask holds only ids
+	 * below 64, its highest id is what it named), a node's cpulist (every
+	 * CPU's node stays a node id). */
+	uint64_t mask;
+	if (usl_topology_node_list(buf, &mask, &max) && (!mask || max < 0 || max > 1L << 20))
+		abort();
+	usl_topology_node_cpus(1, buf);
+	for (unsigned int c = 0; c < USL_MAX_CPUS; c++)
+		if (usl_cpu_node[c] >= USL_MAX_NODES)
+			abort();
+
 	/* The whole input as USLAB_DEBUG: only debug flags, for any name. */
 	static const char *const cache_names[] = { "kmalloc-64", "malloc-112", "conn", "", "uslab-sheaf-64", "*" };
 	const uint32_t debug = SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE;

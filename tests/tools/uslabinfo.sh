@@ -65,6 +65,7 @@ expect "report of one cache" 0 'Slabcache: live-a +Aliases:  1 Order' "$tool" -p
 expect "report counters" 0 '^Cpu sheaf +[0-9]+ +[0-9]+' "$tool" -p "$pid" -r '^live-a$'
 expect "aliases" 0 '^live-a +<- live-b$' "$tool" -p "$pid" -a
 expect "totals" 0 '^Slabcache Totals$' "$tool" -p "$pid" -T
+expect "numa view, one node" 0 '^live-a: No NUMA information available\.$' "$tool" -p "$pid" -n '^live-a$'
 expect "activity columns" 0 '^Name +Objects +Alloc +Free +%Fast Fallb O CmpX +UL$' "$tool" -p "$pid" -D
 expect "debug flags" 0 '^live-dbg .* PZ$' "$tool" -p "$pid" -z
 # Reads while the process rewrites its view every 200 ms: each is a whole
@@ -89,6 +90,17 @@ head -c 5000 /dev/urandom >"$tmp/noise"
 expect "not a view" 1 'not a uslab live-view file' "$tool" -f "$tmp/noise"
 : >"$tmp/empty"
 expect "empty file" 1 'is empty' "$tool" -f "$tmp/empty"
+# A process on a fake topology of two nodes: the kernel tool's NUMA views.
+USLAB_NODES=2 start_prog "$tmp/p-nodes.out" && {
+	pid2=$prog_pid
+	for _ in $(seq 100); do
+		"$tool" -p "$pid2" 2>/dev/null | grep -qE '^live-a ' && break
+		sleep 0.05
+	done
+	expect "numa header" 0 '^Slab +: +0 +1$' "$tool" -p "$pid2" -n
+	expect "numa row" 0 '^live-a +[0-9.]+[KMG]? +[0-9.]+[KMG]?$' "$tool" -p "$pid2" -n
+	expect "numa in a report" 0 '^Partial slabs +[0-9.]+[KMG]? +[0-9.]+[KMG]?$' "$tool" -p "$pid2" -r '^live-a$'
+}
 expect "no process" 1 'no process 2147483646' "$tool" -p 2147483646
 expect "process without a view" 1 'publishes no live view' "$tool" -p $$
 expect "bad pid" 1 '-p wants a process id' "$tool" -p abc

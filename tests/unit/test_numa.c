@@ -10,9 +10,12 @@
  * with sheaves on and off (CTest's variants). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <linux/mempolicy.h>
 
 #include "../harness.h"
 #include "engine.h"
@@ -75,8 +78,31 @@ static unsigned int want_nodes(void)
 	return v ? (unsigned int)atoi(v) : 1;
 }
 
+/* The machine's topology (no USLAB_NODES): what sysfs says, bound to
+ * memory with libnuma when there is more than one node. */
+static void test_machine_topology(void)
+{
+	char buf[4096];
+	uint64_t mask = 1;
+	long max = 0;
+	if (usl_sysfs_read("/sys/devices/system/node/online", buf, sizeof(buf)))
+		CHECK(usl_topology_node_list(buf, &mask, &max));
+	CHECK_EQ(usl_nodes_online, max ? mask : 1);
+	CHECK_EQ(usl_nr_nodes, max ? (unsigned long)(64 - __builtin_clzll(mask)) : 1);
+#ifdef USLAB_HAVE_LIBNUMA
+	CHECK_EQ(usl_numa_bind, usl_nr_nodes > 1);
+#else
+	CHECK(!usl_numa_bind);
+#endif
+	CHECK_EQ(!!(usl_opt.fast_mode & USL_MODE_NUMA), usl_nr_nodes > 1);
+}
+
 static void test_topology(void)
 {
+	if (!getenv("USLAB_NODES")) {
+		test_machine_topology();
+		return;
+	}
 	unsigned int n = want_nodes();
 	CHECK_EQ(usl_nr_nodes, n);
 	CHECK_EQ(__builtin_popcountll(usl_nodes_online), n);
@@ -248,6 +274,69 @@ static void test_remote_free(void)
 	unpin();
 }
 
+/* The machine's nodes: the page of an object or block asked for on node
+ * nid is on node nid, by the kernel's own answer (get_mempolicy with
+ * MPOL_F_NODE | MPOL_F_ADDR). On one node this checks the calls and that
+ * nothing else was bound; on a NUMA machine, the binding (libnuma). */
+static int page_node(void *p)
+{
+	int node = -1;
+	if (syscall(SYS_get_mempolicy, &node, NULL, 0UL, p, (unsigned long)(MPOL_F_NODE | MPOL_F_ADDR)) != 0)
+		return -2;
+	return node;
+}
+
+static void test_machine_placement(void)
+{
+	if (getenv("USLAB_NODES"))
+		return;                              /* a fake topology places nothing */
+	struct kmem_cache *s = kmem_cache_create("numa-place", 1024, 0, SLAB_NO_MERGE, NULL);
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		if (!usl_node_valid((int)nid))
+			continue;
+		int bad = 0;
+		void *o[64];
+		for (int i = 0; i < 64; i++) {
+			o[i] = kmem_cache_alloc_node(s, GFP_KERNEL, (int)nid);
+			memset(o[i], 0x33, 1024);        /* faulted in here: placed by the policy */
+			bad += page_node(o[i]) != (int)nid;
+		}
+		CHECK_EQ(bad, 0);
+		for (int i = 0; i < 64; i++)
+			kmem_cache_free(s, o[i]);
+		char *big = kmalloc_node(1u << 20, GFP_KERNEL, (int)nid);
+		CHECK(big != NULL);
+		memset(big, 1, 1u << 20);
+		CHECK_EQ(page_node(big), nid);
+		CHECK_EQ(page_node(big + (1u << 20) - 1), nid);
+		kfree(big);
+	}
+	kmem_cache_destroy(s);
+}
+
+/* malloc_info (uslab's, where the malloc override is linked): a <node>
+ * element per node with more than one node, none on one. */
+static void test_malloc_info(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	void *keep = kmalloc_node(100, GFP_KERNEL, (int)usl_nr_nodes - 1);
+	FILE *f = open_memstream(&buf, &len);
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	int rc = malloc_info(0, f);
+	fclose(f);
+	if (rc == 0 && strstr(buf, "uslab-1")) {
+		char want[32];
+		snprintf(want, sizeof(want), "<node nr=\"%u\">", usl_nr_nodes - 1);
+		CHECK_EQ(strstr(buf, want) != NULL, usl_nr_nodes > 1);
+		CHECK_EQ(strstr(buf, "<node nr=\"0\">") != NULL, usl_nr_nodes > 1);
+	}
+	free(buf);
+	kfree(keep);
+}
+
 /* Shrink one node: its empty slabs go, the other nodes' stay. */
 static void test_shrink_node(void)
 {
@@ -360,6 +449,8 @@ int main(int argc, char **argv)
 	test_kmalloc_node();
 	test_remote_free();
 	test_shrink_node();
+	test_machine_placement();
+	test_malloc_info();
 	test_storm();
 	printf("nodes %u, engine %s, per-CPU mode %s\n", usl_nr_nodes, uslab_allocator(), uslab_percpu_mode());
 	return test_summary();

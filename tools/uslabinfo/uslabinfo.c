@@ -27,7 +27,7 @@
 
 static struct {
 	bool aliases, activity_sort, activity_view, bytes, empty, inverted, loss, partial_sort, report, shrink, size,
-	    totals, validate, zero, single_ref, top;
+	    totals, validate, zero, single_ref, top, numa;
 	long lines;
 	double delay;
 	const char *file, *save;
@@ -64,6 +64,8 @@ static void usage(FILE *f)
 	        "-i|--inverted          inverted order\n"
 	        "-l|--slabs             the cache table (the default)\n"
 	        "-L|--Loss              sort by loss (and show it)\n"
+	        "-n|--numa              slabs per NUMA node (the kernel tool's view; with -r also\n"
+	        "                       partial slabs per node)\n"
 	        "-N|--lines=K           the first K caches\n"
 	        "-P|--partial           sort by partial slabs\n"
 	        "-r|--report            a detailed report of each cache (of the one matched: by default)\n"
@@ -279,6 +281,42 @@ static const char *onoff(bool x)
 	return x ? "On " : "Off";
 }
 
+/* The kernel tool's NUMA view: a header of node ids, then per cache its
+ * slabs on each node; in a report (detail) also its partial slabs. One node:
+ * "No NUMA information available", as the kernel's. */
+static int numa_lines;
+
+static void numa_view(FILE *f, const struct usl_live_row *r, bool detail)
+{
+	unsigned int nodes = H->nr_nodes < USL_LIVE_NODES ? H->nr_nodes : USL_LIVE_NODES;
+	char b[32];
+	if (nodes <= 1) {
+		fprintf(f, "\n%s: No NUMA information available.\n", r->name);
+		return;
+	}
+	if (!opt.zero && !r->slabs && !detail)
+		return;
+	if (!numa_lines++ || detail) {
+		fprintf(f, "\n%-21s:", detail ? "NUMA nodes" : "Slab");
+		for (unsigned int n = 0; n < nodes; n++)
+			fprintf(f, " %4u", n);
+		fprintf(f, "\n----------------------");
+		for (unsigned int n = 0; n < nodes; n++)
+			fprintf(f, "-----");
+		fprintf(f, "\n");
+	}
+	fprintf(f, "%-21s ", detail ? "All slabs" : r->name);
+	for (unsigned int n = 0; n < nodes; n++)
+		fprintf(f, " %4s", size_str(b, sizeof(b), (unsigned long)r->node_slabs[n]));
+	fprintf(f, "\n");
+	if (detail) {
+		fprintf(f, "%-21s ", "Partial slabs");
+		for (unsigned int n = 0; n < nodes; n++)
+			fprintf(f, " %4s", size_str(b, sizeof(b), (unsigned long)r->node_partial[n]));
+		fprintf(f, "\n");
+	}
+}
+
 static void report(FILE *f, const struct usl_live_row *r)
 {
 	unsigned long slab = page_size << r->order;
@@ -305,6 +343,8 @@ static void report(FILE *f, const struct usl_live_row *r)
 	fprintf(f, "Align  : %7u  Objects: %7u   Tracing       : %s  Lpadd: %7lu\n", r->align, r->objs_per_slab,
 	        onoff(r->flags & USL_LIVE_F_TRACE),
 	        (slab - (unsigned long)r->objs_per_slab * r->slab_size) * (unsigned long)r->slabs);
+	if (H->nr_nodes > 1)
+		numa_view(f, r, true);
 	if (!H->stats_on)
 		return;
 	/* The counters: the kernel tool's table, with the sheaves' rows. */
@@ -597,6 +637,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },      { "inverted", no_argument, NULL, 'i' },
 		{ "slabs", no_argument, NULL, 'l' },     { "Loss", no_argument, NULL, 'L' },
 		{ "lines", required_argument, NULL, 'N' }, { "pid", required_argument, NULL, 'p' },
+		{ "numa", no_argument, NULL, 'n' },
 		{ "partial", no_argument, NULL, 'P' },   { "report", no_argument, NULL, 'r' },
 		{ "shrink", no_argument, NULL, 's' },    { "Size", no_argument, NULL, 'S' },
 		{ "Totals", no_argument, NULL, 'T' },    { "validate", no_argument, NULL, 'v' },
@@ -606,7 +647,7 @@ int main(int argc, char **argv)
 	};
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "aABDef:hilLN:p:PrsSTvz1", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "aABDef:hilLnN:p:PrsSTvz1", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a': opt.aliases = true; break;
 		case 'A': opt.activity_sort = true; break;
@@ -618,6 +659,7 @@ int main(int argc, char **argv)
 		case 'i': opt.inverted = true; break;
 		case 'l': break;
 		case 'L': opt.loss = true; break;
+		case 'n': opt.numa = true; break;
 		case 'N':
 			opt.lines = strtol(optarg, &end, 10);
 			if (*end || opt.lines < 0)
@@ -709,6 +751,12 @@ int main(int argc, char **argv)
 	}
 	if (opt.totals) {
 		totals(stdout, s.rows, s.hdr.nr_rows);
+		goto out;
+	}
+	if (opt.numa && !opt.report) {
+		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
+			if (wanted(&s.rows[i]))
+				numa_view(stdout, &s.rows[i], false);
 		goto out;
 	}
 	unsigned int matched = 0;
