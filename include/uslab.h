@@ -126,7 +126,12 @@ USLAB_API void kmem_cache_destroy(struct kmem_cache *s);
  * s is NULL or destroyed (reported). __GFP_ZERO clears object_size bytes.
  * Lock-free in the common case (a per-CPU sheaf or cpu slab). */
 USLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
-/* node is a hint: uslab has one memory node (NUMA_NO_NODE is fine). */
+/* An object from a slab of NUMA node `node` (its pages on that node where the
+ * machine has several and uslab was built with libnuma); NUMA_NO_NODE: the
+ * calling CPU's node, as kmem_cache_alloc. A node that does not exist is
+ * reported and the local node serves. Another node than the CPU's takes the
+ * node's list_lock (counted as alloc_node_mismatch). Debug caches keep to
+ * node 0. */
 USLAB_API void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int node) USLAB_MALLOC_ATTR;
 /* kmem_cache_alloc with __GFP_ZERO. */
 USLAB_API void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags) USLAB_MALLOC_ATTR;
