@@ -9,9 +9,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#ifdef USLAB_HAVE_LIBNUMA
-#include <numaif.h>
-#endif
 
 #include "../testing.h"
 #include "pages.h"
@@ -413,16 +410,8 @@ static bool commit(void *from, void *to)
  * A refusal (a kernel or a sandbox without mbind) leaves first touch. */
 static void bind_region(void *at, size_t bytes, unsigned int node)
 {
-#ifdef USLAB_HAVE_LIBNUMA
-	if (usl_numa_bind) {
-		unsigned long mask = 1UL << node;
-		(void)mbind(at, bytes, MPOL_PREFERRED, &mask, sizeof(mask) * 8 + 1, 0);
-	}
-#else
-	(void)at;
-	(void)bytes;
-	(void)node;
-#endif
+	if (__atomic_load_n(&usl_numa_bind, __ATOMIC_ACQUIRE))
+		(void)usl_numa_bind_range(at, bytes, node);
 }
 
 static bool grow(unsigned int node)

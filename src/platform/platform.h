@@ -136,10 +136,13 @@ USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
 extern unsigned int usl_nr_nodes USL_HIDDEN;    /* highest possible node id + 1 */
 extern uint64_t usl_nodes_online USL_HIDDEN;    /* a bit per node that exists (online) */
 extern bool usl_numa_bind USL_HIDDEN;           /* the real topology, more than one node, and
-                                                   libnuma at build time: slabs' pages are
+                                                   libnuma loaded: new regions' pages are
                                                    bound to their node (pages.c) */
 extern uint8_t usl_cpu_node[USL_MAX_CPUS] USL_HIDDEN;   /* the node of each CPU id */
 USL_HIDDEN void usl_topology_init(void);
+/* Bind [addr, addr + len) to the node (MPOL_PREFERRED, through libnuma's
+ * mbind); false if libnuma is not loaded or the kernel refuses. */
+USL_HIDDEN bool usl_numa_bind_range(void *addr, size_t len, unsigned int node);
 static inline bool usl_node_valid(int nid)
 {
 	return nid >= 0 && nid < USL_MAX_NODES && ((usl_nodes_online >> nid) & 1);

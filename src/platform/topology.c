@@ -3,11 +3,19 @@
  * /sys/devices/system/node, or made up by USLAB_NODES=N for tests on a
  * one-node machine (CPU i on node i % N; no memory is bound then). Plain
  * system calls and no allocation, as the rest of start-up (platform.c).
- * Takes no lock of its own. docs/ARCHITECTURE.md, "NUMA", says what the
- * layers above do with it. */
+ * And the binding of memory to a node: libnuma's mbind, loaded with dlopen by
+ * a constructor on a machine with more than one node only (headers found at
+ * build time, USLAB_HAVE_LIBNUMA), so a one-node process never maps it (it
+ * costs 0.8 MB of RSS). Takes no lock of its own. docs/ARCHITECTURE.md,
+ * "NUMA", says what the layers above do with it. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/rseq.h>
+#ifdef USLAB_HAVE_LIBNUMA
+#include <numaif.h>
+#endif
 
 #include "../testing.h"
 #include "platform.h"
@@ -103,8 +111,44 @@ void usl_topology_init(void)
 	}
 	usl_nr_nodes = (unsigned int)top + 1;
 	usl_nodes_online = online;
+}
+
+/* libnuma's mbind, once loaded (numa_at_start). */
+static long (*mbind_fn)(void *, unsigned long, int, const unsigned long *, unsigned long, unsigned);
+
+bool usl_numa_bind_range(void *addr, size_t len, unsigned int node)
+{
 #ifdef USLAB_HAVE_LIBNUMA
-	usl_numa_bind = usl_nr_nodes > 1;
+	long (*fn)(void *, unsigned long, int, const unsigned long *, unsigned long, unsigned) =
+		__atomic_load_n(&mbind_fn, __ATOMIC_ACQUIRE);
+	unsigned long mask = 1UL << node;
+	return fn && node < USL_MAX_NODES && fn(addr, len, MPOL_PREFERRED, &mask, sizeof(mask) * 8 + 1, 0) == 0;
+#else
+	(void)addr;
+	(void)len;
+	(void)node;
+	return false;
+#endif
+}
+
+/* The real topology with more than one node: load libnuma once the loader is
+ * done with the program's own libraries (a constructor: dlopen from inside
+ * the loader's first allocations would not be safe). The regions made before
+ * (the start-up's first few) stay unbound: their pages are where they were
+ * first touched. */
+__attribute__((constructor)) static void numa_at_start(void)
+{
+#ifdef USLAB_HAVE_LIBNUMA
+	usl_platform_init();
+	if (usl_opt.nodes > 0 || usl_nr_nodes < 2)
+		return;
+	void *h = dlopen("libnuma.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *fn = h ? dlsym(h, "mbind") : NULL;
+	if (!fn)
+		return;                          /* not installed: first touch places pages */
+	__atomic_store_n(&mbind_fn, (long (*)(void *, unsigned long, int, const unsigned long *, unsigned long,
+	                                      unsigned))fn, __ATOMIC_RELEASE);
+	__atomic_store_n(&usl_numa_bind, true, __ATOMIC_RELEASE);
 #endif
 }
 
