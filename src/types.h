@@ -265,6 +265,10 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
  * checks first), the cpu slab's, or (USLAB_STATS) any of them through the
  * paths that count (common/alloc.c, common/free.c). */
 enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3 };
+/* More than one node: or'ed into the kind (never into USL_FAST_COUNTED, whose
+ * free checks the node itself), so no kind's usual test matches and the
+ * other paths free another node's object back to its node (common/free.c). */
+#define USL_FAST_NUMA 4u
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */

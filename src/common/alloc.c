@@ -82,14 +82,6 @@ __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_
 	return kmem_cache_alloc(s, gfp);
 }
 
-/* A counting path's count: with USLAB_STATS (the counting paths also serve
- * more than one node without it). */
-static inline void count(struct kmem_cache *s, enum usl_stat_item i)
-{
-	if (s->stats)
-		usl_stat_inc(s, i, 1);
-}
-
 /* The fast paths of kmem_cache_alloc: the sheaf section (sheaves) or the cpu
  * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
  * only, so that the copy in kmem_cache_alloc tests nothing for it. */
@@ -104,7 +96,7 @@ static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache 
 		if (harden && usl_unlikely(!usl_marker_pop(s, obj)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
 		if (counted)
-			count(s, USL_ALLOC_PCS);
+			usl_stat_inc(s, USL_ALLOC_PCS, 1);
 		if (usl_unlikely(gfp & __GFP_ZERO))
 			return zero_object(s, obj);
 		return obj;
@@ -115,7 +107,7 @@ sheaf_slow:
 	USL_RSEQ_ALLOC(s, obj);
 	usl_marker_clear(obj, s->offset);
 	if (counted)
-		count(s, USL_ALLOC_FASTPATH);
+		usl_stat_inc(s, USL_ALLOC_FASTPATH, 1);
 	if (usl_unlikely(gfp & __GFP_ZERO))
 		return zero_object(s, obj);
 	return obj;
@@ -132,7 +124,10 @@ static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t
  * one-word cache (whose pop checks the marker all the same), the cpu slab. */
 static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
 {
-	if (s->fast == USL_FAST_SHEAF_OTHER)
+	unsigned int kind = s->fast & ~USL_FAST_NUMA;   /* a CPU's sheaves hold its node's objects */
+	if (kind == USL_FAST_SHEAF)
+		return alloc_fast(s, gfp, true, false, true);
+	if (kind == USL_FAST_SHEAF_OTHER)
 		return alloc_fast(s, gfp, true, false, usl_opt.harden);
 	return alloc_fast(s, gfp, false, false, false);
 }

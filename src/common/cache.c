@@ -647,9 +647,9 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 			return step_failed(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
-	s->fast = s->stats || usl_nr_nodes > 1 ? USL_FAST_COUNTED
-	        : !s->sheaf_capacity ? USL_FAST_CPU_SLAB
-	        : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER;
+	s->fast = s->stats ? USL_FAST_COUNTED
+	        : (!s->sheaf_capacity ? USL_FAST_CPU_SLAB : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER) |
+	          (usl_nr_nodes > 1 ? USL_FAST_NUMA : 0);
 	return true;
 }
 

@@ -89,14 +89,6 @@ void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
-/* A counting path's count (the counting paths also serve more than one node
- * without USLAB_STATS). */
-static inline void count(struct kmem_cache *s, enum usl_stat_item i)
-{
-	if (s->stats)
-		usl_stat_inc(s, i, 1);
-}
-
 /* An object of another node's slab, freed on this node: back to its node
  * (usl_engine_free_remote), never into this CPU's sheaves, which so hand out
  * only this node's objects. */
@@ -121,7 +113,7 @@ static inline __attribute__((always_inline)) void free_fast(struct kmem_cache *s
 		int r = usl_rseq_sheaf_push(s, x);
 		if (usl_likely(r == USL_RS_OK)) {
 			if (counted)
-				count(s, USL_FREE_PCS);
+				usl_stat_inc(s, USL_FREE_PCS, 1);
 			maybe_sample(s, sample);
 			return;
 		}
@@ -137,7 +129,7 @@ static inline __attribute__((always_inline)) void free_fast(struct kmem_cache *s
 	int r = usl_rseq_free(s, slab, x);
 	if (usl_likely(r == USL_RS_OK)) {
 		if (counted)
-			count(s, USL_FREE_FASTPATH);
+			usl_stat_inc(s, USL_FREE_FASTPATH, 1);
 		maybe_sample(s, sample);
 		return;
 	}
@@ -167,9 +159,17 @@ static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, v
 			return;
 		}
 	}
-	if (s->fast == USL_FAST_SHEAF_OTHER)
+	unsigned int kind = s->fast;
+	if (kind & USL_FAST_NUMA) {
+		kind &= ~USL_FAST_NUMA;
+		if (kind != USL_FAST_CPU_SLAB && usl_addr_node(x) != usl_this_node()) {
+			free_remote(s, x, sample);
+			return;
+		}
+	}
+	if (kind == USL_FAST_SHEAF || kind == USL_FAST_SHEAF_OTHER)
 		free_fast(s, x, fn, sample, true, false);
-	else if (usl_unlikely(s->fast == USL_FAST_COUNTED))
+	else if (usl_unlikely(kind == USL_FAST_COUNTED))
 		free_counted(s, x, fn, sample);
 	else
 		free_fast(s, x, fn, sample, false, false);
@@ -387,8 +387,9 @@ static __attribute__((noinline)) void free_ptr_other(void *x, const char *fn, co
 	unsigned int id = (uint16_t)(w >> 32);
 	/* Objects of uslab's own caches go slow too: no marker is written into
 	 * them. */
-	if (pm_internal(w) || (mode & (USL_MODE_STATS | USL_MODE_NUMA)))
-		free_ptr_slow(x, fn, false);
+	if (pm_internal(w) || (mode & USL_MODE_STATS) ||
+	    ((mode & USL_MODE_NUMA) && usl_addr_node(x) != usl_this_node()))
+		free_ptr_slow(x, fn, false);    /* another node's object: the cache's kind sends it home */
 	else if (mode & USL_MODE_HARDEN)
 		free_by_id(x, fn, f, id, true, mode & USL_MODE_SAMPLE);
 	else

@@ -158,7 +158,7 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
 	__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
 	if (s->flags & USL_SLAB_DEBUG_FLAGS)
 		return;
-	uint8_t mode = (uint8_t)usl_opt.fast_mode;
+	uint8_t mode = (uint8_t)(usl_opt.fast_mode & ~USL_MODE_NUMA);   /* a CPU's sheaves hold its node's objects */
 	if (mode == USL_MODE_HARDEN && !s->offset) {
 		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);

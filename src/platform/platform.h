@@ -151,11 +151,19 @@ static inline unsigned int usl_node_of_cpu(int cpu)
 {
 	return cpu >= 0 && cpu < USL_MAX_CPUS ? usl_cpu_node[cpu] : 0;
 }
-/* The node of the CPU this thread runs on (or ran on a moment ago). */
+/* The node of the CPU this thread runs on (or ran on a moment ago): in rseq
+ * mode the rseq area's cpu_id (its second 32-bit word), in locked mode
+ * sched_getcpu (usl_this_node_slow). */
 USL_HIDDEN unsigned int usl_this_node_slow(void);
 static inline unsigned int usl_this_node(void)
 {
-	return usl_likely(usl_nr_nodes == 1) ? 0 : usl_this_node_slow();
+	if (usl_likely(usl_nr_nodes == 1))
+		return 0;
+	if (usl_unlikely(!usl_rseq_mode))
+		return usl_this_node_slow();
+	uint32_t cpu = __atomic_load_n((const uint32_t *)((char *)__builtin_thread_pointer() + usl_rseq_off + 4),
+	                               __ATOMIC_RELAXED);
+	return cpu < USL_MAX_CPUS ? usl_cpu_node[cpu] : 0;
 }
 /* A small sysfs file into buf (a C string); false if unreadable or empty. */
 USL_HIDDEN bool usl_sysfs_read(const char *path, char *buf, size_t size);
