@@ -110,8 +110,15 @@ static void *bg_main(void *unused)
 void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on))
 {
 	sweep_fn = sweep;
-	bg_pid = getpid();
 	__atomic_store_n(&sample_fn, sample, __ATOMIC_RELEASE);
+}
+
+/* The process that may start the thread: this one, at load (a vfork child
+ * that makes the first allocation must not become it); fork's child takes
+ * its own pid in usl_background_after_fork. */
+__attribute__((constructor)) static void bg_owner(void)
+{
+	bg_pid = getpid();
 }
 
 static void background_start(void)

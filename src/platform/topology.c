@@ -139,8 +139,14 @@ bool usl_numa_bind_range(void *addr, size_t len, unsigned int node)
 __attribute__((constructor)) static void numa_at_start(void)
 {
 #ifdef USLAB_HAVE_LIBNUMA
-	usl_platform_init();
-	if (usl_opt.nodes > 0 || usl_nr_nodes < 2)
+	/* Read here without the rest of start-up (its option reports would come
+	 * before the program could set a report handler). */
+	char buf[4096];
+	uint64_t mask;
+	long max, fake;
+	const char *v = getenv("USLAB_NODES");
+	if ((v && usl_parse_int(v, 1, USL_MAX_NODES, &fake)) || !usl_sysfs_read("/sys/devices/system/node/online", buf, sizeof(buf)) ||
+	    !usl_topology_node_list(buf, &mask, &max) || max == 0)
 		return;
 	void *h = dlopen("libnuma.so.1", RTLD_NOW | RTLD_LOCAL);
 	void *fn = h ? dlsym(h, "mbind") : NULL;

@@ -11,6 +11,7 @@
  * LD_PRELOAD=libuslab.so (malloc only), the way a shell or an interpreter's
  * subprocess module meets uslab. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -176,16 +177,23 @@ static bool parent_area_ok(void)
 /* Is a thread of this process named uslab-decay? */
 static bool decay_thread_here(void)
 {
-	char path[64], comm[32];
+	char path[300], comm[32];
 	bool found = false;
-	for (pid_t tid = getpid(); tid < getpid() + 4096 && !found; tid++) {
-		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return false;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
 		found = fgets(comm, sizeof(comm), f) && strncmp(comm, "uslab-decay", 11) == 0;
 		fclose(f);
 	}
+	closedir(d);
 	return found;
 }
 
