@@ -128,60 +128,12 @@ void usl_name_number(char *buf, size_t len, const char *prefix, unsigned int n)
 
 /* ---- per-CPU mode ---- */
 
-/* A small sysfs file into buf (size bytes, a C string); false when it cannot
- * be read or is empty. Plain system calls: nothing here may allocate, and
- * glibc's sysconf and get_nprocs sit in parts of libc a program may never
- * touch, which fault-around would then make resident (docs/ARCHITECTURE.md,
- * "Layers"). open, read and close are cancellation points, and start-up holds
- * init_lock (and whatever lock the first call held): no stdio either. */
-bool usl_sysfs_read(const char *path, char *buf, size_t size)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, size - 1);
-	syscall(SYS_close, fd);
-	if (len <= 0)
-		return false;
-	buf[len] = 0;
-	return true;
-}
-
 /* A sysfs CPU list ("0-3,8-11"): its highest id (-1 if none) and how many ids
  * it names; false when it cannot be read. */
 bool usl_cpu_list(const char *path, long *max, long *count)
 {
 	char buf[4096];                    /* sparse lists run long: "0,2,4,...,254" is 450 bytes */
 	return usl_sysfs_read(path, buf, sizeof(buf)) && usl_cpu_list_parse(buf, max, count);
-}
-
-/* The ranges of a sysfs list in buf (a C string: "0-3,8-11", "5"), each
- * given to each(lo, hi, arg) in turn; false (after the ranges before it)
- * where an id is above 2^20. A range written backwards ("3-1") is its upper
- * id alone. */
-bool usl_list_ranges(const char *buf, void (*each)(long lo, long hi, void *arg), void *arg)
-{
-	long cur = 0, from = -1;
-	bool digits = false;
-	for (const char *p = buf;; p++) {
-		if (*p >= '0' && *p <= '9') {
-			cur = cur * 10 + (*p - '0');
-			digits = true;
-			if (cur > 1L << 20)
-				return false;
-			continue;
-		}
-		if (*p == '-' && digits) {
-			from = cur;
-		} else if (digits) {
-			each(from >= 0 && from <= cur ? from : cur, cur, arg);
-			from = -1;
-		}
-		cur = 0;
-		digits = false;
-		if (!*p)
-			return true;
-	}
 }
 
 struct list_count {
@@ -289,7 +241,10 @@ void usl_platform_init(void)
 	if (!platform_ready) {
 		usl_read_options();
 		count_cpus();
-		usl_topology_init();
+		long top = usl_topology_init(usl_nr_cpus, usl_opt.nodes);
+		if (top >= USL_MAX_NODES)
+			usl_report(USLAB_ERR_OPTION, "node ids up to %ld: nodes from %d on are counted as node 0 (uslab keeps "
+			           "%d nodes)", top, USL_MAX_NODES, USL_MAX_NODES);
 		if (usl_nr_nodes > 1)
 			usl_opt.fast_mode |= USL_MODE_NUMA;
 		usl_rseq_mode = rseq_usable();
@@ -301,6 +256,18 @@ void usl_platform_init(void)
 		__atomic_store_n(&platform_ready, 1, __ATOMIC_RELEASE);
 	}
 	usl_unlock(&init_lock);
+}
+
+unsigned int usl_this_node_slow(void)
+{
+	int cpu;
+	if (usl_rseq_mode) {
+		const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + usl_rseq_off);
+		cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	} else {
+		cpu = sched_getcpu();
+	}
+	return usl_node_of_cpu(cpu);
 }
 
 void usl_platform_fork_lock(void)

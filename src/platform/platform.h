@@ -6,6 +6,7 @@
 #define USL_PLATFORM_H
 
 #include "../types.h"
+#include "topology.h"
 
 /* ---- options (options.c) ---- */
 struct usl_options {
@@ -126,34 +127,10 @@ USL_HIDDEN size_t usl_os_page_size(void);       /* AT_PAGESZ; callable before st
  * faults before it reaches it: for uslab's own structures (MAP_NORESERVE:
  * pages count as they are touched). NULL if the kernel refuses. */
 USL_HIDDEN void *usl_map_guarded(size_t bytes, int prot);
-/* ---- NUMA topology (topology.c) ----
- * Read once by usl_platform_init after the CPU count: from
- * /sys/devices/system/node, or USLAB_NODES=N's fake topology (CPU i on node
- * i % N, no memory bound; N=1 turns a NUMA machine into one node). Node ids
- * run from 0 to usl_nr_nodes - 1 (sparse ids keep their numbers; a node above
- * USL_MAX_NODES - 1 is reported and its CPUs counted on node 0). */
-#define USL_MAX_CPUS 8192
-extern unsigned int usl_nr_nodes USL_HIDDEN;    /* highest possible node id + 1 */
-extern uint64_t usl_nodes_online USL_HIDDEN;    /* a bit per node that exists (online) */
-extern bool usl_numa_bind USL_HIDDEN;           /* the real topology, more than one node, and
-                                                   libnuma loaded: new regions' pages are
-                                                   bound to their node (pages.c) */
-extern uint8_t usl_cpu_node[USL_MAX_CPUS] USL_HIDDEN;   /* the node of each CPU id */
-USL_HIDDEN void usl_topology_init(void);
-/* Bind [addr, addr + len) to the node (MPOL_PREFERRED, through libnuma's
- * mbind); false if libnuma is not loaded or the kernel refuses. */
-USL_HIDDEN bool usl_numa_bind_range(void *addr, size_t len, unsigned int node);
-static inline bool usl_node_valid(int nid)
-{
-	return nid >= 0 && nid < USL_MAX_NODES && ((usl_nodes_online >> nid) & 1);
-}
-static inline unsigned int usl_node_of_cpu(int cpu)
-{
-	return cpu >= 0 && cpu < USL_MAX_CPUS ? usl_cpu_node[cpu] : 0;
-}
+/* ---- NUMA topology: platform/topology.h; the calling thread's node here ---- */
 /* The node of the CPU this thread runs on (or ran on a moment ago): in rseq
  * mode the rseq area's cpu_id (its second 32-bit word), in locked mode
- * sched_getcpu (usl_this_node_slow). */
+ * sched_getcpu (usl_this_node_slow, platform.c). */
 USL_HIDDEN unsigned int usl_this_node_slow(void);
 static inline unsigned int usl_this_node(void)
 {
@@ -165,11 +142,6 @@ static inline unsigned int usl_this_node(void)
 	                               __ATOMIC_RELAXED);
 	return cpu < USL_MAX_CPUS ? usl_cpu_node[cpu] : 0;
 }
-/* A small sysfs file into buf (a C string); false if unreadable or empty. */
-USL_HIDDEN bool usl_sysfs_read(const char *path, char *buf, size_t size);
-/* The ranges of a sysfs list ("0-3,8-11") to each(lo, hi, arg); false where
- * an id is absurd (above 2^20). */
-USL_HIDDEN bool usl_list_ranges(const char *buf, void (*each)(long lo, long hi, void *arg), void *arg);
 
 /* ---- call stacks (stack.c) ---- */
 /* Load the unwinder and the symbolizer (libunwind, libdw: dlopen), once; at

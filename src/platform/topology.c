@@ -1,5 +1,6 @@
 /* topology.c - the NUMA topology: which nodes exist and which node each CPU
- * is on, read once at start-up (usl_platform_init, under init_lock) from
+ * is on, read once at start-up (usl_platform_init, under init_lock, which
+ * reports what it returns) from
  * /sys/devices/system/node, or made up by USLAB_NODES=N for tests on a
  * one-node machine (CPU i on node i % N; no memory is bound then). Plain
  * system calls and no allocation, as the rest of start-up (platform.c).
@@ -17,13 +18,67 @@
 #include <numaif.h>
 #endif
 
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "../testing.h"
-#include "platform.h"
+#include "topology.h"
 
 unsigned int usl_nr_nodes = 1;
 uint64_t usl_nodes_online = 1;
 bool usl_numa_bind;
 uint8_t usl_cpu_node[USL_MAX_CPUS];
+
+/* A small sysfs file into buf (size bytes, a C string); false when it cannot
+ * be read or is empty. Plain system calls: nothing here may allocate, and
+ * glibc's sysconf and get_nprocs sit in parts of libc a program may never
+ * touch, which fault-around would then make resident (docs/ARCHITECTURE.md,
+ * "Layers"). open, read and close are cancellation points, and start-up holds
+ * init_lock (and whatever lock the first call held): no stdio either. */
+bool usl_sysfs_read(const char *path, char *buf, size_t size)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, size - 1);
+	syscall(SYS_close, fd);
+	if (len <= 0)
+		return false;
+	buf[len] = 0;
+	return true;
+}
+
+/* The ranges of a sysfs list in buf (a C string: "0-3,8-11", "5"), each
+ * given to each(lo, hi, arg) in turn; false (after the ranges before it)
+ * where an id is above 2^20. A range written backwards ("3-1") is its upper
+ * id alone. */
+bool usl_list_ranges(const char *buf, void (*each)(long lo, long hi, void *arg), void *arg)
+{
+	long cur = 0, from = -1;
+	bool digits = false;
+	for (const char *p = buf;; p++) {
+		if (*p >= '0' && *p <= '9') {
+			cur = cur * 10 + (*p - '0');
+			digits = true;
+			if (cur > 1L << 20)
+				return false;
+			continue;
+		}
+		if (*p == '-' && digits) {
+			from = cur;
+		} else if (digits) {
+			each(from >= 0 && from <= cur ? from : cur, cur, arg);
+			from = -1;
+		}
+		cur = 0;
+		digits = false;
+		if (!*p)
+			return true;
+	}
+}
+
+static unsigned int nr_cpus = 1;       /* CPU ids the table covers (usl_topology_init) */
 
 struct node_walk {
 	unsigned int nid;
@@ -43,7 +98,7 @@ static void node_range(long lo, long hi, void *arg)
 static void cpu_range(long lo, long hi, void *arg)
 {
 	const struct node_walk *w = arg;
-	for (long c = lo; c <= hi && c < (long)usl_nr_cpus && c < USL_MAX_CPUS; c++)
+	for (long c = lo; c <= hi && c < (long)nr_cpus && c < USL_MAX_CPUS; c++)
 		usl_cpu_node[c] = (uint8_t)w->nid;
 }
 
@@ -69,28 +124,46 @@ static void fake(unsigned int n)
 {
 	usl_nr_nodes = n;
 	usl_nodes_online = n == 64 ? ~0ULL : (1ULL << n) - 1;
-	for (unsigned int c = 0; c < usl_nr_cpus && c < USL_MAX_CPUS; c++)
+	for (unsigned int c = 0; c < nr_cpus && c < USL_MAX_CPUS; c++)
 		usl_cpu_node[c] = (uint8_t)(c % n);
 }
 
-void usl_topology_init(void)
+/* "/sys/devices/system/node/node<nid>/cpulist" into path (no stdio at
+ * start-up). */
+static void cpulist_path(char *path, size_t n, unsigned int nid)
+{
+	static const char head[] = "/sys/devices/system/node/node", tail[] = "/cpulist";
+	char digits[4];
+	size_t len = 0, k = sizeof(digits);
+	do {
+		digits[--k] = (char)('0' + nid % 10);
+		nid /= 10;
+	} while (nid && k);
+	for (size_t i = 0; head[i] && len + 1 < n; i++)
+		path[len++] = head[i];
+	for (; k < sizeof(digits) && len + 1 < n; k++)
+		path[len++] = digits[k];
+	for (size_t i = 0; tail[i] && len + 1 < n; i++)
+		path[len++] = tail[i];
+	path[len] = 0;
+}
+
+long usl_topology_init(unsigned int cpus, int fake_nodes)
 {
 	char buf[4096], path[64];
 	uint64_t mask;
 	long max;
 
-	if (usl_opt.nodes > 0) {
-		fake((unsigned int)usl_opt.nodes);
-		return;
+	nr_cpus = cpus;
+	if (fake_nodes > 0) {
+		fake((unsigned int)fake_nodes);
+		return 0;
 	}
 	/* No sysfs node directory (a kernel without NUMA, a container that
 	 * hides it): one node. */
 	if (!usl_sysfs_read("/sys/devices/system/node/online", buf, sizeof(buf)) ||
 	    !usl_topology_node_list(buf, &mask, &max) || max == 0)
-		return;
-	if (max >= USL_MAX_NODES)
-		usl_report(USLAB_ERR_OPTION, "node ids up to %ld: nodes from %d on are counted as node 0 (uslab keeps "
-		           "%d nodes)", max, USL_MAX_NODES, USL_MAX_NODES);
+		return 0;
 	uint64_t online = mask;
 	long top = max < USL_MAX_NODES ? max : USL_MAX_NODES - 1;
 	while (!((online >> top) & 1))
@@ -98,19 +171,13 @@ void usl_topology_init(void)
 	for (unsigned int nid = 0; nid <= (unsigned int)top; nid++) {
 		if (!((online >> nid) & 1))
 			continue;
-		usl_name_number(path, sizeof(path), "/sys/devices/system/node/node", nid);
-		size_t len = 0;
-		while (path[len])
-			len++;
-		const char *tail = "/cpulist";
-		for (size_t i = 0; tail[i] && len + 1 < sizeof(path); i++)
-			path[len++] = tail[i];
-		path[len] = 0;
+		cpulist_path(path, sizeof(path), nid);
 		if (usl_sysfs_read(path, buf, sizeof(buf)))
 			usl_topology_node_cpus(nid, buf);
 	}
 	usl_nr_nodes = (unsigned int)top + 1;
 	usl_nodes_online = online;
+	return max;
 }
 
 /* libnuma's mbind, once loaded (numa_at_start). */
@@ -158,14 +225,3 @@ __attribute__((constructor)) static void numa_at_start(void)
 #endif
 }
 
-unsigned int usl_this_node_slow(void)
-{
-	int cpu;
-	if (usl_rseq_mode) {
-		const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + usl_rseq_off);
-		cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
-	} else {
-		cpu = sched_getcpu();
-	}
-	return usl_node_of_cpu(cpu);
-}
