@@ -35,9 +35,10 @@ struct usl_options {
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
 #define USL_MODE_STATS 2u
-/* More than one node: every cache takes its counting paths (s->fast), whose
- * frees send another node's objects back to it (common/free.c); set once at
- * start-up, after the topology. */
+/* More than one node: free's fast entries are not fast (its other path tests
+ * the object's node and sends another node's object back to it,
+ * common/free.c); malloc's classes ignore it; set once at start-up, after the
+ * topology. */
 #define USL_MODE_NUMA 4u
 /* free's fast path counts its frees for the decay tick: set and cleared at
  * run time by the tick (common/background.c) while the heap is large and no
