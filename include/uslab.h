@@ -146,6 +146,11 @@ USLAB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
  * nothing allocated (out of memory, NULL or destroyed s, NULL p, nr above
  * INT_MAX: reported). nr == 0 returns 0. */
 USLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t nr, void **p);
+/* The same with every object from NUMA node `node`'s slabs (NUMA_NO_NODE:
+ * kmem_cache_alloc_bulk; a node that does not exist is reported and the local
+ * node serves). The kernel has no such call; objects for another node are
+ * taken one at a time under its list_lock. */
+USLAB_API int uslab_alloc_bulk_node(struct kmem_cache *s, gfp_t flags, int node, size_t nr, void **p);
 /* Frees p[0..nr) (NULL entries are skipped); s == NULL: objects of any caches.
  * The order of p is changed. Bad pointers are reported and not freed; so are
  * duplicates gathered into one slab's list (objects of one slab within the

@@ -116,6 +116,30 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	return alloc_bulk(s, gfp, nr, p);
 }
 
+/* kmem_cache_alloc_bulk on a node: NUMA_NO_NODE is kmem_cache_alloc_bulk; a
+ * node that does not exist is reported once and the local node serves; else
+ * each object by kmem_cache_alloc_node (the CPU's node through its sheaves,
+ * another straight from that node's slabs), all or nothing. */
+int uslab_alloc_bulk_node(struct kmem_cache *s, gfp_t gfp, int node, size_t nr, void **p)
+{
+	if (node == NUMA_NO_NODE || !s || (!p && nr) || nr > (size_t)INT32_MAX || !nr)
+		return kmem_cache_alloc_bulk(s, gfp, nr, p);
+	if (!usl_node_valid(node)) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_alloc_bulk_node(%s): node %d does not exist (node ids 0-%u); "
+		           "allocated on the local node", s->name, node, usl_nr_nodes - 1);
+		return kmem_cache_alloc_bulk(s, gfp, nr, p);
+	}
+	for (size_t i = 0; i < nr; i++)
+		if (!(p[i] = kmem_cache_alloc_node(s, gfp | __GFP_NOWARN, node))) {
+			kmem_cache_free_bulk(s, i, p);
+			if (!(gfp & __GFP_NOWARN))
+				usl_report(USLAB_ERR_NOMEM, "uslab_alloc_bulk_node(%s): out of memory on node %d after %zu of %zu "
+				           "objects; none allocated", s->name, node, i, nr);
+			return 0;
+		}
+	return (int)nr;
+}
+
 /* The rest of kmem_cache_alloc_bulk, its arguments checked (nr > 0). */
 static int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {

@@ -174,6 +174,20 @@ static void test_alloc_node(void)
 	for (unsigned int nid = 0; nid < n; nid++)
 		for (int i = 0; i < PER; i++)
 			kmem_cache_free(s, objs[nid][i]);
+	/* In bulk: all from the node, all or nothing; a bad node once reported. */
+	void *bulk[100];
+	for (unsigned int nid = 0; nid < n; nid++) {
+		CHECK_EQ(uslab_alloc_bulk_node(s, GFP_KERNEL, (int)nid, 100, bulk), 100);
+		int off = 0;
+		for (int i = 0; i < 100; i++)
+			off += usl_addr_node(bulk[i]) != nid;
+		CHECK_EQ(off, 0);
+		kmem_cache_free_bulk(s, 100, bulk);
+	}
+	before = reports(USLAB_ERR_BAD_ARG);
+	CHECK_EQ(uslab_alloc_bulk_node(s, GFP_KERNEL, 99, 100, bulk), 100);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), before + 1);
+	kmem_cache_free_bulk(s, 100, bulk);
 	kmem_cache_destroy(s);
 }
 
