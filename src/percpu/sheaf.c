@@ -49,7 +49,10 @@ struct slab_sheaf *usl_sheaf_new(struct kmem_cache *s, unsigned int capacity, gf
 		return NULL;
 	usl_stat(s, USL_SHEAF_ALLOC);
 	usl_list_init(&sh->barn_list);
-	sh->size = 0;
+	/* Atomic: SLAB's refill peeks at a node's shared array's size without
+	 * its lock, and the array it peeks at may have been freed by tuning and
+	 * its block reused here (docs/ARCHITECTURE.md, "SLAB: the second engine"). */
+	__atomic_store_n(&sh->size, 0, __ATOMIC_RELAXED);
 	sh->capacity = capacity;
 	sh->cache = s;
 	return sh;

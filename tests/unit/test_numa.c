@@ -363,8 +363,9 @@ static void test_shrink_node(void)
 	for (int k = 0; k < 2; k++)
 		for (int i = 0; i < N; i++)
 			o[k][i] = kmem_cache_alloc_node(s, GFP_KERNEL, k ? (int)n - 1 : 0);
-	for (int k = 0; k < 2; k++)
-		kmem_cache_free_bulk(s, N, o[k]);
+	/* Node 0 keeps 200 objects in use; everything else is freed. */
+	kmem_cache_free_bulk(s, N - 200, o[0] + 200);
+	kmem_cache_free_bulk(s, N, o[1]);
 	usl_sheaf_flush_all(s);              /* sheaves first: their objects may land on a cpu slab */
 	usl_engine_flush_cpus(s);
 	struct usl_node_counts before0, after0, after1;
@@ -373,7 +374,13 @@ static void test_shrink_node(void)
 	usl_engine_node_counts(s, 0, &after0);
 	usl_engine_node_counts(s, (int)n - 1, &after1);
 	CHECK_EQ(after1.nr_slabs, 0);
-	CHECK_EQ(after0.nr_slabs, before0.nr_slabs);
+	/* Node 0's objects in use keep their slabs. SLUB leaves node 0 as it
+	 * was; SLAB's drain of node n - 1's alien arrays may free node 0 slabs
+	 * that those objects were the last of. */
+	CHECK(after0.total_objects - after0.partial_free >= 200 && after0.nr_slabs >= 1);
+	if (!usl_is_slab(s))
+		CHECK_EQ(after0.nr_slabs, before0.nr_slabs);
+	kmem_cache_free_bulk(s, 200, o[0]);
 	unsigned long bad = reports(USLAB_ERR_BAD_ARG);
 	CHECK_EQ(uslab_cache_shrink_node(s, 99), -EINVAL);
 	CHECK_EQ(uslab_cache_shrink_node(NULL, 0), -EINVAL);

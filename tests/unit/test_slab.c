@@ -281,7 +281,11 @@ static void test_colour(void)
 	struct kmem_cache *s = make("slab-colour", 1100, NULL);
 	CHECK(s->colour >= 2);
 	CHECK_EQ(s->colour_off, 64);
-	/* One grower: each new slab takes the next colour, wrapping. */
+	/* One grower: each new slab takes the next colour, wrapping (pinned: the
+	 * colour is per node, and with USLAB_NODES=2 a thread moved to the other
+	 * node's CPU would grow there). */
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
 	unsigned int num = s->objects, prev = ~0u, wraps = 0;
 	void **p = calloc((size_t)num * (s->colour * 2 + 2), sizeof(void *));
 	for (unsigned int i = 0; i < s->colour * 2 + 2; i++) {
@@ -295,6 +299,8 @@ static void test_colour(void)
 		prev = c;
 	}
 	CHECK(wraps >= 2);
+	if (pinned)
+		unpin_cpu(&was);
 	give_bulk(s, (size_t)num * (s->colour * 2 + 2), p);
 	free(p);
 	/* Growers racing on the colour without the lock (and then with it):
