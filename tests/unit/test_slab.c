@@ -626,6 +626,11 @@ int main(void)
 	 * in between (test_background tests it). */
 	usl_opt.background = 0;
 	capture_reports();
+	/* The one-thread tests count one node's lists: pinned, so that with
+	 * USLAB_NODES=2 the thread does not move to the other node's CPU and
+	 * grow there; the threads of the load test run free. */
+	cpu_set_t was;
+	bool pinned = pin_this_cpu(&was);
 	test_engines();
 	test_lists();
 	test_bad_frees();
@@ -634,6 +639,8 @@ int main(void)
 	test_batches();
 	test_reap();
 	test_tunables_api();
+	if (pinned)
+		unpin_cpu(&was);
 	test_tune_under_load();
 	test_alien();
 	CHECK_EQ(uslab_error_count(), expected_errors);   /* none but the bad frees' */
