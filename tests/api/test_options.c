@@ -1,7 +1,7 @@
 /* test_options.c - the USLAB_* variables as a user mistypes them, with the
  * public API alone. CTest runs it with USLAB_SHEAVE=0 (a typo), USLAB_SLUB_DEBUG=FZPU
  * (the kernel's word, not uslab's option name), USLAB_RSEQ=yes, USLAB_MIN_OBJECTS=0,
- * USLAB_HARDEN=3 and USLAB_BULK_LOOKAHEAD=0 (out of range): each gets one line naming the variable, a malformed value names
+ * USLAB_HARDEN=3, USLAB_BULK_LOOKAHEAD=0 and USLAB_NODES=65 (out of range): each gets one line naming the variable, a malformed value names
  * the default as README gives it, and the defaults stay. */
 #include "../harness.h"   /* uslab.h only */
 
@@ -29,15 +29,16 @@ int main(void)
 	uslab_set_report_handler(NULL, NULL);
 	for (int i = 0; i < nlines; i++)
 		printf("%s\n", lines[i]);
-	CHECK_EQ(nlines, 6);
+	CHECK_EQ(nlines, 7);
 	CHECK_EQ(lines_with("unknown option USLAB_SHEAVE ", NULL), 1);
 	CHECK_EQ(lines_with("unknown option USLAB_SLUB_DEBUG ", NULL), 1);
 	CHECK_EQ(lines_with("USLAB_RSEQ='yes'", "keeping the default (automatic)"), 1);
 	CHECK_EQ(lines_with("USLAB_MIN_OBJECTS='0'", "keeping the default (automatic: 4 * (fls(CPUs) + 1))"), 1);
 	CHECK_EQ(lines_with("USLAB_HARDEN='3'", "keeping the default (1)"), 1);
 	CHECK_EQ(lines_with("USLAB_BULK_LOOKAHEAD='0'", "keeping the default (3)"), 1);
+	CHECK_EQ(lines_with("USLAB_NODES='65'", "keeping the default (the machine's)"), 1);
 	CHECK_EQ(lines_with("keeping -1", NULL) + lines_with("keeping 0", NULL), 0);
-	CHECK_EQ(lines_with("uslab: ", NULL), 6);   /* every line is a report */
+	CHECK_EQ(lines_with("uslab: ", NULL), 7);   /* every line is a report */
 	/* The defaults stayed: rseq chosen automatically (as without the option),
 	 * sheaves on (a cache gets a sheaf capacity). */
 	CHECK(strcmp(mode, "rseq") == 0 || strcmp(mode, "locked") == 0);

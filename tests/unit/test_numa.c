@@ -188,6 +188,12 @@ static void test_alloc_node(void)
 	CHECK_EQ(uslab_alloc_bulk_node(s, GFP_KERNEL, 99, 100, bulk), 100);
 	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), before + 1);
 	kmem_cache_free_bulk(s, 100, bulk);
+	/* A NULL cache or array: reported, nothing allocated. */
+	CHECK_EQ(uslab_alloc_bulk_node(NULL, GFP_KERNEL, 0, 4, bulk), 0);
+	CHECK_EQ(uslab_alloc_bulk_node(s, GFP_KERNEL, 0, 4, NULL), 0);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), before + 3);
+	CHECK_EQ(uslab_alloc_bulk_node(s, GFP_KERNEL, 0, 100, bulk), 100);
+	kmem_cache_free_bulk(s, 100, bulk);
 	kmem_cache_destroy(s);
 }
 
