@@ -95,11 +95,7 @@ static inline void usl_engine_node_counts(struct kmem_cache *s, int nid, struct 
 		__builtin_memset(out, 0, sizeof(*out));
 		for (unsigned int i = 0; i < usl_nr_nodes; i++) {
 			usl_slub_node_counts(s, i, &one);
-			out->nr_slabs += one.nr_slabs;
-			out->total_objects += one.total_objects;
-			out->nr_partial += one.nr_partial;
-			out->partial_free += one.partial_free;
-			out->partial_inuse += one.partial_inuse;
+			usl_node_counts_add(out, &one);
 		}
 		return;
 	}

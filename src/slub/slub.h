@@ -78,6 +78,15 @@ struct usl_node_counts {
 	unsigned long nr_slabs, total_objects, nr_partial, partial_free, partial_inuse;
 };
 USL_HIDDEN void usl_slub_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_node_counts *out);
+/* One node's counts added into a sum. */
+static inline void usl_node_counts_add(struct usl_node_counts *sum, const struct usl_node_counts *one)
+{
+	sum->nr_slabs += one->nr_slabs;
+	sum->total_objects += one->total_objects;
+	sum->nr_partial += one->nr_partial;
+	sum->partial_free += one->partial_free;
+	sum->partial_inuse += one->partial_inuse;
+}
 /* One CPU's slot: whether it has a cpu slab, and its cpu partial slabs (racy
  * reads, as the kernel's sysfs files make). */
 USL_HIDDEN void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab,

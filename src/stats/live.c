@@ -169,13 +169,9 @@ static int write_row(struct kmem_cache *s, void *arg)
 	struct usl_node_counts nc, per[USL_LIVE_NODES];
 	unsigned int cpu_slabs = 0, cpu_partial = 0;
 	memset(&nc, 0, sizeof(nc));
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+	for (unsigned int nid = 0; nid < usl_nr_nodes && nid < USL_LIVE_NODES; nid++) {
 		usl_engine_node_counts(s, (int)nid, &per[nid]);
-		nc.nr_slabs += per[nid].nr_slabs;
-		nc.total_objects += per[nid].total_objects;
-		nc.nr_partial += per[nid].nr_partial;
-		nc.partial_free += per[nid].partial_free;
-		nc.partial_inuse += per[nid].partial_inuse;
+		usl_node_counts_add(&nc, &per[nid]);
 	}
 	for (unsigned int cpu = 0; cpu < usl_nr_cpus; cpu++) {
 		bool has;
