@@ -297,6 +297,15 @@ static void finish_object(struct usl_dbg_out *o, struct kmem_cache *s, struct sl
 	}
 }
 
+/* What an object's free-pointer word holds from its allocation on (odd:
+ * never a link), so that its free need not walk the free list (maybe_free).
+ * In the object's bytes its owner may overwrite it; outside them it must
+ * stay (check_object). */
+static inline void *in_use_mark(void *p)
+{
+	return (char *)p + 1;
+}
+
 /* Is x an object start of slab? */
 static bool valid_pointer(const struct kmem_cache *s, const struct slab *slab, const void *x)
 {
@@ -343,10 +352,13 @@ static bool check_object(struct usl_dbg_out *o, struct kmem_cache *s, struct sla
 	}
 	if (!ok)
 		finish_object(o, s, slab, p, &c);
-	/* The free pointer, where it is not the object's own data. */
-	if ((fp_outside(s) || val == RED_INACTIVE) && !valid_pointer(s, slab, fp_raw(s, p))) {
+	/* The free pointer, where it is not the object's own data: a link, or
+	 * in an object in use the mark its allocation left. */
+	if ((fp_outside(s) || val == RED_INACTIVE) && !valid_pointer(s, slab, fp_raw(s, p)) &&
+	    !(val == RED_ACTIVE && fp_raw(s, p) == in_use_mark(p))) {
 		object_err(o, s, slab, p, NULL, "Freepointer corrupt");
-		usl_set_freepointer(s, p, NULL);   /* the rest of that list is lost */
+		/* (a free object: the rest of that list is lost) */
+		usl_set_freepointer(s, p, val == RED_ACTIVE ? in_use_mark(p) : NULL);
 		ok = false;
 	}
 	return ok;
@@ -420,6 +432,17 @@ static bool on_freelist(struct usl_dbg_out *o, struct kmem_cache *s, struct slab
 	return search == NULL;
 }
 
+/* Could x be on slab's free list? Only if its free-pointer word decodes to a
+ * link such a list can hold (NULL, or an object of the slab): the link
+ * every free object holds. An object in use holds in_use_mark there, or
+ * its owner's data, which, XORed with the cache's key, is almost never such
+ * a link. So most frees skip on_freelist's walk, which was most of F's
+ * time, and a free object with an intact link is still found by it. */
+static inline bool maybe_free(const struct kmem_cache *s, const struct slab *slab, void *x)
+{
+	return valid_pointer(s, slab, fp_raw(s, x));
+}
+
 /* ===========================================================================
  * Object set-up: new slabs, allocation, free
  */
@@ -439,14 +462,24 @@ static void init_object(struct kmem_cache *s, uint8_t *p, uint8_t val)
 	}
 }
 
+/* The process's pid for the tracks, read once (getpid is a system call: it
+ * was half of U's time) and again in a fork's child (usl_debug_fork_unlock).
+ * A vfork child, which runs no fork handler, records its parent's. */
+static int32_t track_pid;
+
 static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller, uint32_t handle)
 {
 	struct usl_track *t = track_of(s, obj, which);
+	int32_t pid = __atomic_load_n(&track_pid, __ATOMIC_RELAXED);
+	if (usl_unlikely(!pid)) {
+		pid = (int32_t)getpid();
+		__atomic_store_n(&track_pid, pid, __ATOMIC_RELAXED);
+	}
 	t->addr = caller;
 	t->handle = handle;
 	t->when = usl_now_ms();
 	t->cpu = usl_current_cpu();
-	t->pid = (int32_t)getpid();
+	t->pid = pid;
 }
 
 /* A new slab, every object set up and on its free list, in order. */
@@ -665,6 +698,9 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 			continue;
 		}
 		slab->freelist = next;
+		/* Outside the object, or in its bytes (which are undefined
+		 * until its owner writes them): no longer a link. */
+		usl_set_freepointer(s, obj, in_use_mark(obj));
 		slab->counters = usl_counters_remake(slab->counters, usl_counters_inuse(slab->counters) + 1, false);
 		if (!next) {
 			usl_remove_partial(n, slab);
@@ -731,7 +767,8 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	}
 	if (s->flags & SLAB_CONSISTENCY_CHECKS)
 		ok = check_slab(&o, s, slab);
-	if (ok && (on_freelist(&o, s, slab, x) || (usl_debug_quarantine() && quarantined(s, x)))) {
+	if (ok && ((maybe_free(s, slab, x) && on_freelist(&o, s, slab, x)) ||
+	           (usl_debug_quarantine() && quarantined(s, x)))) {
 		object_err(&o, s, slab, x, NULL, "Object already free");
 		ok = false;
 	}
@@ -937,6 +974,7 @@ void usl_debug_fork_lock(void)
 
 void usl_debug_fork_unlock(void)
 {
+	__atomic_store_n(&track_pid, 0, __ATOMIC_RELAXED);   /* read again: a child's is its own */
 	usl_unlock(&q_lock);
 	usl_unlock(&objmap_lock);
 }
