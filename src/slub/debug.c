@@ -467,19 +467,24 @@ static void init_object(struct kmem_cache *s, uint8_t *p, uint8_t val)
  * A vfork child, which runs no fork handler, records its parent's. */
 static int32_t track_pid;
 
-static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller, uint32_t handle)
+static int32_t track_pid_now(void)
 {
-	struct usl_track *t = track_of(s, obj, which);
 	int32_t pid = __atomic_load_n(&track_pid, __ATOMIC_RELAXED);
 	if (usl_unlikely(!pid)) {
 		pid = (int32_t)getpid();
 		__atomic_store_n(&track_pid, pid, __ATOMIC_RELAXED);
 	}
+	return pid;
+}
+
+static void set_track(struct kmem_cache *s, void *obj, int which, uintptr_t caller, uint32_t handle)
+{
+	struct usl_track *t = track_of(s, obj, which);
 	t->addr = caller;
 	t->handle = handle;
 	t->when = usl_now_ms();
 	t->cpu = usl_current_cpu();
-	t->pid = pid;
+	t->pid = track_pid_now();
 }
 
 /* A new slab, every object set up and on its free list, in order. */
@@ -508,7 +513,11 @@ static struct slab *debug_new_slab(struct kmem_cache *s)
 	return slab;
 }
 
-static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, void *obj, bool alloc)
+/* SLAB_TRACE: the kernel's trace line, the object's bytes at a free, then
+ * the call stack as its dump_stack prints it (handle: the stack from the
+ * allocator's caller on; without an unwinder, the caller alone). */
+static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab, void *obj, bool alloc,
+                  uintptr_t caller, uint32_t handle)
 {
 	usl_out_begin(o, USLAB_ERR_NONE);
 	usl_out_printf(o, "TRACE %s %s 0x%lx inuse=%u fp=0x%lx\n", s->name, alloc ? "alloc" : "free",
@@ -516,6 +525,13 @@ static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab
 	           (unsigned long)(uintptr_t)slab->freelist);
 	if (!alloc)
 		usl_out_section(o, "Object   ", obj, s->object_size < USL_PAGE_SIZE ? s->object_size : USL_PAGE_SIZE);
+	usl_out_printf(o, "CPU: %d PID: %d Comm: %s\nCall Trace:\n <TASK>\n", usl_current_cpu(), (int)track_pid_now(),
+	               program_invocation_short_name);
+	if (handle)
+		usl_out_printf(o, "%c%08x", USL_TOK_STACK, handle);
+	else if (caller)
+		usl_out_printf(o, " %c%016lx\n", USL_TOK_ADDR, (unsigned long)caller);
+	usl_out_printf(o, " </TASK>\n");
 	usl_out_end(o);
 	o->reports--;    /* a trace is no problem */
 }
@@ -650,7 +666,7 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 	struct usl_dbg_out o = { 0 };
 	void *obj = NULL;
 	/* The call stack before any lock (the depot takes a leaf lock). */
-	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
+	uint32_t handle = (s->flags & (SLAB_STORE_USER | SLAB_TRACE)) ? usl_stack_save(1, caller) : 0;
 
 	for (;;) {
 		usl_lock(&n->list_lock);
@@ -712,7 +728,7 @@ void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t ca
 			*orig_word(s, obj) = orig ? orig : s->object_size;
 		init_object(s, obj, RED_ACTIVE);
 		if (s->flags & SLAB_TRACE)
-			trace(&o, s, slab, obj, true);
+			trace(&o, s, slab, obj, true, caller, handle);
 		usl_unlock(&n->list_lock);
 		break;
 	}
@@ -756,7 +772,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	struct slab *slab = usl_virt_to_slab(x);
 	struct usl_dbg_out o = { 0 };
 	struct slab *discard = NULL;
-	uint32_t handle = (s->flags & SLAB_STORE_USER) ? usl_stack_save(1, caller) : 0;
+	uint32_t handle = (s->flags & (SLAB_STORE_USER | SLAB_TRACE)) ? usl_stack_save(1, caller) : 0;
 
 	usl_lock(&n->list_lock);
 	bool ok = slab && slab->slab_cache == s && slab->kind == USL_PAGE_SLAB && valid_pointer(s, slab, x) && x;
@@ -784,7 +800,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	if (s->flags & SLAB_STORE_USER)
 		set_track(s, x, TRACK_FREE, caller, handle);
 	if (s->flags & SLAB_TRACE)
-		trace(&o, s, slab, x, false);
+		trace(&o, s, slab, x, false, caller, handle);
 	init_object(s, x, RED_INACTIVE);
 	if (usl_debug_quarantine()) {
 		usl_set_freepointer(s, x, x);     /* the mark: waiting in the quarantine */
@@ -917,6 +933,134 @@ void usl_debug_leaks(struct kmem_cache *s)
 	usl_unlock(&n->list_lock);
 	usl_unlock(&objmap_lock);
 	usl_out_deliver(&o);
+}
+
+/* ===========================================================================
+ * Owner summaries: a hash table of locations in an anonymous mapping, grown
+ * by doubling (rehashed), filled under objmap_lock and list_lock.
+ */
+
+struct loc_table {
+	struct usl_location *e;
+	size_t cap, n, bytes;
+	bool failed;
+};
+
+static size_t loc_hash(uintptr_t addr, uint32_t handle, uint32_t waste)
+{
+	uint64_t h = ((uint64_t)addr ^ ((uint64_t)handle << 32 | waste)) * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static struct usl_location *loc_slot(struct loc_table *t, uintptr_t addr, uint32_t handle, uint32_t waste)
+{
+	for (size_t i = loc_hash(addr, handle, waste) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		struct usl_location *l = &t->e[i];
+		if (!l->count || (l->addr == addr && l->handle == handle && l->waste == waste))
+			return l;
+	}
+}
+
+static bool loc_grow(struct loc_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 256, bytes = cap * sizeof(struct usl_location);
+	struct usl_location *e = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e == MAP_FAILED)
+		return false;
+	struct loc_table nt = { e, cap, t->n, bytes, false };
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].count)
+			*loc_slot(&nt, t->e[i].addr, t->e[i].handle, t->e[i].waste) = t->e[i];
+	if (t->e)
+		munmap(t->e, t->bytes);
+	*t = nt;
+	return true;
+}
+
+static void loc_add(struct loc_table *t, const struct usl_track *tr, uint32_t handle, uint32_t waste, unsigned int nid,
+                    uint64_t now)
+{
+	if (t->failed)
+		return;
+	if ((t->n + 1) * 4 > t->cap * 3 && !loc_grow(t)) {
+		t->failed = true;
+		return;
+	}
+	struct usl_location *l = loc_slot(t, tr->addr, handle, waste);
+	uint64_t age = now > tr->when ? now - tr->when : 0;
+	if (!l->count) {
+		l->addr = tr->addr;
+		l->handle = handle;
+		l->waste = waste;
+		l->min_age = l->max_age = age;
+		l->min_pid = l->max_pid = tr->pid;
+		t->n++;
+	}
+	l->count++;
+	l->sum_age += age;
+	if (age < l->min_age)
+		l->min_age = age;
+	if (age > l->max_age)
+		l->max_age = age;
+	if (tr->pid < l->min_pid)
+		l->min_pid = tr->pid;
+	if (tr->pid > l->max_pid)
+		l->max_pid = tr->pid;
+	unsigned int cpu = tr->cpu >= 0 && tr->cpu < USL_LOC_CPUS ? (unsigned int)tr->cpu : USL_LOC_CPUS - 1;
+	l->cpus[cpu / 64] |= 1ull << (cpu % 64);
+	l->nodes |= 1ull << (nid % 64);
+}
+
+int usl_debug_locations(struct kmem_cache *s, bool free_track, bool by_stack, struct usl_loc_list *list)
+{
+	struct kmem_cache_node *n = s->node[0];
+	struct loc_table t = { 0 };
+	uint64_t now = usl_now_ms();
+
+	*list = (struct usl_loc_list){ NULL, 0, 0 };
+	if (!(s->flags & SLAB_STORE_USER))
+		return -ENOSYS;              /* no tracks */
+	if (!loc_grow(&t))
+		return -ENOMEM;
+	usl_lock(&objmap_lock);
+	usl_lock(&n->list_lock);
+	struct usl_list *lists[2] = { &n->partial, &n->full };
+	for (int l = 0; l < 2; l++)
+		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next) {
+			struct slab *slab = usl_container_of(it, struct slab, slab_list);
+			unsigned int objects = usl_counters_objects(slab->counters);
+			const uint8_t *map = free_map(s, slab);
+			for (unsigned int i = 0; i < objects; i++) {
+				uint8_t *p = object_at(s, slab, i);
+				if (map[i] || (usl_debug_quarantine() && quarantined(s, p)))
+					continue;
+				const struct usl_track *tr = track_of(s, p, free_track ? TRACK_FREE : TRACK_ALLOC);
+				uint32_t waste = !free_track && orig_size_kept(s) ? s->object_size - orig_size(s, p) : 0;
+				loc_add(&t, tr, by_stack ? tr->handle : 0, waste, slab->nid, now);
+			}
+		}
+	usl_unlock(&n->list_lock);
+	usl_unlock(&objmap_lock);
+	if (t.failed) {
+		munmap(t.e, t.bytes);
+		return -ENOMEM;
+	}
+	size_t k = 0;                     /* the entries to the front */
+	for (size_t i = 0; i < t.cap; i++)
+		if (t.e[i].count) {
+			if (k != i)
+				t.e[k] = t.e[i];
+			k++;
+		}
+	*list = (struct usl_loc_list){ t.e, k, t.bytes };
+	return 0;
+}
+
+void usl_debug_locations_free(struct usl_loc_list *list)
+{
+	if (list->loc)
+		munmap(list->loc, list->bytes);
+	*list = (struct usl_loc_list){ NULL, 0, 0 };
 }
 
 /* ===========================================================================

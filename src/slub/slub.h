@@ -120,6 +120,28 @@ USL_HIDDEN bool usl_debug_is_object(struct kmem_cache *s, const void *x);   /* a
  * kmalloc and malloc classes with U; else more than the object). */
 USL_HIDDEN void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char *fn);
 USL_HIDDEN void usl_debug_resize(struct kmem_cache *s, void *x, size_t n);
+/* The owner summaries (the kernel's alloc_calls, free_calls, alloc_traces,
+ * free_traces): the tracks of the objects in use, grouped by call site
+ * (by_stack: and call stack), with their counts, ages (ms), pids, CPUs and
+ * nodes. In a mapping of its own (list->bytes; no malloc: it is made under
+ * list_lock), given back with usl_debug_locations_free. 0, or -ENOMEM. */
+#define USL_LOC_CPUS 1024           /* CPUs beyond these are counted as the last */
+struct usl_location {
+	uintptr_t addr;                  /* the call site; 0: none recorded */
+	uint32_t handle;                 /* its stack in the depot (by_stack), or 0 */
+	uint32_t waste;                  /* kmalloc: bytes of the object beyond the request */
+	unsigned long count;
+	uint64_t sum_age, min_age, max_age;
+	int32_t min_pid, max_pid;
+	uint64_t nodes;                  /* a bit per node id (0..63) */
+	uint64_t cpus[USL_LOC_CPUS / 64];
+};
+struct usl_loc_list {
+	struct usl_location *loc;
+	size_t n, bytes;
+};
+USL_HIDDEN int usl_debug_locations(struct kmem_cache *s, bool free_track, bool by_stack, struct usl_loc_list *list);
+USL_HIDDEN void usl_debug_locations_free(struct usl_loc_list *list);
 
 /* ---- bulk (bulk.c) ---- */
 /* All or nothing (no zeroing): nr, or 0 with nothing kept. */

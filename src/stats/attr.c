@@ -2,8 +2,10 @@
  * (uslab_cache_attr, uslab_cache_attr_write): the same names and the same
  * text ("%u\n"; "total N0=n" for node counts; "sum C0=n C1=m" for a counter),
  * the writable ones writable (min_partial, cpu_partial, shrink, validate, a
- * counter reset by "0"). Locks: a node's list_lock for a snapshot of its
- * partial list (usl_slub_node_counts); shrink and validate take theirs. */
+ * counter reset by "0"), and the owner summaries of a cache with U (the
+ * kernel's alloc_calls and free_calls, and its debugfs alloc_traces and
+ * free_traces). Locks: a node's list_lock for a snapshot of its partial list
+ * (usl_slub_node_counts); shrink, validate and the summaries take theirs. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -131,7 +133,7 @@ enum attr_id {
 	A_OBJECTS_PARTIAL, A_PARTIAL, A_CPU_SLABS, A_SLABS_CPU_PARTIAL, A_CTOR, A_ALIASES, A_ALIGN,
 	A_HWCACHE_ALIGN, A_RECLAIM_ACCOUNT, A_DESTROY_BY_RCU, A_SHEAF_CAPACITY, A_SANITY_CHECKS, A_TRACE,
 	A_RED_ZONE, A_POISON, A_STORE_USER, A_SLABS, A_TOTAL_OBJECTS, A_VALIDATE, A_SHRINK, A_ALLOCATOR,
-	A_TUNABLES, A_NR
+	A_TUNABLES, A_ALLOC_CALLS, A_FREE_CALLS, A_ALLOC_TRACES, A_FREE_TRACES, A_NR
 };
 
 static const char *const attr_names[A_NR + USL_NR_STATS + 1] = {
@@ -142,6 +144,10 @@ static const char *const attr_names[A_NR + USL_NR_STATS + 1] = {
 	/* uslab's: the cache's engine, and SLAB's tunables ("limit batchcount shared",
 	 * the kernel's /proc/slabinfo columns and write) */
 	"allocator", "tunables",
+	/* the owner summaries of a cache with U: the kernel's sysfs files (one
+	 * line per call site) and its debugfs ones (one per call stack, the
+	 * stack below it) */
+	"alloc_calls", "free_calls", "alloc_traces", "free_traces",
 	/* then the counters (usl_stat_names), filled in by attr_list */
 };
 
@@ -243,6 +249,99 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 	show_nodes(o, per);
 }
 
+/* ===========================================================================
+ * The owner summaries, in the kernel's text: per location its count, call
+ * site, waste (kmalloc), age in ms (min/avg/max), pids, CPUs and nodes; the
+ * call sites by address, the stacks by count, most first, each followed by
+ * its frames.
+ */
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct usl_location *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->waste < y->waste ? -1 : x->waste > y->waste;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct usl_location *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return by_addr(a, b);
+}
+
+/* A set of ids as the kernel's %*pbl prints it: "0-3,6". */
+static void put_ranges(struct out *o, const uint64_t *bits, unsigned int nbits)
+{
+	bool first = true;
+	for (unsigned int i = 0; i < nbits; i++) {
+		if (!(bits[i / 64] >> (i % 64) & 1))
+			continue;
+		unsigned int j = i;
+		while (j + 1 < nbits && (bits[(j + 1) / 64] >> ((j + 1) % 64) & 1))
+			j++;
+		put(o, j > i ? "%s%u-%u" : "%s%u", first ? "" : ",", i, j);
+		first = false;
+		i = j;
+	}
+}
+
+static int show_locations(struct out *o, struct kmem_cache *s, bool free_track, bool traces)
+{
+	struct usl_loc_list list;
+	int err = usl_debug_locations(s, free_track, traces, &list);
+	if (err)
+		return err;
+	qsort(list.loc, list.n, sizeof(*list.loc), traces ? by_count : by_addr);
+	char sym[320];
+	for (size_t i = 0; i < list.n; i++) {
+		const struct usl_location *l = &list.loc[i];
+		put(o, "%7lu ", l->count);
+		if (l->addr) {
+			usl_symbolize(l->addr, sym, sizeof(sym));
+			put(o, "%s", sym);
+		} else {
+			put(o, "<not-available>");
+		}
+		if (l->waste)
+			put(o, " waste=%lu/%u", l->count * l->waste, l->waste);
+		if (l->sum_age != l->min_age)
+			put(o, " age=%llu/%llu/%llu", (unsigned long long)l->min_age,
+			    (unsigned long long)(l->sum_age / l->count), (unsigned long long)l->max_age);
+		else
+			put(o, " age=%llu", (unsigned long long)l->min_age);
+		if (l->min_pid != l->max_pid)
+			put(o, " pid=%d-%d", l->min_pid, l->max_pid);
+		else
+			put(o, " pid=%d", l->min_pid);
+		if (usl_nr_cpus > 1) {
+			put(o, " cpus=");
+			put_ranges(o, l->cpus, USL_LOC_CPUS);
+		}
+		if (usl_nr_nodes > 1) {
+			put(o, " nodes=");
+			put_ranges(o, &l->nodes, 64);
+		}
+		put(o, "\n");
+		if (traces && l->handle) {
+			uintptr_t pc[USL_STACK_MAX];
+			unsigned int depth = usl_stack_get(l->handle, pc, USL_STACK_MAX);
+			for (unsigned int k = 0; k < depth; k++) {
+				usl_symbolize(pc[k], sym, sizeof(sym));
+				put(o, "        %s\n", sym);
+			}
+		}
+		if (traces)
+			put(o, "\n");
+	}
+	if (!list.n)
+		put(o, "No data\n");
+	usl_debug_locations_free(&list);
+	return 0;
+}
+
 /* A cache argument: NULL or destroyed is reported (EINVAL). */
 static bool cache_ok(struct kmem_cache *s, const char *fn)
 {
@@ -275,7 +374,16 @@ int uslab_cache_attr(struct kmem_cache *s, const char *attr, char *buf, size_t s
 	struct out o = { buf, buf ? size : 0, 0 };
 	if (o.size)
 		buf[0] = 0;
-	show(&o, s, id);
+	if (id >= A_ALLOC_CALLS && id <= A_FREE_TRACES) {
+		/* Only a cache with U has owners (ENOSYS, as the kernel's files). */
+		int err = show_locations(&o, s, id == A_FREE_CALLS || id == A_FREE_TRACES, id >= A_ALLOC_TRACES);
+		if (err) {
+			errno = -err;
+			return -1;
+		}
+	} else {
+		show(&o, s, id);
+	}
 	return o.len > (size_t)0x7fffffff ? 0x7fffffff : (int)o.len;
 }
 

@@ -8,9 +8,11 @@
  * listing), where the kernel lists any cache's objects; KASAN and RCU
  * scenarios have no counterpart. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 
 #include "../harness.h"
+#include "platform/platform.h"
 #include "testing.h"
 #include "types.h"
 
@@ -279,6 +281,162 @@ static void trace_flag(void)
 	kmem_cache_destroy(s);
 }
 
+/* The owner summaries of a cache with U: two full slabs allocated at one
+ * call site, five of the first slab's objects freed at another and
+ * allocated again at a third (a slab's free list hands them back: its only
+ * partial slab). alloc_calls and free_calls give one line per call site,
+ * alloc_traces one per stack with its frames; the counts are known. The
+ * sites are exported (the test links with -rdynamic) so that they are named
+ * with or without libdw. */
+static struct kmem_cache *owners;
+static void *owned[4096];
+__attribute__((noinline)) void owners_site_a(int i)
+{
+	owned[i] = kmem_cache_alloc(owners, GFP_KERNEL);
+	__asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void owners_site_c(int i)
+{
+	owned[i] = kmem_cache_alloc(owners, GFP_KERNEL);
+	__asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void owners_freer(int i)
+{
+	kmem_cache_free(owners, owned[i]);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The line of text that names fn, and its count (the first field). */
+static long summary_count(const char *text, const char *fn, const char **line)
+{
+	char key[96];
+	snprintf(key, sizeof(key), " %s+0x", fn);
+	const char *hit = strstr(text, key);
+	if (!hit)
+		return -1;
+	const char *start = hit;
+	while (start > text && start[-1] != '\n')
+		start--;
+	if (line)
+		*line = start;
+	return strtol(start, NULL, 10);
+}
+
+static int lines_starting_with_count(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		if (p[0] == ' ' && strspn(p, " ") < 7 && p[strspn(p, " ")] >= '0' && p[strspn(p, " ")] <= '9')
+			n++;
+	return n;
+}
+
+__attribute__((noinline)) static void owner_summaries(void)
+{
+	static char buf[1 << 16], small[24];
+	owners = make("debug-owners", 100, SLAB_STORE_USER);
+	char v[32];
+	CHECK(uslab_cache_attr(owners, "objs_per_slab", v, sizeof(v)) > 0);
+	int per = atoi(v), all = 2 * per;
+	CHECK(per > 5 && all <= 4096);
+	CHECK(uslab_cache_attr(owners, "alloc_calls", buf, sizeof(buf)) > 0 && !strcmp(buf, "No data\n"));
+	for (int i = 0; i < all; i++)
+		owners_site_a(i);
+	volatile int five = 5;       /* one call site each: the loops are not unrolled */
+	for (int i = 0; i < five; i++)
+		owners_freer(i);
+	for (int i = 0; i < five; i++)
+		owners_site_c(i);
+	CHECK_EQ(uslab_cache_attr(owners, "slabs", v, sizeof(v)) > 0 ? atoi(v) : -1, 2);
+
+	const char *line = NULL;
+	int len = uslab_cache_attr(owners, "alloc_calls", buf, sizeof(buf));
+	CHECK(len > 0 && (size_t)len == strlen(buf));
+	CHECK_EQ(lines_starting_with_count(buf), 2);
+	CHECK_EQ(summary_count(buf, "owners_site_a", &line), all - 5);
+	char pid[32];
+	snprintf(pid, sizeof(pid), " pid=%d", (int)getpid());
+	CHECK(line && strstr(line, " age=") && strstr(line, pid));
+	CHECK(line && (usl_nr_cpus > 1) == (strstr(line, " cpus=") != NULL));
+	CHECK_EQ(summary_count(buf, "owners_site_c", NULL), 5);
+	printf("alloc_calls:\n%s", buf);
+
+	CHECK(uslab_cache_attr(owners, "free_calls", buf, sizeof(buf)) > 0);
+	CHECK_EQ(lines_starting_with_count(buf), 2);
+	CHECK_EQ(summary_count(buf, "owners_freer", NULL), 5);
+	CHECK(strstr(buf, " <not-available> ") && strtol(buf, NULL, 10) == all - 5);
+
+	CHECK(uslab_cache_attr(owners, "alloc_traces", buf, sizeof(buf)) > 0);
+	CHECK_EQ(lines_starting_with_count(buf), 2);
+	CHECK_EQ(strtol(buf, NULL, 10), all - 5);     /* most first */
+	CHECK_EQ(summary_count(buf, "owners_site_a", &line), all - 5);
+	/* its stack below it: the site, then the test's own frames */
+	const char *frame = line ? strchr(line, '\n') : NULL;
+	CHECK(frame && !strncmp(frame + 1, "        owners_site_a+0x", 24));
+	CHECK(frame && strstr(frame, "        owner_summaries+0x") != NULL);
+	printf("alloc_traces:\n%s", buf);
+
+	/* Bad input: a buffer too small gets what fits and the whole length;
+	 * a cache without U has no owners (ENOSYS, as the kernel's files). */
+	int whole = uslab_cache_attr(owners, "alloc_calls", buf, sizeof(buf));
+	CHECK_EQ(uslab_cache_attr(owners, "alloc_calls", small, sizeof(small)), whole);
+	CHECK(strlen(small) == sizeof(small) - 1 && !strncmp(small, buf, sizeof(small) - 1));
+	CHECK_EQ(uslab_cache_attr(owners, "alloc_calls", NULL, 0), whole);
+	struct kmem_cache *plain = make("debug-no-owners", 100, SLAB_RED_ZONE);
+	errno = 0;
+	CHECK_EQ(uslab_cache_attr(plain, "alloc_calls", buf, sizeof(buf)), -1);
+	CHECK_EQ(errno, ENOSYS);
+	errno = 0;
+	CHECK_EQ(uslab_cache_attr(plain, "free_traces", buf, sizeof(buf)), -1);
+	CHECK_EQ(errno, ENOSYS);
+	kmem_cache_destroy(plain);
+
+	for (int i = 0; i < all; i++)
+		kmem_cache_free(owners, owned[i]);
+	CHECK(uslab_cache_attr(owners, "free_traces", buf, sizeof(buf)) > 0 && !strcmp(buf, "No data\n"));
+	kmem_cache_destroy(owners);
+}
+
+/* SLAB_TRACE: each trace line is followed by the call stack, as the
+ * kernel's dump_stack prints it. */
+static char trace_text[2][4096];
+static int ntrace_text;
+static void trace_text_handler(enum uslab_error kind, const char *text, void *arg)
+{
+	(void)arg;
+	if (kind == USLAB_ERR_NONE && !strncmp(text, "TRACE ", 6) && ntrace_text < 2)
+		snprintf(trace_text[ntrace_text++], sizeof(trace_text[0]), "%s", text);
+}
+
+__attribute__((noinline)) void *trace_stack_site(struct kmem_cache *s)
+{
+	void *p = kmem_cache_alloc(s, GFP_KERNEL);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+__attribute__((noinline)) static void trace_stack(void)
+{
+	struct kmem_cache *s = make("debug-trace-stack", 48, SLAB_TRACE);
+	uslab_set_report_handler(trace_text_handler, NULL);
+	void *p = trace_stack_site(s);
+	kmem_cache_free(s, p);
+	uslab_set_report_handler(NULL, NULL);
+	capture_reports();
+	CHECK_EQ(ntrace_text, 2);
+	for (int i = 0; i < ntrace_text; i++) {
+		const char *ct = strstr(trace_text[i], "\nCall Trace:\n <TASK>\n ");
+		CHECK(ct != NULL);
+		CHECK(strstr(trace_text[i], "CPU: ") && strstr(trace_text[i], " Comm: "));
+		CHECK(ct && strstr(ct, "\n </TASK>"));
+		/* the test's own frame below the allocator's */
+		CHECK(ct && strstr(ct, "\n trace_stack+0x"));
+	}
+	CHECK(strstr(trace_text[0], "\n <TASK>\n trace_stack_site+0x") != NULL);
+	printf("%s", trace_text[0]);
+	kmem_cache_destroy(s);
+}
+
 /* Run with USLAB_DEBUG=FZPUO: caches whose slab order debugging would raise
  * (a 4096-byte object needs one page, with red zones and tracks two) keep F
  * only; smaller ones get everything. */
@@ -321,6 +479,8 @@ int main(int argc, char **argv)
 	misuse();
 	many();
 	trace_flag();
+	trace_stack();
+	owner_summaries();
 	printf("%lu reports in all\n", errs() - e0);
 	return test_summary();
 }
