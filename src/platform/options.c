@@ -10,7 +10,7 @@
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1,
-                               .slab_colour = 1, .bulk_lookahead = 3 };
+                               .slab_colour = 1, .bulk_lookahead = 3, .stack_depth = USL_STACK_MAX };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -60,6 +60,9 @@ static const struct option options[] = {
 	/* SLUB's bulk free: how many objects of other slabs a detached
 	 * freelist's scan passes; 1 gathers consecutive objects of one slab only. */
 	{ "USLAB_BULK_LOOKAHEAD", &usl_opt.bulk_lookahead, 1, 64, NULL },
+	/* Frames of the call stack a debug cache's owner track keeps (U, T);
+	 * 0: the caller's address alone, with no unwinding. */
+	{ "USLAB_STACK_DEPTH", &usl_opt.stack_depth, 0, USL_STACK_MAX, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */

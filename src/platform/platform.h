@@ -31,6 +31,7 @@ struct usl_options {
 	int slab_colour;             /* USLAB_SLAB_COLOUR: SLAB's colour 0 off, 1 racy, 2 under the node lock */
 	int bulk_lookahead;          /* USLAB_BULK_LOOKAHEAD: objects of other slabs a detached freelist's scan
 	                                passes before it stops (1: consecutive objects only) */
+	int stack_depth;             /* USLAB_STACK_DEPTH: frames an owner track keeps (0: the caller alone) */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u

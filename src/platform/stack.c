@@ -34,6 +34,7 @@
 static int (*unw_bt)(void **, int);
 static int stack_state;            /* 0 not tried, 1 loading, 2 done */
 static __thread bool in_capture __attribute__((tls_model("initial-exec")));
+static __thread unsigned int uslab_frames __attribute__((tls_model("initial-exec"))) = 3;
 static bool dw_load(void);
 
 void usl_stack_init(void)
@@ -131,21 +132,40 @@ uint32_t usl_stack_save(unsigned int skip, uintptr_t caller)
 		return 0;
 	in_capture = true;
 	int (*bt)(void **, int) = __atomic_load_n(&unw_bt, __ATOMIC_ACQUIRE);
-	if (bt) {
-		int got = bt((void **)pc, (int)(sizeof(pc) / sizeof(pc[0])));
+	/* Each frame costs the unwinder about as much as the next, so it is
+	 * asked for no more than this thread's deepest path into uslab so far
+	 * (uslab_frames) and the frames kept; asked again, for all it may give,
+	 * when the caller was deeper. */
+	unsigned int depth = (unsigned int)usl_opt.stack_depth;
+	unsigned int want = uslab_frames + depth, max = (unsigned int)(sizeof(pc) / sizeof(pc[0]));
+	if (!depth)
+		bt = NULL;                    /* the caller alone */
+	if (want > max)
+		want = max;
+	unsigned int from = 0;
+	bool found = false;
+	for (int pass = 0; bt && pass < 2 && !found; pass++) {
+		int got = bt((void **)pc, (int)want);
 		n = got > 0 ? (unsigned int)got : 0;
+		/* From the caller of the allocator's entry point on, when it
+		 * is found (the frames above it are uslab's own). */
+		for (unsigned int i = 0; i < n && !found; i++)
+			if (pc[i] == caller) {
+				from = i;
+				found = true;
+			}
+		if (found && from > uslab_frames)
+			uslab_frames = from < 8 ? from : 8;
+		if ((found && (n < want || n - from >= depth)) || n < want || want == max)
+			break;                /* all there is, or all that is kept */
+		found = false;
+		want = max;
 	}
-	/* From the caller of the allocator's entry point on, when it is found
-	 * (the frames above it are uslab's own); else after skip frames. */
-	unsigned int from = skip < n ? skip : n;
-	for (unsigned int i = 0; i < n; i++)
-		if (pc[i] == caller) {
-			from = i;
-			break;
-		}
+	if (!found)
+		from = skip < n ? skip : n;    /* not found: after skip frames */
 	n -= from;
-	if (n > USL_STACK_MAX)
-		n = USL_STACK_MAX;
+	if (n > depth)
+		n = depth;
 	if (n == 0 && caller) {
 		pc[from] = caller;        /* without an unwinder: the caller alone */
 		n = 1;

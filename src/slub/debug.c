@@ -251,10 +251,22 @@ struct obj_check {
  * (the slab), and restored by finish_object. */
 static bool check_bytes(struct obj_check *c, uint8_t *base, const char *what, uint8_t *start, uint8_t value, size_t n)
 {
-	/* Eight bytes at a time (the kernel's memchr_inv): poison is most of
-	 * a debug cache's time. */
+	/* 64 bytes with one branch, then eight at a time (the kernel's
+	 * memchr_inv does eight): the poison check was a fifth of FZPU's time
+	 * on a 256-byte pair. */
 	const uint64_t pattern = 0x0101010101010101ull * value;
 	size_t i = 0;
+	while (i + 64 <= n) {
+		uint64_t acc = 0;
+		for (int k = 0; k < 8; k++) {
+			uint64_t w;
+			memcpy(&w, start + i + 8 * k, 8);
+			acc |= w ^ pattern;
+		}
+		if (acc)
+			break;
+		i += 64;
+	}
 	while (i + 8 <= n) {
 		uint64_t w;
 		memcpy(&w, start + i, 8);

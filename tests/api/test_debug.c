@@ -437,6 +437,26 @@ __attribute__((noinline)) static void trace_stack(void)
 	kmem_cache_destroy(s);
 }
 
+/* Run with USLAB_STACK_DEPTH=<want> (the argument): an owner's stack keeps
+ * that many frames (0: the caller alone, one frame). */
+static void stack_depth(int want)
+{
+	static char buf[8192];
+	owners = make("debug-depth", 64, SLAB_STORE_USER);
+	owners_site_a(0);
+	CHECK(uslab_cache_attr(owners, "alloc_traces", buf, sizeof(buf)) > 0);
+	const char *line = NULL;
+	CHECK_EQ(summary_count(buf, "owners_site_a", &line), 1);
+	int frames = 0;
+	for (const char *p = line ? strchr(line, '\n') : NULL; p && !strncmp(p + 1, "        ", 8); p = strchr(p + 1, '\n'))
+		frames++;
+	printf("%s", buf);
+	CHECK_EQ(frames, want ? want : 1);
+	CHECK(line && !strncmp(strchr(line, '\n') + 1, "        owners_site_a+0x", 24));
+	kmem_cache_free(owners, owned[0]);
+	kmem_cache_destroy(owners);
+}
+
 /* Run with USLAB_DEBUG=FZPUO: caches whose slab order debugging would raise
  * (a 4096-byte object needs one page, with red zones and tracks two) keep F
  * only; smaller ones get everything. */
@@ -463,6 +483,10 @@ static void order_off(void)
 int main(int argc, char **argv)
 {
 	capture_reports();
+	if (argc > 2 && !strcmp(argv[1], "depth")) {
+		stack_depth(atoi(argv[2]));
+		return test_summary();
+	}
 	if (argc > 1 && !strcmp(argv[1], "order")) {
 		order_off();
 		return test_summary();
