@@ -2,10 +2,12 @@
  * the debugging tables of the main benchmark.
  *
  * cost: the single pair (uslab-bench's child: a 256-byte malloc+free through
- * pointers, median batch) and the larson-like workload (uslab-mbench's child,
- * 4 threads, ns per free+malloc of its threaded part), under uslab with
- * USLAB_DEBUG unset and set to each of F, Z, P, U and FZPU, with the event
- * counters on (USLAB_STATS), and under glibc
+ * pointers, median batch), the larson-like workload (uslab-mbench's child,
+ * 4 threads, ns per free+malloc of its threaded part) and a python3 job with
+ * every object from malloc (PYTHONMALLOC=malloc; ms per job, the process's
+ * whole run), under uslab with USLAB_DEBUG unset and set to each of F, Z, P,
+ * U and FZPU (and FZPU with shorter stacks: USLAB_STACK_DEPTH 4 and 0), with
+ * the event counters on (USLAB_STATS), and under glibc
  * plain, with MALLOC_CHECK_=3, and with MALLOC_CHECK_=3 and libc_malloc_debug
  * preloaded (on glibc 2.34 and later MALLOC_CHECK_ does nothing without it).
  * Every allocator is loaded the way its users load it: uslab and the peers
@@ -189,14 +191,17 @@ static struct variant cost_v[] = {
 	{ "uslab, USLAB_DEBUG=P", USLAB_SO_PATH, { "USLAB_DEBUG=P", NULL }, 0 },
 	{ "uslab, USLAB_DEBUG=U", USLAB_SO_PATH, { "USLAB_DEBUG=U", NULL }, 0 },
 	{ "uslab, USLAB_DEBUG=FZPU", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", NULL }, 0 },
+	{ "uslab, FZPU, USLAB_STACK_DEPTH=4", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", "USLAB_STACK_DEPTH=4" }, 0 },
+	{ "uslab, FZPU, USLAB_STACK_DEPTH=0", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", "USLAB_STACK_DEPTH=0" }, 0 },
 	{ "glibc", NULL, { NULL }, 0 },
 	{ "glibc, MALLOC_CHECK_=3", NULL, { "MALLOC_CHECK_=3", NULL }, 0 },
 	{ "glibc, MALLOC_CHECK_=3 + libc_malloc_debug", LIBDIR "/libc_malloc_debug.so.0", { "MALLOC_CHECK_=3", NULL }, 0 },
 };
 #define NCOST (int)(sizeof(cost_v) / sizeof(cost_v[0]))
 #define V_PLAIN 0
-#define V_GLIBC_MC3 8
-#define V_GLIBC_DEBUG 9
+#define V_GLIBC 9
+#define V_GLIBC_MC3 10
+#define V_GLIBC_DEBUG 11
 
 /* A cost workload: the child's command for a count, the count's bounds, and
  * how long a measured run should take. */
@@ -208,13 +213,45 @@ struct cost_work {
 static const struct cost_work works[] = {
 	{ "single", "ns per 256-byte malloc+free pair (median batch)", 42000, 20000000, 0.3 },
 	{ "larson", "ns per free+malloc, 4 threads on this machine's CPUs (wall time / operations)", 4000, 2500000, 0.4 },
+	{ "python3", "ms per job: python3 with PYTHONMALLOC=malloc (every object from malloc), dicts, sorting, sets, json",
+	  1, 1, 0 },
 };
+#define NWORKS (int)(sizeof(works) / sizeof(works[0]))
+#define W_PYTHON 2
+#define PYTHON "/usr/bin/python3"
+
+/* The python3 job of uslab-mbench's programs table, at its size there. */
+static void python_script(char *buf, size_t n)
+{
+	int keys = quick ? 150000 : 600000;
+	snprintf(buf, n, "d = {i: str(i) * (i %% 9) for i in range(%d)}\n"
+	                 "l = sorted(d.values(), key=len)\n"
+	                 "s = set(x[:3] for x in l)\n"
+	                 "import json; j = json.loads(json.dumps([{'k': k, 'v': v} for k, v in "
+	                 "list(d.items())[:%d]]))\n"
+	                 "print(len(l), len(s), len(j))", keys, keys / 6);
+}
 
 /* One run of workload w with count n under v: ns per operation, or -1. */
 static double cost_run(int w, const struct variant *v, long n)
 {
 	char path[4200], num[32], env[64];
 	struct result r;
+	if (w == W_PYTHON) {
+		char script[1024];
+		python_script(script, sizeof(script));
+		char *argv[] = { (char *)PYTHON, (char *)"-c", script, NULL };
+		double t0 = now_s();
+		int rc = run(v, argv, "PYTHONMALLOC=malloc", &r);
+		double ms = (now_s() - t0) * 1e3;
+		if (rc != 0 || r.status != 0 || !strchr(r.out, ' ')) {
+			progress_break();
+			fprintf(stderr, "uslab-dbench: python3 under %s failed (status %d)%s%.200s\n", v->name, r.status,
+			        r.nerr ? ": " : "", r.err);
+			return -1;
+		}
+		return ms;
+	}
 	if (w == 0) {
 		snprintf(path, sizeof(path), "%s/uslab-bench", dir);
 		snprintf(num, sizeof(num), "%ld", n);
@@ -247,10 +284,10 @@ static void print_cost(int w, int runs, double m[NCOST], const int ok[NCOST], co
 	char b1[32];
 	printf("\n== debug cost, %s: %s, lower is better; median of %d run%s ==\n", works[w].name, works[w].unit, runs,
 	       runs == 1 ? "" : "s");
-	printf("/plain: the row's median / uslab with USLAB_DEBUG unset; /glibc check: / %s (above 1.00: slower)\n",
-	       cost_v[check].name);
-	printf("%-44s %11s %8s %12s  %-18s %10s\n", "allocator", "ns/op", "/plain", "/glibc check", "against plain",
-	       "count/run");
+	printf("/plain: the row's median / uslab with USLAB_DEBUG unset; /glibc: / glibc; /glibc check: / %s "
+	       "(above 1.00: slower)\n", cost_v[check].name);
+	printf("%-44s %11s %8s %8s %12s  %-18s %10s\n", "allocator", w == W_PYTHON ? "ms/job" : "ns/op", "/plain",
+	       "/glibc", "/glibc check", "against plain", "count/run");
 	for (int v = 0; v < NCOST; v++) {
 		if (!cost_v[v].present)
 			continue;
@@ -259,7 +296,8 @@ static void print_cost(int w, int runs, double m[NCOST], const int ok[NCOST], co
 			continue;
 		}
 		double rp = ok[V_PLAIN] ? m[v] / m[V_PLAIN] : 0, rc = ok[check] ? m[v] / m[check] : 0;
-		printf("%-44s %11.2f %8.2f %12.2f  %-18s %10ld\n", cost_v[v].name, m[v], rp, rc,
+		double rg = ok[V_GLIBC] ? m[v] / m[V_GLIBC] : 0;
+		printf("%-44s %11.2f %8.2f %8.2f %12.2f  %-18s %10ld\n", cost_v[v].name, m[v], rp, rg, rc,
 		       rp > 0 ? in_words(b1, sizeof(b1), rp, "slower", "faster") : "-", cnt[v]);
 	}
 	fflush(stdout);
@@ -271,16 +309,25 @@ static void cost(int runs)
 	const char *names[NCOST];
 	for (int v = 0; v < NCOST; v++)
 		names[v] = cost_v[v].present ? cost_v[v].name : NULL;
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < NWORKS; w++) {
 		double t[NCOST][MAXRUNS], m[NCOST];
 		int ok[NCOST] = { 0 };
 		long cnt[NCOST] = { 0 };
+		if (w == W_PYTHON && access(PYTHON, X_OK) != 0) {
+			fprintf(stderr, "uslab-dbench: no %s; the python3 table is skipped\n", PYTHON);
+			continue;
+		}
 		progress_begin(works[w].name, runs, names, NCOST);
 		/* The count for each variant: a first run with the smallest count
-		 * gives its time per operation (reported nowhere). */
+		 * gives its time per operation (reported nowhere). The python3
+		 * job has no count. */
 		for (int v = 0; v < NCOST; v++) {
 			if (!cost_v[v].present)
 				continue;
+			if (w == W_PYTHON) {
+				cnt[v] = 1;
+				continue;
+			}
 			double x = cost_run(w, &cost_v[v], works[w].n_min);
 			double per_op_threads = w == 1 ? 4 : 1;
 			long n = x > 0 ? (long)(works[w].target_s * (quick ? 0.3 : 1) * 1e9 / (x * per_op_threads)) : 0;
