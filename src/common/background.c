@@ -1,26 +1,35 @@
 /* background.c - the decay schedule: the tick of the slow paths
- * (usl_decay_tick), and the decay thread, which runs the decay sweep
- * (usl_decay_sweep, given by common_init) every half decay interval, so a program that stops calling the allocator
- * still gets its free memory back: barn sheaves, the CPUs' sheaves and cpu
- * slabs of idle kmalloc classes, empty slabs, old free page blocks.
+ * (usl_decay_tick), and the background thread ("uslab-decay"), which runs the
+ * decay sweep (usl_decay_sweep, given by common_init) every half decay
+ * interval, so a program that stops calling the allocator still gets its free
+ * memory back: barn sheaves, the CPUs' sheaves and cpu slabs of idle kmalloc
+ * classes, empty slabs, old free blocks; and, with USLAB_STATS, keeps the live
+ * view current (the usl_stats_tick hook, at least every publication interval
+ * the statistics layer asks for), so an idle process shows what it holds.
  *
  * Started lazily, by the first slow-path tick (usl_decay_tick: every 16th slow
  * path; free's fast path counts toward it only while no thread runs and the
  * heap is large: sampling_update) once the page provider has committed
- * MIN_HEAP outside the metadata regions: a small program never has it. Off with USLAB_BACKGROUND=0 or USLAB_DECAY_MS=0, and
- * when pthread_create fails (a sandbox that forbids threads): then the slow
- * paths sweep, as without it. It parks (no wake-up at all) once sweeps find
- * nothing to give back, no barn holds sheaves and no free page block waits to
- * age; the next
- * slow-path tick wakes it. Awake, it sweeps twice per decay interval. fork():
- * the child has no thread and starts its own the same way. A vfork child
- * (which shares the parent's memory and runs no fork handler) never starts
- * one: its thread would outlive the child's exit, which then never completes,
- * and its parent waits for ever. All signals are blocked in it.
+ * MIN_HEAP outside the metadata regions: a small program never has it. With
+ * USLAB_STATS it starts regardless of the heap: from the statistics layer's
+ * constructor (usl_background_start) and, in a forked child, at its first
+ * tick. Off with USLAB_BACKGROUND=0, with USLAB_DECAY_MS=0 unless USLAB_STATS
+ * is set (then it only publishes), and when pthread_create fails (a sandbox
+ * that forbids threads): then the slow paths sweep and publish, as without
+ * it. Its sweeps park once they find nothing to give back, no barn holds
+ * sheaves and no free page block waits to age; the next slow-path tick wakes
+ * them. Parked without USLAB_STATS, the thread has no wake-up at all; with it,
+ * it still wakes every publication interval and publishes, but sweeps only
+ * when a tick wakes its sweeps again. fork(): the child has no thread and
+ * starts its own the same way. A vfork child (which shares the parent's
+ * memory and runs no fork handler) never starts one: its thread would outlive
+ * the child's exit, which then never completes, and its parent waits for
+ * ever. All signals are blocked in it.
  *
  * Locks: bg_lock (its state and condition variable; never held across a
- * sweep or pthread_create). The sweep takes the registry's and the layers'
- * locks as any slow path does. */
+ * sweep, a publication or pthread_create). The sweep takes the registry's and
+ * the layers' locks as any slow path does; the publication, the statistics
+ * layer's (stats/live.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -36,36 +45,48 @@ enum bg_state { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_cond;
 static enum bg_state bg_state;       /* atomic reads outside bg_lock */
-static bool bg_parked;               /* under bg_lock */
+static bool bg_parked;               /* under bg_lock: the sweeps are parked */
 static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep */
-/* Both given by common_init before the first cache exists, hence before any
- * tick (ticks come from frees and the sheaves' slow paths) or fork handler. */
-static int (*sweep_fn)(uint64_t now);   /* usl_decay_sweep */
+/* Given by common_init before the first cache exists, hence before any tick
+ * (ticks come from frees and the sheaves' slow paths) or fork handler; with
+ * USLAB_STATS the thread may start before (from the statistics layer's
+ * constructor), and sweeps nothing until sweep_fn is there. */
+static int (*sweep_fn)(uint64_t now);   /* atomic: usl_decay_sweep */
 static void (*sample_fn)(bool on);      /* usl_fast_mode_sample */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
 static pid_t bg_pid;                 /* the process that may start the thread (not a vfork child) */
-static void no_stats_tick(void) {}
-void (*usl_stats_tick)(void) = no_stats_tick;
+static unsigned int no_stats_tick(bool thread)
+{
+	(void)thread;
+	return 0;
+}
+unsigned int (*usl_stats_tick)(bool thread) = no_stats_tick;
 static __thread unsigned int tick_calls;
 unsigned long usl_background_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
-unsigned long usl_background_parks;  /* atomic: times it parked */
+unsigned long usl_background_parks;  /* atomic: times its sweeps parked */
 
 /* Sweeps in a row that gave nothing back, with no barn holding sheaves, before
- * the thread parks: a free block ages over two epochs of the page provider, so
- * a few quiet sweeps mean nothing is on its way out. */
+ * the thread's sweeps park: a free block ages over two epochs of the page
+ * provider, so a few quiet sweeps mean nothing is on its way out. */
 #define QUIET_SWEEPS 4
+#define FOREVER UINT64_MAX
 
-static void bg_wait(uint64_t ms, bool park)
+/* Sleep ms (FOREVER: until a tick kicks), or less if a tick kicks the parked
+ * sweeps (park: they park now, if they did not already). True if kicked: the
+ * sweeps are awake again. */
+static bool bg_wait(uint64_t ms, bool park)
 {
 	struct timespec ts;
+	bool kicked;
 
 	usl_lock(&bg_lock);
-	if (park) {
+	if (park && !bg_parked) {
 		bg_parked = true;
 		__atomic_fetch_add(&usl_background_parks, 1, __ATOMIC_RELAXED);
+	}
+	if (ms == FOREVER) {
 		while (!bg_kicked)
 			pthread_cond_wait(&bg_cond, &bg_lock);
-		bg_parked = false;
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += (time_t)(ms / 1000);
@@ -77,27 +98,59 @@ static void bg_wait(uint64_t ms, bool park)
 		while (!bg_kicked && pthread_cond_timedwait(&bg_cond, &bg_lock, &ts) != ETIMEDOUT)
 			;
 	}
+	kicked = bg_kicked;
 	bg_kicked = false;
+	if (kicked)
+		bg_parked = false;
 	usl_unlock(&bg_lock);
+	return kicked;
 }
 
+/* One sweep: usl_decay_sweep's result (1: it gave something back or a barn
+ * still holds sheaves; 0: nothing; -1: the registry was busy); *dirty: the
+ * free blocks left to age. */
+static int bg_sweep(uint64_t now, size_t *dirty)
+{
+	int (*sweep)(uint64_t) = __atomic_load_n(&sweep_fn, __ATOMIC_ACQUIRE);
+	int r = sweep ? sweep(now) : 0;
+	__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
+	usl_pages_stats(NULL, dirty, NULL);
+	return r;
+}
+
+/* The loop: a sweep every half decay interval while sweeps find work, parked
+ * after QUIET_SWEEPS quiet ones until a tick kicks; with USLAB_STATS, the
+ * live view published whenever the statistics layer says it is due (its hook
+ * gives the milliseconds until the next publication; 0: none wanted). */
 static void *bg_main(void *unused)
 {
 	(void)unused;
+	const uint64_t half = usl_opt.decay_ms / 2 + 1;
+	bool sweeping = usl_opt.decay_ms != 0;
 	unsigned int quiet = 0;
-	size_t dirty = 0;
+	uint64_t next_sweep = usl_now_ms() + half;
 
 	for (;;) {
-		bool park = quiet >= QUIET_SWEEPS && dirty == 0;
-		bg_wait(usl_opt.decay_ms / 2 + 1, park);
-		if (park)
+		uint64_t now = usl_now_ms();
+		if (sweeping && now >= next_sweep) {
+			size_t dirty = 0;
+			quiet = bg_sweep(now, &dirty) != 0 ? 0 : quiet + 1;   /* (busy: not quiet) */
+			now = usl_now_ms();
+			next_sweep = now + half;
+			if (quiet >= QUIET_SWEEPS && dirty == 0)
+				sweeping = false;        /* parked until a tick kicks */
+		}
+		uint64_t wait = sweeping ? next_sweep - now : FOREVER;
+		if (usl_opt.stats) {
+			unsigned int view = __atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)(true);
+			if (view && view < wait)
+				wait = view;
+		}
+		if (bg_wait(wait, !sweeping && usl_opt.decay_ms)) {
+			sweeping = true;             /* kicked: sweep at once */
 			quiet = 0;
-		int r = sweep_fn(usl_now_ms());
-		__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
-		if (usl_opt.stats)
-			__atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)();
-		quiet = r != 0 ? 0 : quiet + 1;   /* (busy: not quiet) */
-		usl_pages_stats(NULL, &dirty, NULL);
+			next_sweep = 0;
+		}
 	}
 	return NULL;
 }
@@ -109,24 +162,28 @@ static void *bg_main(void *unused)
 
 void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on))
 {
-	sweep_fn = sweep;
+	__atomic_store_n(&sweep_fn, sweep, __ATOMIC_RELEASE);
 	__atomic_store_n(&sample_fn, sample, __ATOMIC_RELEASE);
 }
 
 /* The process that may start the thread: this one, at load (a vfork child
  * that makes the first allocation must not become it); fork's child takes
- * its own pid in usl_background_after_fork. */
-__attribute__((constructor)) static void bg_owner(void)
+ * its own pid in usl_background_after_fork. Before the other constructors
+ * (the statistics layer's starts the thread). */
+__attribute__((constructor(101))) static void bg_owner(void)
 {
 	bg_pid = getpid();
 }
 
+/* With USLAB_STATS the thread publishes the live view: it starts whatever
+ * the heap's size, and with USLAB_DECAY_MS=0 (then it only publishes). */
 static void background_start(void)
 {
 	enum bg_state none = BG_NONE;
 
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_NONE || !usl_opt.background ||
-	    usl_opt.decay_ms == 0 || __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() < MIN_HEAP ||
+	    (!usl_opt.stats && (usl_opt.decay_ms == 0 ||
+	                        __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() < MIN_HEAP)) ||
 	    getpid() != bg_pid ||          /* a vfork child: once, when the heap first is large enough */
 	    !__atomic_compare_exchange_n(&bg_state, &none, BG_STARTING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
@@ -156,8 +213,8 @@ static void background_start(void)
 	__atomic_store_n(&bg_state, err ? BG_FAILED : BG_RUNNING, __ATOMIC_RELEASE);
 }
 
-/* True when the thread runs (woken if it was parked): the tick leaves the
- * sweep to it. */
+/* True when the thread runs (its sweeps woken if they were parked): the tick
+ * leaves the sweep to it. */
 static bool background_kick(void)
 {
 	if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) != BG_RUNNING)
@@ -191,8 +248,11 @@ static void sampling_update(void)
 
 void usl_decay_tick(void)
 {
-	if (usl_unlikely(usl_opt.stats))
-		__atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)();
+	if (usl_unlikely(usl_opt.stats)) {
+		__atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)(false);
+		if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) == BG_NONE)
+			background_start();      /* the view's publisher at once (a forked child's first tick) */
+	}
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
 		return;                          /* the clock is read every 16 slow paths */
 	background_start();                  /* once the heap is large enough for it */
@@ -204,7 +264,12 @@ void usl_decay_tick(void)
 	/* The decay thread sweeps on its own clock: wake it if it sleeps for
 	 * want of work. Without it, this caller sweeps. */
 	if (!background_kick())
-		sweep_fn(now);
+		__atomic_load_n(&sweep_fn, __ATOMIC_ACQUIRE)(now);
+}
+
+void usl_background_start(void)
+{
+	background_start();
 }
 
 void usl_background_after_fork(void)

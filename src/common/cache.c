@@ -723,7 +723,10 @@ int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 	usl_lock(&walk_lock);
 	walkers++;
 	usl_unlock(&walk_lock);
-	for (size_t id = 1; id < USL_MAX_CACHES && !r; id++) {
+	/* Up to the highest id given, not the table's 64Ki entries (512 KiB a
+	 * walk: most of a live-view publication's time); a cache made while
+	 * the walk runs may be missed, as one made just after it. */
+	for (size_t id = 1; id < __atomic_load_n(&ids_end, __ATOMIC_RELAXED) && !r; id++) {
 		struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
 		if (s && __atomic_load_n(&s->published, __ATOMIC_ACQUIRE))
 			r = fn(s, arg);

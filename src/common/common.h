@@ -79,10 +79,12 @@ static inline bool usl_cache_live(const struct kmem_cache *s)
 	return id && id < USL_MAX_CACHES && __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE) == s;
 }
 /* Hook: with USLAB_STATS, called by every decay tick (the slow paths' and
- * sampled frees', with no lock held) and after each of the decay thread's
- * sweeps. The statistics layer sets it to publish its live view
- * (stats/live.c); a no-op until then. */
-extern void (*usl_stats_tick)(void) USL_HIDDEN;
+ * sampled frees', with no lock held; thread false) and by the decay thread
+ * (thread true) whenever the last call's answer has passed: the milliseconds
+ * until the statistics layer wants the next call (0: none wanted, and the
+ * ticks' answers are not used). The statistics layer sets it to publish its
+ * live view (stats/live.c); a no-op answering 0 until then. */
+extern unsigned int (*usl_stats_tick)(bool thread) USL_HIDDEN;
 /* fn(s, arg) for each published cache, by id, counted as a walk (a destroyed
  * cache is freed only when no walk runs; fn may allocate; it must not destroy
  * a cache); stops at the first non-zero result and returns it. */
@@ -134,13 +136,20 @@ USL_HIDDEN int usl_decay_sweep(uint64_t now);
  * given once by common_init: the schedule sits above the registry. */
 USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on));
 /* Called by every 256th free by pointer on a thread, and by the per-CPU
- * layer's slow paths (its hook): every 16th call may start the decay thread;
- * at most every half decay interval one caller wakes the thread, or, without
- * one, sweeps every cache and the page provider itself. */
+ * layer's slow paths (its hook): every 16th call may start the decay thread
+ * (with USLAB_STATS every call until it runs, and every call ticks the live
+ * view); at most every half decay interval one caller wakes the thread's
+ * sweeps, or, without the thread, sweeps every cache and the page provider
+ * itself. */
 USL_HIDDEN void usl_decay_tick(void);
 /* fork()'s child: no thread, and its first tick sweeps whatever the parent's
  * clock said. */
 USL_HIDDEN void usl_background_after_fork(void);
+/* Start the decay thread now if it may run at all (USLAB_BACKGROUND, not a
+ * vfork child, a thread not started yet); with USLAB_STATS whatever the
+ * heap's size: the statistics layer's constructor, whose live view it keeps
+ * current. */
+USL_HIDDEN void usl_background_start(void);
 
 /* SLAB's tunables of s set at run time (cache.c): 0, or -EINVAL (not a SLAB
  * cache, or limit < 1, batch outside [1, limit], too large) or -ENOMEM. */

@@ -2,15 +2,20 @@
  * their counts and counters in /dev/shm/uslab.<pid> (the layout and its
  * sequence counts: stats/live.h) for tools/uslabinfo to read from outside.
  * Made when the library is loaded (the constructor usl_live_init, which the
- * malloc override names so that a static link keeps this file), rewritten at most every
- * PUBLISH_MS by the decay ticks (usl_stats_tick: slow paths and sampled
- * frees, no lock held) and the decay thread, and removed at exit. A file left
- * by a process that died without exiting is removed by the next process that
- * makes one (its pid is gone, or now names a process started at another
- * time). A forked child makes its own at its first tick. Requests written
- * into the file (shrink, validate) are served at a tick too.
- * Locks: live_lock (a try-lock: one publisher at a time; a tick that finds it
- * held goes on); the walk's (walk_lock to count it, list_lock) inside it. */
+ * malloc override names so that a static link keeps this file), which also
+ * starts the decay thread (common/background.c); rewritten every PUBLISH_MS
+ * by that thread, idle program or not, and at most every PUBLISH_MS by the
+ * decay ticks (usl_stats_tick: slow paths and sampled frees, no lock held);
+ * removed at exit. Without the thread (USLAB_BACKGROUND=0, pthread_create
+ * refused) it is as current as the last tick. A file left by a process that
+ * died without exiting is removed by the next process that makes one (its pid
+ * is gone, or now names a process started at another time). A forked child
+ * makes its own at its first tick (which starts its thread); a vfork child
+ * (its parent's memory, no fork handler) never touches it. Requests written
+ * into the file (shrink, validate) are served at the next publication.
+ * Locks: live_lock (a try-lock for a publisher: one at a time, a tick that
+ * finds it held goes on; waited for only at exit); the walk's (walk_lock to
+ * count it, list_lock) inside it. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -35,11 +40,13 @@ _Static_assert(USL_NR_STATS <= USL_LIVE_STATS, "the file's rows hold every count
 _Static_assert(sizeof(struct usl_live_header) % 8 == 0 && sizeof(struct usl_live_row) % 8 == 0, "8-byte fields");
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct usl_live_header *live;     /* the mapping, or NULL */
-static pid_t live_pid;                   /* the process that made it */
+static struct usl_live_header *live;     /* written under live_lock: the mapping, or NULL */
+static pid_t live_owner;                 /* the process whose view it is (usl_live_init, a fork child) */
 static char live_path[64];
 static uint64_t next_publish_ms;         /* atomic */
-static bool live_failed;                 /* could not make the file: said once, not retried */
+static bool live_failed;                 /* atomic: could not make the file: said once, not retried */
+static bool live_closed;                 /* under live_lock: removed at exit, never made again */
+static __thread bool live_held;          /* this thread holds live_lock */
 
 /* A file of another process of this user that is no longer running: its pid
  * is gone, or has been reused by a process started at another time. */
@@ -122,14 +129,13 @@ static bool live_make(void)
 		snprintf(h->stat_names[i], USL_LIVE_STAT_NAME, "%s", usl_stat_names[i]);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, USL_LIVE_MAGIC, 8);  /* last: a reader sees a whole header or no magic */
-	live = h;
-	live_pid = pid;
+	__atomic_store_n(&live, h, __ATOMIC_RELEASE);   /* request_pending reads it unlocked */
 	return true;
 fail:
 	if (!live_failed)
 		usl_report(USLAB_ERR_OPTION, "USLAB_STATS: cannot make %s (%s); no live view for uslabinfo", live_path,
 		           strerror(errno));
-	live_failed = true;
+	__atomic_store_n(&live_failed, true, __ATOMIC_RELAXED);
 	return false;
 }
 
@@ -290,33 +296,47 @@ static void serve(void)
 	__atomic_store_n(&next_publish_ms, 0, __ATOMIC_RELAXED);   /* show what it did at once */
 }
 
-/* A request waits in the file (a forked child may see its parent's: it then
- * makes its own file under live_lock, and serves none of the parent's). */
+/* A request waits in the file. Read without live_lock (a forked child has
+ * let go of its parent's file: it serves none of the parent's requests). */
 static bool request_pending(void)
 {
-	return live && __atomic_load_n(&live->req_seq, __ATOMIC_RELAXED) !=
-	                       __atomic_load_n(&live->done_seq, __ATOMIC_RELAXED);
+	struct usl_live_header *h = __atomic_load_n(&live, __ATOMIC_ACQUIRE);
+	return h && __atomic_load_n(&h->req_seq, __ATOMIC_RELAXED) != __atomic_load_n(&h->done_seq, __ATOMIC_RELAXED);
 }
 
-static void live_tick(void)
+/* The usl_stats_tick hook: publish if PUBLISH_MS have passed since the last
+ * publication (a tick of the slow paths looks at the clock only every 16th
+ * time, or when a request waits; the decay thread every time), serving a
+ * request first. The milliseconds until the next publication is due; 0
+ * without a view (the thread need not wake for it). */
+static unsigned int live_tick(bool thread)
 {
 	static __thread unsigned int calls;
 	bool asked = request_pending();
-	if (++calls % 16 && !asked)
-		return;                         /* the clock every 16th tick, or a request */
-	uint64_t now = usl_now_ms();
-	if (now < __atomic_load_n(&next_publish_ms, __ATOMIC_RELAXED) && !asked)
-		return;
+	if (!thread && ++calls % 16 && !asked)
+		return 0;                       /* the clock every 16th tick, or a request */
+	if (__atomic_load_n(&live_failed, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_publish_ms, __ATOMIC_RELAXED);
+	if (now < next && !asked)
+		return (unsigned int)(next - now);
+	if (getpid() != live_owner)
+		return 0;                       /* a vfork child: the view is its parent's */
 	if (!usl_trylock(&live_lock))
-		return;
-	if ((!live || live_pid != getpid()) && !live_failed)
-		live_make();
-	if (live && live_pid == getpid()) {
+		return PUBLISH_MS;              /* another publishes */
+	live_held = true;
+	if (!live && !live_closed && !live_failed)
+		live_make();                    /* a forked child's own */
+	unsigned int due = 0;
+	if (live && !live_closed) {
 		serve();
 		publish();
 		__atomic_store_n(&next_publish_ms, now + PUBLISH_MS, __ATOMIC_RELAXED);
+		due = PUBLISH_MS;
 	}
+	live_held = false;
 	usl_unlock(&live_lock);
+	return due;
 }
 
 /* A forked child shares the parent's mapping: it lets go of it (no unlink)
@@ -327,7 +347,8 @@ static void live_child(void)
 	if (live)
 		munmap(live, USL_LIVE_FILE_BYTES);
 	live = NULL;
-	live_pid = 0;
+	live_owner = getpid();
+	live_held = false;
 	next_publish_ms = 0;
 }
 
@@ -339,21 +360,36 @@ __attribute__((constructor)) void usl_live_init(void)
 	usl_ensure_init();
 	if (!usl_opt.stats)
 		return;
-	usl_stats_pid = getpid();
+	usl_stats_pid = live_owner = getpid();
 	pthread_atfork(NULL, NULL, live_child);
 	__atomic_store_n(&usl_stats_tick, live_tick, __ATOMIC_RELEASE);
 	usl_lock(&live_lock);
-	if (live_make())
+	live_held = true;
+	if (live_make()) {
 		publish();
+		__atomic_store_n(&next_publish_ms, usl_now_ms() + PUBLISH_MS, __ATOMIC_RELAXED);
+	}
+	live_held = false;
 	usl_unlock(&live_lock);
+	usl_background_start();             /* keeps the view current while the program is idle */
 }
 
+/* The file is removed under live_lock, so that no publisher (the decay
+ * thread goes on until the process ends) makes a new one; the mapping stays
+ * for the exit to unmap, since a publisher or a tick's unlocked look for a
+ * request may still read it. (A thread that exits while it publishes, from a
+ * report handler, holds the lock already.) */
 __attribute__((destructor)) static void live_exit(void)
 {
 	usl_stats_exit_report();
-	if (live && live_pid == getpid()) {
+	if (live_owner == 0 || getpid() != live_owner)
+		return;                         /* no view, or a vfork child's exit() */
+	bool held = live_held;
+	if (!held)
+		usl_lock(&live_lock);
+	live_closed = true;
+	if (live)
 		unlink(live_path);
-		munmap(live, USL_LIVE_FILE_BYTES);
-		live = NULL;
-	}
+	if (!held)
+		usl_unlock(&live_lock);
 }

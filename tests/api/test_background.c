@@ -3,7 +3,10 @@
  * sizes is freed in random order, the resident set falls by itself; the thread
  * then parks (no more sweeps); a fork while it runs leaves a child that
  * allocates, starts its own thread and gets its memory back the same way;
- * USLAB_BACKGROUND=0 means no thread. Modes: "on" (default), "off", "fork". */
+ * USLAB_BACKGROUND=0 means no thread. Modes: "on" (default), "off", "fork".
+ * With USLAB_STATS set the thread also publishes the live view: its sweeps
+ * must keep their schedule and park all the same while the view is
+ * published five times a second. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,7 +18,24 @@
 #include "../../tools/rss.h"
 #include "common/common.h"
 #include "pages/pages.h"
+#include "stats/live.h"
 #include "testing.h"
+
+static bool stats;                       /* USLAB_STATS: the live view is published */
+
+/* The live view's publications so far (its header), or -1. */
+static long long publications(void)
+{
+	char path[64];
+	struct usl_live_header h;
+	snprintf(path, sizeof(path), "/dev/shm/uslab.%ld", (long)getpid());
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, &h, sizeof(h), 0);
+	close(fd);
+	return n == (ssize_t)sizeof(h) ? (long long)__atomic_load_n(&h.publications, __ATOMIC_RELAXED) : -1;
+}
 
 /* What uslab keeps resident, in KiB: the page provider's committed range less
  * the free pages it has given back (madvised). Read from its own counts, not
@@ -127,8 +147,13 @@ static void idle_give_back(void)
 		sleep_ms(100);
 	CHECK(__atomic_load_n(&usl_background_parks, __ATOMIC_RELAXED) >= 1);
 	unsigned long sweeps = __atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED);
+	long long pubs = publications();
 	sleep_ms(1500);
 	CHECK_EQ(__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED), sweeps);
+	if (stats) {                             /* it wakes to publish, not to sweep */
+		CHECK(pubs >= 0);
+		CHECK(publications() >= pubs + 4);
+	}
 	/* Allocation traffic wakes it again (a slow-path tick). */
 	long full2 = burst();
 	CHECK(falls_back(start_kib, full2, &after));
@@ -227,6 +252,7 @@ static void off(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "on";
+	stats = getenv("USLAB_STATS") && uslab_stats_enabled();   /* (a static link keeps the view) */
 	start_kib = uslab_kib();
 	if (!strcmp(mode, "off"))
 		off();

@@ -360,7 +360,10 @@ static void at_exit(void)
 int main(int argc, char **argv)
 {
 	bool stats = !(argc > 1 && !strcmp(argv[1], "nostats"));
-	setenv("USLAB_BACKGROUND", "0", 1);   /* before the first uslab call reads the options */
+	/* Before the first uslab call reads the options: without USLAB_STATS.
+	 * With it the library's constructor reads them before main (the test's
+	 * environment sets USLAB_BACKGROUND=0 then). */
+	setenv("USLAB_BACKGROUND", "0", 1);
 	CHECK_EQ(uslab_stats_enabled(), stats);
 	struct kmem_cache *s = kmem_cache_create("stat-a", 200, 0, SLAB_NO_MERGE, NULL);
 	CHECK(s != NULL);
