@@ -12,7 +12,8 @@
  * is gone, or now names a process started at another time). A forked child
  * makes its own at its first tick (which starts its thread); a vfork child
  * (its parent's memory, no fork handler) never touches it. Requests written
- * into the file (shrink, validate) are served at the next publication.
+ * into the file (shrink, validate, the owner summaries, which go to a file
+ * of their own beside it) are served at the next publication.
  * Locks: live_lock (a try-lock for a publisher: one at a time, a tick that
  * finds it held goes on; waited for only at exit); the walk's (walk_lock to
  * count it, list_lock) inside it. */
@@ -259,7 +260,29 @@ struct request {
 	uint32_t op;
 	int64_t result;
 	bool any;
+	int fd;                  /* USL_LIVE_CALLS: the reply file */
 };
+
+/* One owner summary of s into the reply file: its heading, then the text
+ * (in a mapping of its own: this may run inside an allocation's tick). */
+static void write_calls(struct request *q, struct kmem_cache *s, const char *which)
+{
+	char head[USL_LIVE_NAME + 32];
+	int n = uslab_cache_attr(s, which, NULL, 0);
+	if (n < 0)
+		return;
+	size_t cap = (size_t)n + 4096;       /* room for what more may come meanwhile */
+	char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return;
+	n = uslab_cache_attr(s, which, buf, cap);
+	int h = snprintf(head, sizeof(head), "== %s %s\n", s->name, which);
+	if (n >= 0 && h > 0 && write(q->fd, head, (size_t)h) == h) {
+		size_t len = (size_t)n < cap ? (size_t)n : cap - 1;
+		(void)!write(q->fd, buf, len);
+	}
+	munmap(buf, cap);
+}
 
 static int serve_one(struct kmem_cache *s, void *arg)
 {
@@ -267,7 +290,13 @@ static int serve_one(struct kmem_cache *s, void *arg)
 	if (q->name[0] && strcmp(q->name, s->name))
 		return 0;
 	q->any = true;
-	if (q->op == USL_LIVE_SHRINK) {
+	if (q->op == USL_LIVE_CALLS) {
+		if (s->flags & SLAB_STORE_USER) {
+			write_calls(q, s, "alloc_calls");
+			write_calls(q, s, "free_calls");
+			q->result++;
+		}
+	} else if (q->op == USL_LIVE_SHRINK) {
 		if (kmem_cache_shrink(s) >= 0)
 			q->result++;
 	} else if (s->flags & USL_SLAB_DEBUG_FLAGS) {
@@ -288,9 +317,24 @@ static void serve(void)
 	char name[USL_LIVE_NAME];
 	memcpy(name, live->req_name, sizeof(name));
 	name[sizeof(name) - 1] = 0;
-	struct request q = { name, __atomic_load_n(&live->req_op, __ATOMIC_RELAXED), 0, false };
-	if (q.op == USL_LIVE_SHRINK || q.op == USL_LIVE_VALIDATE)
+	struct request q = { name, __atomic_load_n(&live->req_op, __ATOMIC_RELAXED), 0, false, -1 };
+	if (q.op == USL_LIVE_CALLS) {
+		/* A new file each time (one left by a requester that gave up,
+		 * or a link planted at the name, is removed first). */
+		char path[sizeof(live_path) + sizeof(USL_LIVE_CALLS_SUFFIX)];
+		snprintf(path, sizeof(path), "%s%s", live_path, USL_LIVE_CALLS_SUFFIX);
+		unlink(path);
+		q.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (q.fd >= 0) {
+			usl_cache_for_each(serve_one, &q);
+			close(q.fd);
+		} else {
+			q.any = true;
+			q.result = -2;           /* could not make it */
+		}
+	} else if (q.op == USL_LIVE_SHRINK || q.op == USL_LIVE_VALIDATE) {
 		usl_cache_for_each(serve_one, &q);
+	}
 	__atomic_store_n(&live->req_result, q.any ? q.result : -1, __ATOMIC_RELAXED);
 	__atomic_store_n(&live->done_seq, seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_publish_ms, 0, __ATOMIC_RELAXED);   /* show what it did at once */
@@ -388,8 +432,12 @@ __attribute__((destructor)) static void live_exit(void)
 	if (!held)
 		usl_lock(&live_lock);
 	live_closed = true;
-	if (live)
+	if (live) {
+		char path[sizeof(live_path) + sizeof(USL_LIVE_CALLS_SUFFIX)];
+		snprintf(path, sizeof(path), "%s%s", live_path, USL_LIVE_CALLS_SUFFIX);
+		unlink(path);                   /* a reply no requester took */
 		unlink(live_path);
+	}
 	if (!held)
 		usl_unlock(&live_lock);
 }

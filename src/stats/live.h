@@ -11,11 +11,12 @@
  * The writer takes no lock an allocation takes: it runs at the allocator's
  * slow-path ticks, never on a fast path.
  *
- * Requests (uslabinfo -s, -v): a reader that may write claims req_claim (0 ->
- * its pid, compare-and-swap), fills req_op and req_name, and increments
+ * Requests (uslabinfo -s, -v, -r): a reader that may write claims req_claim
+ * (0 -> its pid, compare-and-swap), fills req_op and req_name, and increments
  * req_seq; the process serves it at its next tick (shrink or validate the
- * named cache, or all with an empty name), stores the result and sets
- * done_seq = req_seq; the requester then clears req_claim. */
+ * named cache, or all with an empty name; or write their owner summaries),
+ * stores the result and sets done_seq = req_seq; the requester then clears
+ * req_claim. */
 #ifndef USL_STATS_LIVE_H
 #define USL_STATS_LIVE_H
 
@@ -35,7 +36,17 @@
 #define USL_LIVE_ROWS 2048
 #define USL_LIVE_ALIASES 1024
 
-enum usl_live_op { USL_LIVE_SHRINK = 1, USL_LIVE_VALIDATE = 2 };
+enum usl_live_op {
+	USL_LIVE_SHRINK = 1, USL_LIVE_VALIDATE = 2,
+	/* The owner summaries (alloc_calls and free_calls) of the named cache,
+	 * or of every cache with U: written to /dev/shm/uslab.<pid>.calls
+	 * (USL_LIVE_CALLS_SUFFIX, mode 0600) as a "== <cache> alloc_calls"
+	 * line, its text, a "== <cache> free_calls" line, its text, per
+	 * cache; req_result is the number of caches written (0: none has U),
+	 * -1 with no such cache. The requester reads and removes the file. */
+	USL_LIVE_CALLS = 3,
+};
+#define USL_LIVE_CALLS_SUFFIX ".calls"
 
 struct usl_live_header {
 	char magic[8];

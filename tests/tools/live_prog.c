@@ -1,6 +1,7 @@
 /* live_prog.c - a process for uslabinfo to look at (uslabinfo.sh): caches
- * "live-a" (300 objects of 200 bytes kept), "live-b" merged into it, and a
- * debug cache "live-dbg"; then, until SIGTERM (or two minutes), bursts of
+ * "live-a" (300 objects of 200 bytes kept), "live-b" merged into it, a
+ * debug cache "live-dbg", and "live-owned" with U (40 objects allocated at
+ * live_owner_site, exported: named without libdw too); then, until SIGTERM (or two minutes), bursts of
  * malloc/free and cache traffic every 20 ms, so that the allocator's ticks
  * publish its live view and serve requests. Prints "ready" once the view
  * exists. Exits through exit() (the view is removed). */
@@ -14,6 +15,14 @@
 #include "uslab.h"
 
 static volatile sig_atomic_t done;
+
+/* The owner summaries' known call site: 40 objects of "live-owned" (U). */
+__attribute__((noinline)) void *live_owner_site(struct kmem_cache *s)
+{
+	void *p = kmem_cache_alloc(s, GFP_KERNEL);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
 static void on_term(int sig)
 {
 	(void)sig;
@@ -38,6 +47,10 @@ int main(void)
 	for (int i = 0; i < 300; i++)
 		keep[i] = kmem_cache_alloc(a, GFP_KERNEL);
 	void *dk = kmem_cache_alloc(d, GFP_KERNEL);
+	struct kmem_cache *u = kmem_cache_create("live-owned", 48, 0, SLAB_STORE_USER, NULL);
+	static void *owned[40];
+	for (int i = 0; u && i < 40; i++)
+		owned[i] = live_owner_site(u);
 	char path[64];
 	snprintf(path, sizeof(path), "/dev/shm/uslab.%ld", (long)getpid());
 	bool said = false;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # uslabinfo.sh USLABINFO LIVE_PROG - uslabinfo against a live process
 # (live_prog, run with USLAB_STATS): the table, a report, aliases, totals,
-# activity, shrink and validate requests, a saved snapshot read back; the
+# activity, shrink and validate requests, the owner summaries of a cache with
+# U in a report, a saved snapshot read back; the
 # error cases (no such process, a process without a live view, a process that
 # has exited, a stale file removed by the next process, a truncated file, a
 # file that is not one, another user's process when run as root); and --top
@@ -79,6 +80,16 @@ done
 [ "$torn" = 0 ] && ok "100 reads during updates, each consistent" || bad "a read was refused or inconsistent"
 expect "shrink request" 0 'process [0-9]+: 1 cache shrunk' "$tool" -p "$pid" -s '^live-a$'
 expect "validate request" 0 'validation reported 0 problems' "$tool" -p "$pid" -v '^live-dbg$'
+# The owner summaries of a cache with U, as the kernel tool's report shows
+# them: its 40 objects at their one call site, and the freeing section.
+expect "owner summary: allocation" 0 '^ +40 live_owner_site\+0x[0-9a-f]+.* age=[0-9/]+ pid=[0-9]+' \
+	"$tool" -p "$pid" -r '^live-owned$'
+expect "owner summary: headings" 0 '^live-owned: Kernel object freeing$' "$tool" -p "$pid" -r '^live-owned$'
+"$tool" -p "$pid" -r '^live-a$' >"$tmp/no-owners" 2>&1
+grep -q 'Kernel object' "$tmp/no-owners" && bad "a cache without U shows owner summaries" ||
+	ok "a cache without U shows none"
+[ ! -e "/dev/shm/uslab.$pid.calls" ] && ok "the summaries' file is removed" || bad "/dev/shm/uslab.$pid.calls left"
+expect "owner summaries of every cache" 0 '^live-owned: Kernel object allocation$' "$tool" -p "$pid" -r
 expect "no such cache" 1 'no cache matches' "$tool" -p "$pid" '^nothing-like-this$'
 expect "save" 0 'saved [0-9]+ caches of process' "$tool" -p "$pid" --save "$tmp/snap"
 expect "saved file read back" 0 '^live-a +[3-9][0-9]{2,} +200 ' "$tool" -f "$tmp/snap"

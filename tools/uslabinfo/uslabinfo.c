@@ -93,7 +93,8 @@ static void open_source(void)
 {
 	char path[64];
 	const char *p = opt.file;
-	bool need_write = opt.shrink || opt.validate;
+	/* Requests: shrink, validate, and a report's owner summaries. */
+	bool need_write = opt.shrink || opt.validate || opt.report || opt.have_regex;
 
 	if (!p) {
 		snprintf(path, sizeof(path), "/dev/shm/uslab.%ld", opt.pid);
@@ -317,6 +318,75 @@ static void numa_view(FILE *f, const struct usl_live_row *r, bool detail)
 	}
 }
 
+/* The owner summaries of the caches with U (alloc_calls and free_calls, as
+ * the kernel's sysfs files), fetched once for a report of a running process:
+ * the reply file's text, sections headed "== <cache> <file>". */
+static char *calls_text;
+static int64_t request(uint32_t op, const char *name);
+
+static void fetch_calls(const char *name)
+{
+	char path[96];
+	if (request(USL_LIVE_CALLS, name) < 0)
+		die("process %ld could not write its owner summaries in /dev/shm", opt.pid);
+	snprintf(path, sizeof(path), "/dev/shm/uslab.%ld%s", opt.pid, USL_LIVE_CALLS_SUFFIX);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != getuid() && getuid() != 0))
+		die("%s: cannot read the owner summaries: %s", path, fd < 0 ? strerror(errno) : "not the process's file");
+	size_t n = (size_t)st.st_size, got = 0;
+	calls_text = malloc(n + 1);
+	if (!calls_text)
+		die("out of memory");
+	while (got < n) {
+		ssize_t k = read(fd, calls_text + got, n - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	calls_text[got] = 0;
+	close(fd);
+	unlink(path);
+}
+
+/* The text of one summary, or NULL. */
+static const char *calls_of(const char *cache, const char *which, size_t *len)
+{
+	char head[USL_LIVE_NAME + 32];
+	int h = snprintf(head, sizeof(head), "== %s %s\n", cache, which);
+	for (const char *p = calls_text; p && *p;) {
+		if (!strncmp(p, head, (size_t)h)) {
+			const char *t = p + h, *end = t;
+			while (*end && strncmp(end, "== ", 3)) {
+				const char *nl = strchr(end, '\n');
+				end = nl ? nl + 1 : end + strlen(end);
+			}
+			*len = (size_t)(end - t);
+			return t;
+		}
+		const char *nl = strchr(p, '\n');
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* The kernel tool's show_tracking. */
+static void tracking(FILE *f, const char *name)
+{
+	static const char *const which[2] = { "alloc_calls", "free_calls" };
+	static const char *const title[2] = { "allocation", "freeing" };
+	for (int i = 0; i < 2; i++) {
+		size_t len = 0;
+		const char *t = calls_of(name, which[i], &len);
+		fprintf(f, "\n%s: Kernel object %s\n", name, title[i]);
+		fprintf(f, "-----------------------------------------------------------------------%s\n", i ? "-" : "");
+		if (t && len)
+			fwrite(t, 1, len, f);
+		else
+			fprintf(f, "No Data\n");
+	}
+}
+
 static void report(FILE *f, const struct usl_live_row *r)
 {
 	unsigned long slab = page_size << r->order;
@@ -343,6 +413,8 @@ static void report(FILE *f, const struct usl_live_row *r)
 	fprintf(f, "Align  : %7u  Objects: %7u   Tracing       : %s  Lpadd: %7lu\n", r->align, r->objs_per_slab,
 	        onoff(r->flags & USL_LIVE_F_TRACE),
 	        (slab - (unsigned long)r->objs_per_slab * r->slab_size) * (unsigned long)r->slabs);
+	if ((r->flags & USL_LIVE_F_STORE_USER) && calls_text)
+		tracking(f, r->name);
 	if (H->nr_nodes > 1)
 		numa_view(f, r, true);
 	if (!H->stats_on)
@@ -510,10 +582,12 @@ static void table(FILE *f, struct live_snapshot *s, long max_lines)
 }
 
 /* ===========================================================================
- * Requests: shrink, validate
+ * Requests: shrink, validate, the owner summaries
  */
 
-static void request(uint32_t op, const char *name)
+/* Asks the process for op on the named cache ("": every one) and waits for
+ * its answer (req_result), at most 5 s. */
+static int64_t request(uint32_t op, const char *name)
 {
 	struct usl_live_header *h = (struct usl_live_header *)(uintptr_t)map_base;
 	uint32_t zero = 0, me = (uint32_t)getpid();
@@ -536,12 +610,18 @@ static void request(uint32_t op, const char *name)
 	if (!done)       /* withdrawn: the process may still serve it later */
 		__atomic_store_n(&h->done_seq, seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->req_claim, 0, __ATOMIC_RELEASE);
-	const char *what = op == USL_LIVE_SHRINK ? "shrink" : "validate";
+	const char *what = op == USL_LIVE_SHRINK ? "shrink" : op == USL_LIVE_VALIDATE ? "validate" : "owner summary";
 	if (!done)
-		die("process %ld did not take the %s request within 5 s (requests are served when it next calls the "
-		    "allocator)", opt.pid, what);
-	if (result < 0)
+		die("process %ld did not take the %s request within 5 s (its decay thread serves requests within "
+		    "200 ms; with USLAB_BACKGROUND=0 they wait for its next call to the allocator)", opt.pid, what);
+	if (result == -1)
 		die("process %ld has no cache %s", opt.pid, name && *name ? name : "(any)");
+	return result;
+}
+
+static void request_shrink_validate(uint32_t op, const char *name)
+{
+	int64_t result = request(op, name);
 	if (op == USL_LIVE_SHRINK)
 		printf("process %ld: %lld cache%s shrunk\n", opt.pid, (long long)result, result == 1 ? "" : "s");
 	else
@@ -735,10 +815,10 @@ int main(int argc, char **argv)
 			if (wanted(&s.rows[i])) {
 				if (!opt.have_regex) {
 					matched = 1;
-					request(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, "");
+					request_shrink_validate(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, "");
 					break;
 				}
-				request(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, s.rows[i].name);
+				request_shrink_validate(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, s.rows[i].name);
 				matched++;
 			}
 		if (!matched)
@@ -769,6 +849,18 @@ int main(int argc, char **argv)
 	if (opt.have_regex && !matched)
 		die("no cache matches");
 	if (opt.report || (opt.have_regex && matched == 1)) {
+		/* A running process's caches with U: their owner summaries,
+		 * asked for once (by name when one cache is shown). */
+		unsigned int tracked = 0;
+		const struct usl_live_row *one = NULL;
+		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
+			if (wanted(&s.rows[i]) && (opt.zero || s.rows[i].slabs || matched == 1) &&
+			    (s.rows[i].flags & USL_LIVE_F_STORE_USER)) {
+				tracked++;
+				one = &s.rows[i];
+			}
+		if (tracked && map_live)
+			fetch_calls(tracked == 1 ? one->name : "");
 		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
 			if (wanted(&s.rows[i]) && (opt.zero || s.rows[i].slabs || matched == 1))
 				report(stdout, &s.rows[i]);
@@ -777,6 +869,7 @@ int main(int argc, char **argv)
 	}
 	table(stdout, &s, opt.lines);
 out:
+	free(calls_text);
 	live_free(&s);
 	if (opt.have_regex)
 		regfree(&opt.regex);
