@@ -11,8 +11,10 @@
  * loaded by a program that never creates a debug cache. The headers are found
  * at build time (USLAB_HAVE_LIBUNWIND, USLAB_HAVE_LIBDW); without them, or
  * without the libraries at run time, a track keeps its caller's address and
- * names come from dladdr. Locks: depot_lock (a leaf spin lock over the depot),
- * sym_lock (libdw's session; never held while uslab reports). */
+ * names come from dladdr. USLAB_STACK_DEPTH frames are kept (0: the caller
+ * alone, no unwinding). Locks: depot_lock (a leaf spin lock over the depot's
+ * insertions; lookups take none), sym_lock (libdw's session; never held while
+ * uslab reports). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -88,7 +90,7 @@ static int depot_lock;
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Two lanes, so that the multiplications of one frame need not wait for the
- * previous frame's (a chain of 16 was a tenth of U's time). */
+ * previous frame's (a chain of 16 was most of usl_stack_save's own time). */
 static uint32_t stack_hash(const uintptr_t *pc, unsigned int n)
 {
 	uint64_t a = 0x9e3779b97f4a7c15ULL ^ n, b = 0xc2b2ae3d27d4eb4fULL;

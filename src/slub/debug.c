@@ -6,11 +6,14 @@
  * pointer), its owner recorded, and what was overwritten reported in the
  * kernel's shape and repaired (the kernel's alloc_debug_processing,
  * free_debug_processing, check_object, print_trailer, restore_bytes);
- * validation of every slab (validate_slab_cache). Objects come from slabs
- * set up whole (no lazy carving), linked through their free pointers.
+ * validation of every slab (validate_slab_cache); the owner summaries (the
+ * kernel's list_locations, for alloc_calls and free_calls). Objects come
+ * from slabs set up whole (no lazy carving), linked through their free
+ * pointers; an object in use holds a mark in its free-pointer word.
  * Locks: the node's list_lock; reports are collected while it is held and
  * delivered after it is released (a handler may allocate; debug_out.c);
- * objmap_lock (validation's free-object map) and q_lock (the quarantine's ring),
+ * objmap_lock (the free-object map of validation, the leak listing and the
+ * summaries) and q_lock (the quarantine's ring),
  * ordered as docs/ARCHITECTURE.md, "Locks, in order" says. */
 #define _GNU_SOURCE
 #include <errno.h>
