@@ -376,12 +376,16 @@ __attribute__((noinline)) static void owner_summaries(void)
 	CHECK(frame && strstr(frame, "        owner_summaries+0x") != NULL);
 	printf("alloc_traces:\n%s", buf);
 
-	/* Bad input: a buffer too small gets what fits and the whole length;
-	 * a cache without U has no owners (ENOSYS, as the kernel's files). */
+	/* Bad input: a buffer too small gets what fits and the whole length
+	 * (give or take what the ages add as time passes: "age=0" may become
+	 * "age=0/0/1" between two reads); a cache without U has no owners
+	 * (ENOSYS, as the kernel's files). */
 	int whole = uslab_cache_attr(owners, "alloc_calls", buf, sizeof(buf));
-	CHECK_EQ(uslab_cache_attr(owners, "alloc_calls", small, sizeof(small)), whole);
+	int cut = uslab_cache_attr(owners, "alloc_calls", small, sizeof(small));
+	CHECK(cut > (int)sizeof(small) && cut >= whole - 24 && cut <= whole + 24);
 	CHECK(strlen(small) == sizeof(small) - 1 && !strncmp(small, buf, sizeof(small) - 1));
-	CHECK_EQ(uslab_cache_attr(owners, "alloc_calls", NULL, 0), whole);
+	int none = uslab_cache_attr(owners, "alloc_calls", NULL, 0);
+	CHECK(none > (int)sizeof(small) && none >= whole - 24 && none <= whole + 24);
 	struct kmem_cache *plain = make("debug-no-owners", 100, SLAB_RED_ZONE);
 	errno = 0;
 	CHECK_EQ(uslab_cache_attr(plain, "alloc_calls", buf, sizeof(buf)), -1);
