@@ -750,9 +750,12 @@ bool usl_slab_release(struct kmem_cache *s)
 	return left;
 }
 
+/* Every node's alien arrays first: node nid's objects freed on another
+ * node's CPU wait in that node's array for nid, and keep their slabs. */
 bool usl_slab_release_node(struct kmem_cache *s, unsigned int nid)
 {
-	drain_aliens(s, nid);
+	for (unsigned int o = 0; o < usl_nr_nodes; o++)
+		drain_aliens(s, o);
 	return release_node(s, nid);
 }
 
