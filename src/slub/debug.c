@@ -916,37 +916,58 @@ int usl_debug_validate(struct kmem_cache *s)
 	return usl_out_deliver(&o);
 }
 
-void usl_debug_leaks(struct kmem_cache *s)
+/* Calls visit for every object of s in use (not on its slab's free list,
+ * not waiting in the quarantine) until it returns false; under objmap_lock
+ * and the node's list_lock, which it takes. */
+static void each_in_use(struct kmem_cache *s, bool (*visit)(struct kmem_cache *s, struct slab *slab, uint8_t *p,
+                                                           void *arg), void *arg)
 {
 	struct kmem_cache_node *n = s->node[0];
-	struct usl_dbg_out o = { 0 };
-	uint64_t now = usl_now_ms();
 
 	usl_lock(&objmap_lock);
 	usl_lock(&n->list_lock);
-	usl_out_begin(&o, USLAB_ERR_SLAB_BUG);
-	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
 	struct usl_list *lists[2] = { &n->partial, &n->full };
-	unsigned int shown = 0;
-	for (int l = 0; l < 2; l++)
-		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next) {
+	bool more = true;
+	for (int l = 0; l < 2 && more; l++)
+		for (struct usl_list *it = lists[l]->next; it != lists[l] && more; it = it->next) {
 			struct slab *slab = usl_container_of(it, struct slab, slab_list);
 			unsigned int objects = usl_counters_objects(slab->counters);
 			const uint8_t *map = free_map(s, slab);
-			for (unsigned int i = 0; i < objects && shown < 64; i++) {
+			for (unsigned int i = 0; i < objects && more; i++) {
 				uint8_t *p = object_at(s, slab, i);
-				if (map[i] || (usl_debug_quarantine() && quarantined(s, p)))
-					continue;
-				usl_out_printf(&o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
-				           (unsigned long)(p - (uint8_t *)slab->addr));
-				if (s->flags & SLAB_STORE_USER)
-					out_track(&o, s, p, TRACK_ALLOC, now);
-				shown++;
+				if (!map[i] && !(usl_debug_quarantine() && quarantined(s, p)))
+					more = visit(s, slab, p, arg);
 			}
 		}
-	usl_out_end(&o);
 	usl_unlock(&n->list_lock);
 	usl_unlock(&objmap_lock);
+}
+
+struct leaks {
+	struct usl_dbg_out *o;
+	uint64_t now;
+	unsigned int shown;
+};
+
+static bool show_leak(struct kmem_cache *s, struct slab *slab, uint8_t *p, void *arg)
+{
+	struct leaks *lk = arg;
+	usl_out_printf(lk->o, "Object 0x%lx @offset=%lu\n", (unsigned long)(uintptr_t)p,
+	               (unsigned long)(p - (uint8_t *)slab->addr));
+	if (s->flags & SLAB_STORE_USER)
+		out_track(lk->o, s, p, TRACK_ALLOC, lk->now);
+	return ++lk->shown < 64;
+}
+
+void usl_debug_leaks(struct kmem_cache *s)
+{
+	struct usl_dbg_out o = { 0 };
+	struct leaks lk = { &o, usl_now_ms(), 0 };
+
+	usl_out_begin(&o, USLAB_ERR_SLAB_BUG);
+	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
+	each_in_use(s, show_leak, &lk);
+	usl_out_end(&o);
 	usl_out_deliver(&o);
 }
 
@@ -1026,36 +1047,32 @@ static void loc_add(struct loc_table *t, const struct usl_track *tr, uint32_t ha
 	l->nodes |= 1ull << (nid % 64);
 }
 
+struct locations {
+	struct loc_table t;
+	bool free_track, by_stack;
+	uint64_t now;
+};
+
+static bool add_location(struct kmem_cache *s, struct slab *slab, uint8_t *p, void *arg)
+{
+	struct locations *lc = arg;
+	const struct usl_track *tr = track_of(s, p, lc->free_track ? TRACK_FREE : TRACK_ALLOC);
+	uint32_t waste = !lc->free_track && orig_size_kept(s) ? s->object_size - orig_size(s, p) : 0;
+	loc_add(&lc->t, tr, lc->by_stack ? tr->handle : 0, waste, slab->nid, lc->now);
+	return !lc->t.failed;
+}
+
 int usl_debug_locations(struct kmem_cache *s, bool free_track, bool by_stack, struct usl_loc_list *list)
 {
-	struct kmem_cache_node *n = s->node[0];
-	struct loc_table t = { 0 };
-	uint64_t now = usl_now_ms();
+	struct locations lc = { { 0 }, free_track, by_stack, usl_now_ms() };
 
 	*list = (struct usl_loc_list){ NULL, 0, 0 };
 	if (!(s->flags & SLAB_STORE_USER))
 		return -ENOSYS;              /* no tracks */
-	if (!loc_grow(&t))
+	if (!loc_grow(&lc.t))
 		return -ENOMEM;
-	usl_lock(&objmap_lock);
-	usl_lock(&n->list_lock);
-	struct usl_list *lists[2] = { &n->partial, &n->full };
-	for (int l = 0; l < 2; l++)
-		for (struct usl_list *it = lists[l]->next; it != lists[l]; it = it->next) {
-			struct slab *slab = usl_container_of(it, struct slab, slab_list);
-			unsigned int objects = usl_counters_objects(slab->counters);
-			const uint8_t *map = free_map(s, slab);
-			for (unsigned int i = 0; i < objects; i++) {
-				uint8_t *p = object_at(s, slab, i);
-				if (map[i] || (usl_debug_quarantine() && quarantined(s, p)))
-					continue;
-				const struct usl_track *tr = track_of(s, p, free_track ? TRACK_FREE : TRACK_ALLOC);
-				uint32_t waste = !free_track && orig_size_kept(s) ? s->object_size - orig_size(s, p) : 0;
-				loc_add(&t, tr, by_stack ? tr->handle : 0, waste, slab->nid, now);
-			}
-		}
-	usl_unlock(&n->list_lock);
-	usl_unlock(&objmap_lock);
+	each_in_use(s, add_location, &lc);
+	struct loc_table t = lc.t;
 	if (t.failed) {
 		munmap(t.e, t.bytes);
 		return -ENOMEM;
