@@ -264,24 +264,39 @@ struct request {
 };
 
 /* One owner summary of s into the reply file: its heading, then the text
- * (in a mapping of its own: this may run inside an allocation's tick). */
+ * (in a mapping of its own: this may run inside an allocation's tick). The
+ * summary walks the cache's slabs: it is made once, and again only when it
+ * did not fit. */
 static void write_calls(struct request *q, struct kmem_cache *s, const char *which)
 {
 	char head[USL_LIVE_NAME + 32];
-	int n = uslab_cache_attr(s, which, NULL, 0);
-	if (n < 0)
-		return;
-	size_t cap = (size_t)n + 4096;       /* room for what more may come meanwhile */
-	char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED)
-		return;
-	n = uslab_cache_attr(s, which, buf, cap);
+	size_t cap = 64 * 1024;
+	char *buf = MAP_FAILED;
+	int n = -1;
+	for (int pass = 0; pass < 2; pass++) {
+		buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			return;
+		n = uslab_cache_attr(s, which, buf, cap);
+		if (n < 0 || (size_t)n < cap)
+			break;
+		munmap(buf, cap);
+		buf = MAP_FAILED;
+		cap = (size_t)n + 4096;          /* room for what more may come meanwhile */
+	}
 	int h = snprintf(head, sizeof(head), "== %s %s\n", s->name, which);
-	if (n >= 0 && h > 0 && write(q->fd, head, (size_t)h) == h) {
+	if (buf != MAP_FAILED && n >= 0 && h > 0 && write(q->fd, head, (size_t)h) == h) {
 		size_t len = (size_t)n < cap ? (size_t)n : cap - 1;
 		(void)!write(q->fd, buf, len);
 	}
-	munmap(buf, cap);
+	if (buf != MAP_FAILED)
+		munmap(buf, cap);
+}
+
+/* The reply file of USL_LIVE_CALLS, beside the view's. */
+static void calls_path(char *path, size_t n)
+{
+	snprintf(path, n, "%s%s", live_path, USL_LIVE_CALLS_SUFFIX);
 }
 
 static int serve_one(struct kmem_cache *s, void *arg)
@@ -322,7 +337,7 @@ static void serve(void)
 		/* A new file each time (one left by a requester that gave up,
 		 * or a link planted at the name, is removed first). */
 		char path[sizeof(live_path) + sizeof(USL_LIVE_CALLS_SUFFIX)];
-		snprintf(path, sizeof(path), "%s%s", live_path, USL_LIVE_CALLS_SUFFIX);
+		calls_path(path, sizeof(path));
 		unlink(path);
 		q.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (q.fd >= 0) {
@@ -434,7 +449,7 @@ __attribute__((destructor)) static void live_exit(void)
 	live_closed = true;
 	if (live) {
 		char path[sizeof(live_path) + sizeof(USL_LIVE_CALLS_SUFFIX)];
-		snprintf(path, sizeof(path), "%s%s", live_path, USL_LIVE_CALLS_SUFFIX);
+		calls_path(path, sizeof(path));
 		unlink(path);                   /* a reply no requester took */
 		unlink(live_path);
 	}
