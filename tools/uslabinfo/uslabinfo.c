@@ -388,6 +388,13 @@ static void tracking(FILE *f, const char *name)
 	}
 }
 
+/* A row the report shows: wanted, and with slabs unless asked for (-z) or
+ * the one matched. */
+static bool reported(const struct usl_live_row *r, unsigned int matched)
+{
+	return wanted(r) && (opt.zero || r->slabs || matched == 1);
+}
+
 static void report(FILE *f, const struct usl_live_row *r)
 {
 	unsigned long slab = page_size << r->order;
@@ -855,15 +862,14 @@ int main(int argc, char **argv)
 		unsigned int tracked = 0;
 		const struct usl_live_row *one = NULL;
 		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (wanted(&s.rows[i]) && (opt.zero || s.rows[i].slabs || matched == 1) &&
-			    (s.rows[i].flags & USL_LIVE_F_STORE_USER)) {
+			if (reported(&s.rows[i], matched) && (s.rows[i].flags & USL_LIVE_F_STORE_USER)) {
 				tracked++;
 				one = &s.rows[i];
 			}
 		if (tracked && map_live)
 			fetch_calls(tracked == 1 ? one->name : "");
 		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (wanted(&s.rows[i]) && (opt.zero || s.rows[i].slabs || matched == 1))
+			if (reported(&s.rows[i], matched))
 				report(stdout, &s.rows[i]);
 		(void)only;
 		goto out;
