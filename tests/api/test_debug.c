@@ -255,8 +255,9 @@ static void many(void)
 	CHECK(errs() == e0 + 1);
 }
 
-/* T: every allocation and free traced, as notices (not counted). */
-static char trace_lines[4][160];
+/* T: every allocation and free traced, as notices (not counted); each
+ * notice whole, its call stack too. */
+static char trace_lines[4][4096];
 static int ntrace;
 static void trace_handler(enum uslab_error kind, const char *line, void *arg)
 {
@@ -447,15 +448,6 @@ __attribute__((noinline)) static void owner_summaries(void)
 
 /* SLAB_TRACE: each trace line is followed by the call stack, as the
  * kernel's dump_stack prints it. */
-static char trace_text[2][4096];
-static int ntrace_text;
-static void trace_text_handler(enum uslab_error kind, const char *text, void *arg)
-{
-	(void)arg;
-	if (kind == USLAB_ERR_NONE && !strncmp(text, "TRACE ", 6) && ntrace_text < 2)
-		snprintf(trace_text[ntrace_text++], sizeof(trace_text[0]), "%s", text);
-}
-
 __attribute__((noinline)) void *trace_stack_site(struct kmem_cache *s)
 {
 	void *p = kmem_cache_alloc(s, GFP_KERNEL);
@@ -466,22 +458,23 @@ __attribute__((noinline)) void *trace_stack_site(struct kmem_cache *s)
 __attribute__((noinline)) static void trace_stack(void)
 {
 	struct kmem_cache *s = make("debug-trace-stack", 48, SLAB_TRACE);
-	uslab_set_report_handler(trace_text_handler, NULL);
+	ntrace = 0;
+	uslab_set_report_handler(trace_handler, NULL);
 	void *p = trace_stack_site(s);
 	kmem_cache_free(s, p);
 	uslab_set_report_handler(NULL, NULL);
 	capture_reports();
-	CHECK_EQ(ntrace_text, 2);
-	for (int i = 0; i < ntrace_text; i++) {
-		const char *ct = strstr(trace_text[i], "\nCall Trace:\n <TASK>\n ");
+	CHECK_EQ(ntrace, 2);
+	for (int i = 0; i < ntrace; i++) {
+		const char *ct = strstr(trace_lines[i], "\nCall Trace:\n <TASK>\n ");
 		CHECK(ct != NULL);
-		CHECK(strstr(trace_text[i], "CPU: ") && strstr(trace_text[i], " Comm: "));
+		CHECK(strstr(trace_lines[i], "CPU: ") && strstr(trace_lines[i], " Comm: "));
 		CHECK(ct && strstr(ct, "\n </TASK>"));
 		/* the test's own frame below the allocator's */
 		CHECK(ct && strstr(ct, "\n trace_stack+0x"));
 	}
-	CHECK(strstr(trace_text[0], TAIL_CALLS ? "\n <TASK>\n trace_stack_site+0x" : "\n trace_stack_site+0x") != NULL);
-	printf("%s", trace_text[0]);
+	CHECK(strstr(trace_lines[0], TAIL_CALLS ? "\n <TASK>\n trace_stack_site+0x" : "\n trace_stack_site+0x") != NULL);
+	printf("%s", trace_lines[0]);
 	kmem_cache_destroy(s);
 }
 
