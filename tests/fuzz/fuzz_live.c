@@ -1,5 +1,6 @@
-/* fuzz_live.c - libFuzzer target for the file uslabinfo reads: a process's
- * live view or a saved snapshot (tools/uslabinfo/live_read.c). The input is
+/* fuzz_live.c - libFuzzer target for the files uslabinfo reads: a process's
+ * live view or a saved snapshot, and the owner summaries a process writes
+ * for it (tools/uslabinfo/live_read.c). The input is
  * read as a file as it is, and also as patches (offset, bytes) on a valid
  * snapshot, so the checks past the header are reached. A load that succeeds
  * must give counts within the file and names that end inside their fields,
@@ -48,9 +49,32 @@ static void one(const void *p, size_t len, int live)
 	live_free(&s);
 }
 
+/* The input as the owner summaries' reply text: what is found lies inside
+ * the text and ends at a heading or its end. */
+static void calls(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = 0;
+	size_t n = strlen(text);
+	static const char *const caches[] = { "kmalloc-64", "a", "" }, *const which[] = { "alloc_calls", "free_calls" };
+	for (int c = 0; c < 3; c++)
+		for (int w = 0; w < 2; w++) {
+			size_t len = 0;
+			const char *t = live_calls_find(text, caches[c], which[w], &len);
+			if (t && (t < text || t > text + n || len > (size_t)(text + n - t) ||
+			          (t[len] && strncmp(t + len, "== ", 3))))
+				abort();
+		}
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	one(data, size, 0);
+	calls(data, size);
 	/* A valid snapshot of 3 rows and 2 aliases, patched by the input. */
 	enum { ROWS = 3, ALIASES = 2 };
 	static unsigned char file[sizeof(struct usl_live_header) + ROWS * sizeof(struct usl_live_row) +

@@ -1,4 +1,5 @@
-/* live_read.c - a consistent, checked copy of a live-view file (live_read.h). */
+/* live_read.c - a consistent, checked copy of a live-view file, and the
+ * owner summaries in a process's reply (live_read.h). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -129,4 +130,26 @@ void *live_image(const struct live_snapshot *s, size_t *len)
 	       (size_t)h.nr_aliases * sizeof(struct usl_live_alias));
 	*len = n;
 	return b;
+}
+
+const char *live_calls_find(const char *text, const char *cache, const char *which, size_t *len)
+{
+	char head[USL_LIVE_NAME + 32];
+	int h = snprintf(head, sizeof(head), "== %s %s\n", cache, which);
+	if (h <= 0 || (size_t)h >= sizeof(head))
+		return NULL;
+	for (const char *p = text; p && *p;) {
+		if (!strncmp(p, head, (size_t)h)) {
+			const char *t = p + h, *end = t;
+			while (*end && strncmp(end, "== ", 3)) {
+				const char *nl = strchr(end, '\n');
+				end = nl ? nl + 1 : end + strlen(end);
+			}
+			*len = (size_t)(end - t);
+			return t;
+		}
+		const char *nl = strchr(p, '\n');
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
 }

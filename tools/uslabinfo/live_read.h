@@ -1,7 +1,8 @@
 /* live_read.h - reading a live-view file (src/stats/live.h) safely: every size
  * and count checked against the bytes there are, a consistent copy taken with
- * the sequence counts, names cut to their fields. For uslabinfo and its
- * fuzz target; nothing here trusts the file. */
+ * the sequence counts, names cut to their fields; the sections of the owner
+ * summaries' reply. For uslabinfo and its fuzz target; nothing here trusts
+ * the file. */
 #ifndef USLABINFO_LIVE_READ_H
 #define USLABINFO_LIVE_READ_H
 
@@ -26,5 +27,11 @@ void live_free(struct live_snapshot *s);
 /* The bytes of a snapshot as a file (live_load reads it back): header, rows
  * (max_rows set to nr_rows), aliases. Returns a malloc'd buffer and its size. */
 void *live_image(const struct live_snapshot *s, size_t *len);
+
+/* In the owner summaries a process wrote for a request (USL_LIVE_CALLS, a
+ * NUL-terminated text of sections headed "== <cache> <which>"), the text of
+ * cache's summary which ("alloc_calls", "free_calls") and its length, up to
+ * the next heading; NULL if there is none. */
+const char *live_calls_find(const char *text, const char *cache, const char *which, size_t *len);
 
 #endif

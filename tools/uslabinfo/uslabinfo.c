@@ -350,27 +350,6 @@ static void fetch_calls(const char *name)
 	unlink(path);
 }
 
-/* The text of one summary, or NULL. */
-static const char *calls_of(const char *cache, const char *which, size_t *len)
-{
-	char head[USL_LIVE_NAME + 32];
-	int h = snprintf(head, sizeof(head), "== %s %s\n", cache, which);
-	for (const char *p = calls_text; p && *p;) {
-		if (!strncmp(p, head, (size_t)h)) {
-			const char *t = p + h, *end = t;
-			while (*end && strncmp(end, "== ", 3)) {
-				const char *nl = strchr(end, '\n');
-				end = nl ? nl + 1 : end + strlen(end);
-			}
-			*len = (size_t)(end - t);
-			return t;
-		}
-		const char *nl = strchr(p, '\n');
-		p = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
 /* The kernel tool's show_tracking. */
 static void tracking(FILE *f, const char *name)
 {
@@ -378,7 +357,7 @@ static void tracking(FILE *f, const char *name)
 	static const char *const title[2] = { "allocation", "freeing" };
 	for (int i = 0; i < 2; i++) {
 		size_t len = 0;
-		const char *t = calls_of(name, which[i], &len);
+		const char *t = live_calls_find(calls_text, name, which[i], &len);
 		fprintf(f, "\n%s: Kernel object %s\n", name, title[i]);
 		fprintf(f, "-----------------------------------------------------------------------%s\n", i ? "-" : "");
 		if (t && len)
