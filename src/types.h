@@ -239,6 +239,11 @@ struct kmem_cache_node {
 	int free_touched;            /* a refill took a free slab since the last reap */
 	uint64_t next_reap;          /* ms: the shared array and free slabs are reaped after it */
 	struct slab_sheaf *shared;   /* the node's shared array (limit shared * batchcount), or NULL */
+	/* The owned front end (slub/oslab.c), under list_lock: every owned
+	 * slab of the node, and its orphans with free objects. */
+	struct usl_list owned;
+	struct usl_list orphans;
+	unsigned long nr_owned, nr_orphans;
 	struct usl_alien {           /* SLAB, more than one node: objects of another node's */
 		int lock;            /* slabs freed on this one, an array per node (usl_nr_nodes);
 		                        spin lock, taken before the remote node's list_lock */
@@ -264,7 +269,8 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
  * sections otherwise (hardening off, or a one-word cache, whose marker a free
  * checks first), the cpu slab's, or (USLAB_STATS) any of them through the
  * paths that count (common/alloc.c, common/free.c). */
-enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3 };
+enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3,
+                     USL_FAST_OWNED = 8 };   /* the owned front end (percpu/owned.c) */
 /* More than one node: or'ed into the kind (never into USL_FAST_COUNTED, whose
  * free checks the node itself), so no kind's usual test matches and the
  * other paths free another node's object back to its node (common/free.c). */
@@ -322,6 +328,8 @@ struct kmem_cache {
 	unsigned int freelist_size;  /* bytes of that array */
 	unsigned int mgmt_off;       /* OBJFREELIST: its offset inside the object that holds it */
 	struct kmem_cache *freelist_cache;   /* OFF_SLAB: where the arrays come from (one of uslab's own) */
+	struct usl_oslot *oslots;    /* the owned front end: usl_nr_cpus slots, else NULL */
+	struct kmem_cache *oslab_cache;  /* where its slabs' bitmaps come from */
 	struct kmem_cache_node *node[USL_MAX_NODES];   /* the first usl_nr_nodes */
 };
 
@@ -350,6 +358,87 @@ struct usl_pagemap_entry {
 _Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
 #define USL_PM_INTERNAL 0x8000u
 #define USL_PM_OBJECTS(e) ((unsigned int)(e).objects & (USL_PM_INTERNAL - 1))
+
+/* ---------------------------------------------------------------------------
+ * The owned front end (percpu/owned.c, slub/oslab.c; docs/ARCHITECTURE.md,
+ * "The owned front end"). An owned slab's free state is a bitmap outside its
+ * blocks: struct usl_oslab, in a metadata region, never beside a user block.
+ * Line 0 is read by the fast paths and written only while nobody but its
+ * owner's slow paths can reach it; local[] (bit i set: object i free) is
+ * written by the owner alone (sections on its CPU, or the thread holding its
+ * slot taken); the remote words, USL_OSLAB_REMOTE(h) bytes after local[], are
+ * set by any other CPU with one locked instruction, and pending and
+ * inbox_next follow them. */
+struct usl_oslot;
+struct usl_oslab {
+	char *start;                 /* 0: the slab's first object */
+	struct usl_oslot *slots;     /* 8: the cache's owned slots */
+	uint32_t div_inv, div_shift; /* 16: the object index (usl_obj_index) */
+	uint32_t objects;            /* 24 */
+	uint32_t roff;               /* 28: bytes from local[0] to remote[0] */
+	uint32_t nwords;             /* 32: words of local[] (and of remote[]) */
+	uint16_t owner;              /* 36: CPU + 1; 0 an orphan (as in the chunk map) */
+	uint8_t listed;              /* 38: owner's: the slot's cursor slab or on its avail stack */
+	uint8_t orphan_listed;       /* 39: an orphan on its node's orphan list (list_lock) */
+	struct usl_oslab *avail_next; /* 40: the owner's avail stack */
+	struct kmem_cache *cache;    /* 48 */
+	struct slab *slab;           /* 56: its struct slab (slab->unused points back) */
+	/* line 1: the lists every owned slab of the cache is on (list_lock) */
+	struct usl_list all;         /* 64: n->owned, every owned or orphan slab of the node */
+	struct usl_list orphans;     /* 80: n->orphans, orphans with free objects */
+	uint64_t pad[4];
+	uint64_t local[];            /* 128 */
+};
+_Static_assert(offsetof(struct usl_oslab, local) == 128, "local words start at line 2");
+/* The remote line after the remote words: pending (an inbox push is due or
+ * done) and the inbox link, written by the frees of other CPUs. */
+struct usl_oslab_tail {
+	uint64_t pending;
+	struct usl_oslab *inbox_next;
+};
+static inline uint64_t *usl_oslab_remote(struct usl_oslab *h) { return (uint64_t *)((char *)h->local + h->roff); }
+static inline struct usl_oslab_tail *usl_oslab_tail(struct usl_oslab *h)
+{
+	return (struct usl_oslab_tail *)((char *)h->local + 2 * h->roff);
+}
+/* The bytes of an owned slab's metadata with nwords bitmap words. */
+static inline size_t usl_oslab_bytes(unsigned int nwords)
+{
+	return offsetof(struct usl_oslab, local) + 2 * USL_ALIGN((size_t)nwords * 8, USL_CACHELINE) + USL_CACHELINE;
+}
+
+/* A CPU's owned slot of a cache: 128 bytes; the fast paths read line 0 only.
+ * lock: 0 free, 1 marked by a flusher (mark + membarrier), 2 taken by one
+ * thread that works on the slot's slabs privately (a section on the slot's
+ * CPU commits it; the taker may migrate and releases it with a store).
+ * {wp, wbase}: the cursor, moved with one 16-byte store while taken. */
+struct usl_oslot {
+	uint64_t *wp;                /* 0: the local word allocations take from (usl_zero_word: none) */
+	char *wbase;                 /* 8: the address of that word's object 0 */
+	uint64_t size;               /* 16: the object stride */
+	uint64_t me;                 /* 24: CPU + 1 (the owner value of this slot's slabs) */
+	int lock;                    /* 32: as the sheaf slots' lock (the sections' prologue) */
+	uint32_t idle;               /* 36: decay sweeps since the last slow path */
+	uint32_t slow;               /* 40: slow paths (the sweep's idea of busy) */
+	uint32_t pad0;
+	struct kmem_cache *cache;    /* 48 */
+	uint64_t pad1;
+	/* line 1: slow paths; inbox is pushed by other CPUs */
+	struct usl_oslab *cur;       /* 64: the cursor's slab */
+	struct usl_oslab *avail;     /* 72: listed slabs with free bits, through avail_next */
+	struct usl_oslab *inbox;     /* 80: slabs with remote bits to merge (atomic stack) */
+	struct usl_oslab *empty;     /* 88: the one wholly free slab kept */
+	uint64_t pad2[4];
+} __attribute__((aligned(128)));
+_Static_assert(sizeof(struct usl_oslot) == 128, "an owned slot is a sheaf slot's size");
+_Static_assert(offsetof(struct usl_oslot, lock) == 32, "the lock where the sections' prologue tests it");
+/* The owned chunk map (pages.c): per 64 KiB of the range, the usl_oslab of
+ * the owned slab there (owned slabs are naturally aligned blocks of at least
+ * 64 KiB) | its owner << 48; 0 for anything else. */
+#define USL_OCHUNK_SHIFT 16
+#define USL_OSLAB_MIN_ORDER (USL_OCHUNK_SHIFT - 12)
+#define USL_OWNER_SHIFT 48
+#define USL_OPTR_MASK ((1UL << USL_OWNER_SHIFT) - 1)
 
 /* Caches by id: ids from 1 (common/cache.c); 0 names no cache. */
 #define USL_MAX_CACHES 65536

@@ -37,5 +37,6 @@ static inline unsigned long usl_load(const unsigned long *p) { return __atomic_l
 static inline void *usl_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 #include "rseq_x86.h"
+#include "rseq_owned_x86.h"
 
 #endif /* USL_ARCH_H */

@@ -125,6 +125,12 @@ static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t
 static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
 {
 	unsigned int kind = s->fast & ~USL_FAST_NUMA;   /* a CPU's sheaves hold its node's objects */
+	if (kind == USL_FAST_OWNED) {
+		void *obj = usl_owned_pop(s->oslots);
+		if (usl_unlikely(gfp & __GFP_ZERO) && obj)
+			return zero_object(s, obj);
+		return obj;
+	}
 	if (kind == USL_FAST_SHEAF)
 		return alloc_fast(s, gfp, true, false, true);
 	if (kind == USL_FAST_SHEAF_OTHER)

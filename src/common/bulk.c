@@ -158,8 +158,9 @@ static int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			}
 		return (int)nr;
 	}
-	if (nr <= SMALL_BULK && s->sheaf_capacity) {
-		/* The single-object path is cheaper for a few objects. */
+	if ((nr <= SMALL_BULK && s->sheaf_capacity) || s->oslots) {
+		/* The single-object path is cheaper for a few objects (and the
+		 * owned front end's, for now, for any number). */
 		for (size_t i = 0; i < nr; i++)
 			if (!(p[i] = kmem_cache_alloc(s, gfp | __GFP_NOWARN))) {
 				for (size_t j = 0; j < i; j++)
@@ -392,8 +393,8 @@ static void free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		usl_report_dead_cache("kmem_cache_free_bulk", s, "nothing freed");
 		return;
 	}
-	if (s && s->sheaf_capacity && p) {
-		if (nr <= SMALL_BULK) {
+	if (s && (s->sheaf_capacity || s->oslots) && p) {
+		if (nr <= SMALL_BULK || s->oslots) {
 			for (size_t i = 0; i < nr; i++)
 				if (p[i])
 					kmem_cache_free(s, p[i]);
@@ -436,7 +437,7 @@ void kfree_bulk(size_t nr, void **p)
 				p[i] = NULL;
 				continue;
 			}
-			if (s && usl_is_slab(s)) {      /* SLAB: through the per-CPU array, as kfree */
+			if (s && (usl_is_slab(s) || s->oslots)) {   /* SLAB, owned: through the per-CPU paths, as kfree */
 				usl_free_ptr(p[i], "kfree_bulk");
 				p[i] = NULL;
 				continue;

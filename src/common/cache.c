@@ -50,6 +50,7 @@ static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_
  * free. */
 static void fork_prepare(void)
 {
+	usl_owned_fork_prepare();        /* no owned slot taken (a taker holds no lock) */
 	usl_lock(&walk_lock);            /* and no walk in progress (outermost: a walk allocates) */
 	walks_wait();
 	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
@@ -86,6 +87,7 @@ static void fork_release(void)
 	usl_unlock(&sheaf_classes_lock);
 	usl_unlock(&classes_lock);
 	usl_stack_fork_unlock();
+	usl_owned_fork_release();
 }
 
 static void fork_release_parent(void)
@@ -313,6 +315,7 @@ static bool id_assign(struct kmem_cache *s)
 
 static void cache_struct_free(struct kmem_cache *s)
 {
+	usl_owned_cache_free(s);
 	if (usl_is_slab(s))
 		usl_slab_cache_free(s);
 	for (unsigned int nid = 0; nid < USL_MAX_NODES && s->node[nid]; nid++)
@@ -453,6 +456,37 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 	return c;
 }
 
+/* The internal caches of the owned front end's bitmap metadata
+ * (uslab-bitmap-<bytes>), one per size, made on first use. */
+static struct {
+	size_t bytes;
+	struct kmem_cache *cache;
+} oslab_classes[24];
+
+static struct kmem_cache *oslab_cache_get(size_t bytes)
+{
+	struct kmem_cache *c = NULL;
+	usl_lock(&sheaf_classes_lock);
+	for (size_t i = 0; i < sizeof(oslab_classes) / sizeof(oslab_classes[0]); i++) {
+		if (oslab_classes[i].bytes == bytes) {
+			c = oslab_classes[i].cache;
+			break;
+		}
+		if (!oslab_classes[i].bytes) {
+			char name[40];
+			usl_name_number(name, sizeof(name), "uslab-bitmap-", (unsigned int)bytes);
+			c = usl_cache_create(name, (unsigned int)bytes, 64, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
+			if (c) {
+				oslab_classes[i].cache = c;
+				oslab_classes[i].bytes = bytes;
+			}
+			break;
+		}
+	}
+	usl_unlock(&sheaf_classes_lock);
+	return c;
+}
+
 /* SLAB's off-slab index arrays: objects of internal caches of a power of two
  * bytes each (uslab-slab-idx-<bytes>), made on first use. */
 static struct kmem_cache *slab_idx_cache[32];
@@ -585,9 +619,30 @@ static struct kmem_cache *create_struct(struct create_err *err)
 		pthread_mutex_init(&n->list_lock, NULL);
 		usl_list_init(&n->partial);
 		usl_list_init(&n->full);
+		usl_list_init(&n->owned);
+		usl_list_init(&n->orphans);
 		s->node[nid] = n;
 	}
 	return s;
+}
+
+/* The owned front end for s (percpu/owned.c): slabs of at least 64 KiB (the
+ * chunk map's grain) and 32 objects, no order fallback below that, the
+ * slots and the bitmap cache. */
+static bool owned_setup(struct kmem_cache *s, struct create_err *err)
+{
+	unsigned int order = s->order;
+	while (order < USL_MAX_ORDER &&
+	       (order < USL_OSLAB_MIN_ORDER || usl_order_bytes(order) / s->size < 32))
+		order++;
+	if (order < USL_OSLAB_MIN_ORDER || usl_engine_set_order(s, order) != 0 || s->order < USL_OSLAB_MIN_ORDER)
+		return step_failed(err, "no owned slab order fits the object size", s->size);
+	s->min_order = s->order;
+	if (!(s->oslab_cache = oslab_cache_get(usl_oslab_bytes((s->objects + 63) / 64))))
+		return step_failed(err, "out of memory for its bitmaps' cache", s->objects);
+	if (usl_owned_cache_init(s) != 0)
+		return step_failed(err, "out of memory for its owned slots", usl_nr_cpus);
+	return true;
 }
 
 /* Layout: the engine's sizing of s (SLUB's, or SLAB's with
@@ -639,6 +694,16 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 		}
 		sheaf_capacity = s->limit;
 	}
+	/* The owned front end (USLAB_FRONT=owned): every cache of a user or of
+	 * kmalloc but debug caches, SLAB's and caches whose creator asked for
+	 * sheaves. */
+	bool owned = !internal && !slab_engine && !(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->stats &&
+	             !(args && args->sheaf_capacity) && usl_owned_front();
+	if (owned) {
+		if (!owned_setup(s, err))
+			return false;
+		sheaf_capacity = 0;
+	}
 	fast_entry_set(s);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
@@ -650,6 +715,8 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	s->fast = s->stats ? USL_FAST_COUNTED
 	        : (!s->sheaf_capacity ? USL_FAST_CPU_SLAB : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER) |
 	          (usl_nr_nodes > 1 ? USL_FAST_NUMA : 0);
+	if (owned)
+		s->fast = USL_FAST_OWNED;
 	return true;
 }
 
@@ -792,7 +859,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	usl_cache_flush_all(s);
-	remaining = usl_engine_objects_in_use(s);
+	remaining = s->oslots ? usl_oslab_in_use(s) : usl_engine_objects_in_use(s);
 	if (remaining) {
 		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
 		 * cache stays alive so nothing that still points into it breaks. */
@@ -821,6 +888,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
  * slab, flushed next. */
 void usl_cache_flush_all(struct kmem_cache *s)
 {
+	usl_owned_flush_all(s);
 	usl_sheaf_flush_all(s);
 	usl_engine_flush_cpus(s);
 }

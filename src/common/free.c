@@ -150,6 +150,14 @@ static __attribute__((noinline)) void free_counted(struct kmem_cache *s, void *x
 static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, void *x, const char *fn,
                                                          bool sample, bool marked)
 {
+	if (s->fast == USL_FAST_OWNED) {     /* nothing is written into the block */
+		uint64_t e = __atomic_load_n(&usl_ochunk[((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
+		if (usl_likely(e != 0))
+			usl_owned_free_at(x, e, fn);
+		else
+			usl_owned_free_slow(x, fn);
+		return;
+	}
 	if (usl_likely(usl_opt.harden) && !marked) {
 		if (usl_likely(usl_two_word(s))) {
 			usl_marker_set(s, x);
@@ -411,6 +419,12 @@ static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const c
 	uintptr_t off = (uintptr_t)x - usl_base;
 	if (usl_unlikely(off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
 		free_nonslab(x, fn);
+		return;
+	}
+	/* An owned slab's object (the owned front end): its chunk-map entry. */
+	uint64_t oe = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
+	if (oe) {
+		usl_owned_free_at(x, oe, fn);
 		return;
 	}
 	uint64_t w;

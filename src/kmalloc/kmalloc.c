@@ -159,7 +159,11 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
 	if (s->flags & USL_SLAB_DEBUG_FLAGS)
 		return;
 	uint8_t mode = (uint8_t)(usl_opt.fast_mode & ~USL_MODE_NUMA);   /* a CPU's sheaves hold its node's objects */
-	if (mode == USL_MODE_HARDEN && !s->offset) {
+	if (s->oslots) {                     /* the owned front end: no marker, whatever the mode */
+		__atomic_store_n(&usl_malloc_classes[j].secret, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&usl_malloc_classes[j].slots, (struct kmem_cache_cpu *)(void *)s->oslots,
+		                 __ATOMIC_RELEASE);
+	} else if (mode == USL_MODE_HARDEN && !s->offset) {
 		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);
 		__atomic_store_n(&usl_malloc_classes[j].slots, s->cpu_slab, __ATOMIC_RELEASE);
 	} else if (mode == 0) {

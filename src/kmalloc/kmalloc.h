@@ -9,6 +9,7 @@
 #include "../arch/arch.h"
 #include "../common/common.h"
 #include "../freestate.h"
+#include "../percpu/percpu.h"
 
 /* The class cache for n <= KMALLOC_MAX_CACHE_SIZE at [(n + 15) >> 4]; all
  * NULL until usl_malloc_bytes has made the classes (malloc's inline path). */
@@ -23,7 +24,7 @@ extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
  * two-word cache (freestate.h, usl_two_word): its flag is word 1. */
 #define USL_MALLOC_FLAG 8
 struct usl_malloc_class {
-	struct kmem_cache_cpu *slots;
+	struct kmem_cache_cpu *slots;   /* an owned class (secret 0): its struct usl_oslot slots */
 	uintptr_t secret;
 };
 extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
@@ -61,6 +62,8 @@ static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct u
 	uintptr_t secret = __atomic_load_n(&c->secret, __ATOMIC_RELAXED);
 	void *obj;
 
+	if (!secret)                         /* an owned class: its slots are owned slots */
+		return usl_owned_pop((struct usl_oslot *)(void *)slots);
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	uintptr_t *at = obj, key = usl_key(secret, at);
 	if (!usl_marker_waits(at, key, obj, USL_MALLOC_FLAG))

@@ -34,6 +34,7 @@ uintptr_t usl_base;
 uintptr_t usl_range;
 struct slab *usl_table;
 struct usl_pagemap_entry *usl_pagemap;
+uint64_t *usl_ochunk;
 __thread bool usl_pages_aging;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -254,19 +255,20 @@ static void *map_anon(void *at, size_t bytes, int prot, int flags)
  * committed region by region in grow), the region bits (the same), and the
  * index block (summaries and region bit sets, zeroed, touched as used).
  * False, with nothing left mapped, if one cannot be reserved. */
-static void *side_maps[4];
-static size_t side_bytes[4];
+static void *side_maps[5];
+static size_t side_bytes[5];
 static bool side_reserve(size_t range)
 {
 	size_t pages = range >> USL_PAGE_SHIFT, regions = range >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	nsum = (regions + 63) / 64;
 	nsum2 = (nsum + 63) / 64;
 	size_t index = (nsum + nsum2) * usl_nr_nodes * sizeof(usl_sumword) + 2 * nsum * sizeof(uint64_t) + regions;
-	size_t bytes[4] = { pages * sizeof(struct slab), pages * sizeof(struct usl_pagemap_entry),
-	                    regions * sizeof(struct region_bits), index };
-	for (int i = 0; i < 4; i++) {
+	size_t bytes[5] = { pages * sizeof(struct slab), pages * sizeof(struct usl_pagemap_entry),
+	                    regions * sizeof(struct region_bits), index,
+	                    (range >> USL_OCHUNK_SHIFT) * sizeof(uint64_t) };
+	for (int i = 0; i < 5; i++) {
 		side_bytes[i] = USL_ALIGN(bytes[i], USL_PAGE_SIZE);
-		side_maps[i] = usl_map_guarded(side_bytes[i], i == 3 ? PROT_READ | PROT_WRITE : PROT_NONE);
+		side_maps[i] = usl_map_guarded(side_bytes[i], i >= 3 ? PROT_READ | PROT_WRITE : PROT_NONE);
 		if (!side_maps[i]) {
 			while (i--)
 				usl_unmap_guarded(side_maps[i], side_bytes[i]);
@@ -281,6 +283,7 @@ static bool side_reserve(size_t range)
 	young_regions = (uint64_t *)(summary2 + nsum2 * usl_nr_nodes);
 	idle_regions = young_regions + nsum;
 	usl_region_node = (uint8_t *)(idle_regions + nsum);
+	usl_ochunk = side_maps[4];
 	return true;
 }
 
@@ -316,7 +319,7 @@ static bool range_unreserved(size_t limit, size_t max_block)
 		if (r)
 			munmap(r, max_block);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		usl_unmap_guarded(side_maps[i], side_bytes[i]);
 	return false;
 }

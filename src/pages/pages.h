@@ -67,6 +67,11 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
 	v.objects = (uint16_t)((v.objects & USL_PM_INTERNAL) | objects);
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
+/* The owned chunk map (types.h, USL_OCHUNK_SHIFT): a word per 64 KiB of the
+ * range, zero but where an owned slab lies; written by slub/oslab.c. Mapped
+ * whole (never-touched pages of it cost nothing). */
+extern uint64_t *usl_ochunk USL_HIDDEN;
+
 /* The OS page: 4 KiB on every x86-64 Linux (start-up checks the aux vector's
  * size and refuses another), so the fast paths index the page map with a
  * constant shift. */

@@ -11,7 +11,9 @@
 #ifndef USL_PERCPU_H
 #define USL_PERCPU_H
 
+#include "../arch/arch.h"
 #include "../freestate.h"
+#include "../pages/pages.h"
 #include "../types.h"
 
 /* The zero-capacity sheaf a slot's main points at while no sheaf is installed:
@@ -77,5 +79,69 @@ USL_HIDDEN unsigned int usl_array_reap(struct kmem_cache *s, uint64_t now);
 /* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
 USL_HIDDEN void usl_sheaf_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_sheaf_fork_unlock(struct kmem_cache *s);
+
+/* ---- the owned front end (owned.c; docs/ARCHITECTURE.md, "The owned front end") ---- */
+/* The word a slot's cursor points at when it has none: always 0, never
+ * written (a pop commits only a word it found non-zero). */
+extern uint64_t usl_zero_word USL_HIDDEN;
+/* Is the owned front end this process's (USLAB_FRONT=owned, rseq mode, one
+ * node, no counters, a CPU with BMI1)? Decided once, before the first cache. */
+USL_HIDDEN bool usl_owned_front(void);
+/* s's owned slots (usl_nr_cpus of them, in a metadata region); -1 if no memory. */
+USL_HIDDEN int usl_owned_cache_init(struct kmem_cache *s);
+USL_HIDDEN void usl_owned_cache_free(struct kmem_cache *s);
+/* The pop section failed: the slot taken, the cursor moved or refilled (the
+ * inbox merged, the avail stack, an orphan adopted, a new slab), one object
+ * taken; the node's orphans when the slot cannot be taken. NULL: no memory. */
+USL_HIDDEN void *usl_owned_alloc_slow(struct usl_oslot *slots);
+/* free of x, whose chunk-map entry is not 0, when the local section did not
+ * end it: again from the chunk map, then a remote or orphan free, or a report
+ * under fn (a double free, not an object start, a slab given up). */
+USL_HIDDEN void usl_owned_free_slow(void *x, const char *fn);
+/* The first free bit of an unlisted owned slab, set by its owner's free:
+ * the slab to its owner's inbox (listed at the owner's next refill). */
+USL_HIDDEN void usl_owned_list(struct usl_oslab *h, uint64_t e);
+/* Every slot of s given up (mark + membarrier): its slabs orphaned, wholly
+ * free ones discarded (shrink, malloc_trim, destroy). */
+USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);
+/* fork(): no slot is taken while the process forks. */
+USL_HIDDEN void usl_owned_fork_prepare(void);
+USL_HIDDEN void usl_owned_fork_release(void);
+
+/* malloc's and kmem_cache_alloc's fast path in the owned front end: the
+ * lowest free bit of the cursor word (the block is never touched). */
+static inline __attribute__((always_inline)) void *usl_owned_pop(struct usl_oslot *slots)
+{
+	void *obj;
+
+	USL_RSEQ_OWNED_POP(slots, obj, slow);
+	return obj;
+slow:
+	return usl_owned_alloc_slow(slots);
+}
+
+/* free's fast path for x, whose chunk-map entry read e (not 0): the object
+ * index from the slab's metadata line, then the local section (this CPU owns
+ * the slab: one bit set, a double free found there); anything else to
+ * usl_owned_free_slow. */
+static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uint64_t e, const char *fn)
+{
+	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)(e & USL_OPTR_MASK);
+	uint32_t idx = usl_obj_index((uint32_t)((uintptr_t)x - (uintptr_t)h->start), h->div_inv, h->div_shift);
+	if (usl_unlikely(idx >= h->objects)) {
+		usl_owned_free_slow(x, fn);
+		return;
+	}
+	uint64_t was;
+	const uint64_t *ce = &usl_ochunk[((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT];
+	int r = usl_rseq_owned_free(h->slots, ce, e, e >> USL_OWNER_SHIFT, &h->local[idx >> 6], idx & 63, h->roff,
+	                            &was);
+	if (usl_likely(r == USL_RS_OK)) {
+		if (usl_unlikely(!was) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+			usl_owned_list(h, e);
+		return;
+	}
+	usl_owned_free_slow(x, fn);
+}
 
 #endif /* USL_PERCPU_H */

@@ -2,6 +2,7 @@
  * allocating; a malformed value gets one line naming the variable and the
  * default is kept. No locks (start-up holds init_lock). */
 #define _GNU_SOURCE
+#include <string.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -66,7 +67,8 @@ static const struct option options[] = {
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */
-static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS", "USLAB_ALLOCATOR" };
+static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS", "USLAB_ALLOCATOR",
+                                            "USLAB_FRONT" };
 #define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
@@ -186,6 +188,31 @@ void usl_allocator_parse(const char *v)
 	           v[k] ? "..." : "");
 }
 
+void usl_front_parse(const char *v)
+{
+	static const char *const names[] = { "sheaves", "cpuslab", "owned" };
+	usl_opt.front = usl_opt.sheaves == 0 ? USL_FRONT_CPUSLAB : USL_FRONT_SHEAVES;
+	if (!v)
+		return;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i])) {
+			usl_opt.front = i;
+			if (i == USL_FRONT_CPUSLAB)
+				usl_opt.sheaves = 0;          /* USLAB_SHEAVES=0 is its alias */
+			else if (usl_opt.sheaves == 0)
+				usl_report(USLAB_ERR_OPTION, "USLAB_FRONT=%s and USLAB_SHEAVES=0: the caches the %s front "
+				           "end does not serve have no sheaves", v, v);
+			return;
+		}
+	char shown[68];
+	size_t k = 0;
+	for (; k < 64 && v[k]; k++)
+		shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
+	shown[k] = 0;
+	usl_report(USLAB_ERR_OPTION, "USLAB_FRONT='%s%s' is none of owned, sheaves and cpuslab; keeping the default (%s)",
+	           shown, v[k] ? "..." : "", names[usl_opt.front]);
+}
+
 void usl_read_options(void)
 {
 	decay_opt = (int)usl_opt.decay_ms;
@@ -202,6 +229,7 @@ void usl_read_options(void)
 	usl_quarantine_parse(getenv("USLAB_QUARANTINE"));
 	usl_stats_parse(getenv("USLAB_STATS"));
 	usl_allocator_parse(getenv("USLAB_ALLOCATOR"));
+	usl_front_parse(getenv("USLAB_FRONT"));
 	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0) |
 	                    (!usl_opt.background && usl_opt.decay_ms ? USL_MODE_SAMPLE : 0);   /* common/background.c */
 	unknown_options();

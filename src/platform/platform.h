@@ -16,6 +16,7 @@ struct usl_options {
 	bool max_order_given;        /* USLAB_MAX_ORDER set: it bounds malloc's own slab orders too */
 	int rseq;                    /* -1 auto, 0 off, 1 on */
 	int sheaves;                 /* USLAB_SHEAVES: -1 default (on), 0 off, 1 on */
+	int front;                   /* USLAB_FRONT: enum usl_front (USLAB_SHEAVES=0: cpuslab) */
 	unsigned int decay_ms;       /* free block age before madvise */
 	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
 	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
@@ -45,7 +46,11 @@ extern struct usl_options usl_opt USL_HIDDEN;
  * run time by the tick (common/background.c) while the heap is large and no
  * decay thread runs. Above the low byte, which malloc's fast path reads. */
 #define USL_MODE_SAMPLE 0x100u
-USL_HIDDEN void usl_read_options(void);          /* once, from usl_platform_init */
+enum usl_front { USL_FRONT_SHEAVES = 0, USL_FRONT_CPUSLAB = 1, USL_FRONT_OWNED = 2 };
+USL_HIDDEN void usl_read_options(void);
+/* USLAB_FRONT (v NULL: unset) into usl_opt.front; a bad value is reported
+ * and leaves the default (sheaves, or cpuslab with USLAB_SHEAVES=0). */
+USL_HIDDEN void usl_front_parse(const char *v);          /* once, from usl_platform_init */
 /* USLAB_STATS (v NULL: unset) into usl_opt.stats and stats_out; a bad value
  * is reported and leaves them off. */
 USL_HIDDEN void usl_stats_parse(const char *v);

@@ -173,4 +173,43 @@ USL_HIDDEN void usl_slub_fork_unlock_global(void);
 USL_HIDDEN void usl_slub_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 
+/* ---- the owned front end's slabs (oslab.c) ---- */
+/* A new owned slab of s on node for owner (CPU + 1; 0: an orphan): its local
+ * words all free, its chunk-map entries written; NULL if no memory. */
+USL_HIDDEN struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner);
+/* A wholly free slab nobody can reach any more: its pages and metadata back. */
+USL_HIDDEN void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h);
+/* h's owner, in the slab and its chunk-map entries. */
+USL_HIDDEN void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner);
+/* Remote bits into local ones (a bit in both: a double free, reported);
+ * true if any local bit is set. For the holder of h's local words. */
+USL_HIDDEN bool usl_oslab_merge(struct usl_oslab *h);
+USL_HIDDEN unsigned int usl_oslab_free_count(const struct usl_oslab *h);
+USL_HIDDEN void *usl_oslab_take_one(struct usl_oslab *h);
+/* A free of object idx (x) of h from a CPU that does not own it: one locked
+ * bit set (a bit set already, here or in the local word: a double free,
+ * reported), then the owner told (usl_oslab_announce). */
+USL_HIDDEN void usl_oslab_free_remote(struct usl_oslab *h, unsigned int idx, unsigned int owner, const void *x,
+                                      const char *fn);
+USL_HIDDEN void usl_oslab_announce(struct usl_oslab *h, unsigned int owner);
+USL_HIDDEN void usl_oslab_reannounce(struct usl_oslab *h);
+USL_HIDDEN void usl_oslab_report_double(const struct usl_oslab *h, const void *x, const char *fn);
+/* A free into an orphan, whose chunk-map entry read e, under list_lock: 0
+ * done (or reported), -1 the entry changed (the caller starts again). */
+USL_HIDDEN int usl_oslab_free_orphan(struct usl_oslab *h, uint64_t e, unsigned int idx, const void *x,
+                                     const char *fn);
+/* One object from the node's orphans, or a new orphan slab (threads with no
+ * slot to use); NULL if no memory. */
+USL_HIDDEN void *usl_oslab_alloc_orphan(struct kmem_cache *s, unsigned int node);
+/* An orphan with free objects of the node, now owner's (merged); NULL if none. */
+USL_HIDDEN struct usl_oslab *usl_oslab_adopt(struct kmem_cache *s, unsigned int node, unsigned int owner);
+/* h (its slot held by the caller) given up: an orphan, or discarded if
+ * wholly free and discard_all or the node has enough orphans. */
+USL_HIDDEN void usl_oslab_orphan(struct kmem_cache *s, struct usl_oslab *h, bool discard_all);
+USL_HIDDEN void usl_oslab_each_owned(struct kmem_cache *s, unsigned int owner,
+                                     void (*fn)(struct kmem_cache *, struct usl_oslab *, void *), void *arg);
+USL_HIDDEN void usl_oslab_discard_empty(struct kmem_cache *s);
+/* Objects handed out and not freed (local and remote bits). */
+USL_HIDDEN unsigned long usl_oslab_in_use(struct kmem_cache *s);
+
 #endif /* USL_SLUB_H */

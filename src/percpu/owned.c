@@ -1,0 +1,308 @@
+/* owned.c - the owned front end's per-CPU side: per CPU and cache a slot that
+ * owns slabs whose free state is a bitmap outside the blocks (slub/oslab.c).
+ * Here: choosing the front end, the slots, the slow path behind the pop
+ * section (take the slot, merge the inbox, move the cursor, the avail stack,
+ * adopt or make a slab), the slow path behind the free section (remote and
+ * orphan frees, reports), giving every slot up (mark + membarrier) and the
+ * fork quiescence. Locks: owned_flush_mutex (one flusher), then a node's
+ * list_lock (in oslab.c); a slot's taken state is held only across its own
+ * refill, never across a lock wait. docs/ARCHITECTURE.md, "The owned front
+ * end". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine.h"
+#include "percpu.h"
+
+uint64_t usl_zero_word;
+
+static int owned_state = -1;         /* -1 undecided, 0 off, 1 on */
+
+bool usl_owned_front(void)
+{
+	int st = __atomic_load_n(&owned_state, __ATOMIC_ACQUIRE);
+	if (usl_likely(st >= 0))
+		return st;
+	bool on = false;
+	if (usl_opt.front == USL_FRONT_OWNED) {
+		const char *why = NULL;
+		__builtin_cpu_init();
+		if (!usl_rseq_mode)
+			why = "locked mode (no rseq)";
+		else if (usl_nr_nodes > 1)
+			why = "more than one NUMA node";
+		else if (usl_opt.stats)
+			why = "USLAB_STATS";
+		else if (!__builtin_cpu_supports("bmi"))
+			why = "a CPU without BMI1";
+		if (why)
+			usl_report(USLAB_ERR_OPTION, "USLAB_FRONT=owned: not available with %s; using sheaves", why);
+		on = !why;
+	}
+	__atomic_store_n(&owned_state, on, __ATOMIC_RELEASE);
+	return on;
+}
+
+int usl_owned_cache_init(struct kmem_cache *s)
+{
+	struct usl_oslot *o = usl_meta_alloc((size_t)usl_nr_cpus * sizeof(struct usl_oslot));
+	if (!o)
+		return -1;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		o[i].wp = &usl_zero_word;
+		o[i].size = s->size;
+		o[i].me = i + 1;
+		o[i].cache = s;
+	}
+	s->oslots = o;
+	return 0;
+}
+
+void usl_owned_cache_free(struct kmem_cache *s)
+{
+	if (s->oslots)
+		usl_meta_free(s->oslots);
+	s->oslots = NULL;
+}
+
+/* ===========================================================================
+ * Taking a slot. A section on the slot's CPU commits lock = 2; the taker
+ * works on the slot's slabs and cursor with plain stores (every section
+ * tests the lock first) and releases it with a store, from any CPU. fork()
+ * waits until no slot is taken (takers count themselves before they take,
+ * and back off while a fork is pending).
+ */
+static unsigned long taken_count;
+static int fork_pending;
+
+static void slot_release(struct usl_oslot *o)
+{
+	__atomic_store_n(&o->lock, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
+}
+
+/* This CPU's slot of slots, taken: USL_RS_OK with *o, or the section's
+ * refusal (USL_RS_MARKED: marked, taken or a fork pending; USL_RS_NOCPU). */
+static int slot_take(struct usl_oslot *slots, struct usl_oslot **o)
+{
+	__atomic_fetch_add(&taken_count, 1, __ATOMIC_SEQ_CST);
+	if (usl_unlikely(__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST))) {
+		__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
+		return USL_RS_MARKED;
+	}
+	int r = usl_rseq_oslot_take(slots, o);
+	if (r != USL_RS_OK)
+		__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
+	return r;
+}
+
+void usl_owned_fork_prepare(void)
+{
+	__atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&taken_count, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+void usl_owned_fork_release(void)
+{
+	__atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
+}
+
+/* ===========================================================================
+ * The cursor and the refill (the slot taken)
+ */
+
+/* The cursor at h's lowest local word with a free bit; false if none. */
+static bool cursor_set(struct usl_oslot *o, struct usl_oslab *h)
+{
+	for (unsigned int k = 0; k < h->nwords; k++)
+		if (h->local[k]) {
+			o->wp = &h->local[k];
+			o->wbase = h->start + (size_t)k * 64 * o->size;
+			return true;
+		}
+	return false;
+}
+
+/* The slabs other CPUs announced: their remote bits merged; those with free
+ * bits and not listed go on the avail stack. A slab this slot gave up meanwhile
+ * goes to its orphan list or its new owner. */
+static void inbox_drain(struct usl_oslot *o)
+{
+	struct usl_oslab *h = __atomic_exchange_n(&o->inbox, NULL, __ATOMIC_ACQUIRE);
+	while (h) {
+		struct usl_oslab_tail *t = usl_oslab_tail(h);
+		struct usl_oslab *next = t->inbox_next;
+		__atomic_store_n(&t->pending, 0, __ATOMIC_SEQ_CST);   /* before the merge: later bits announce again */
+		if (h->owner != o->me)
+			usl_oslab_reannounce(h);
+		else if (usl_oslab_merge(h) && !h->listed) {
+			h->listed = 1;
+			h->avail_next = o->avail;
+			o->avail = h;
+		}
+		h = next;
+	}
+}
+
+static bool refill(struct kmem_cache *s, struct usl_oslot *o)
+{
+	o->slow++;
+	if (__atomic_load_n(&o->inbox, __ATOMIC_RELAXED))
+		inbox_drain(o);
+	struct usl_oslab *h = o->cur;
+	if (h && cursor_set(o, h))
+		return true;
+	if (h) {
+		h->listed = 0;
+		o->cur = NULL;
+	}
+	while ((h = o->avail)) {
+		o->avail = h->avail_next;
+		if (cursor_set(o, h)) {
+			o->cur = h;
+			return true;
+		}
+		h->listed = 0;
+	}
+	o->wp = &usl_zero_word;
+	h = usl_oslab_adopt(s, 0, (unsigned int)o->me);
+	if (!h)
+		h = usl_oslab_new(s, 0, (unsigned int)o->me);
+	if (!h)
+		return false;
+	h->listed = 1;
+	o->cur = h;
+	return cursor_set(o, h);
+}
+
+void *usl_owned_alloc_slow(struct usl_oslot *slots)
+{
+	struct kmem_cache *s = slots->cache;
+	for (int tries = 0;; tries++) {
+		struct usl_oslot *o;
+		int r = slot_take(slots, &o);
+		if (usl_likely(r == USL_RS_OK)) {
+			void *obj = NULL;
+			if (refill(s, o)) {
+				uint64_t w = *o->wp;
+				*o->wp = w & (w - 1);
+				obj = o->wbase + (size_t)__builtin_ctzl(w) * o->size;
+			}
+			slot_release(o);
+			__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
+			if (usl_unlikely(!obj))
+				errno = ENOMEM;
+			return obj;
+		}
+		if (r == USL_RS_NOCPU || tries >= 8) {
+			void *obj = usl_oslab_alloc_orphan(s, 0);
+			if (usl_unlikely(!obj))
+				errno = ENOMEM;
+			return obj;
+		}
+		sched_yield();           /* another thread of this CPU refills, or a flusher */
+	}
+}
+
+/* ===========================================================================
+ * Frees the local section did not end
+ */
+void usl_owned_list(struct usl_oslab *h, uint64_t e)
+{
+	usl_oslab_announce(h, (unsigned int)(e >> USL_OWNER_SHIFT));
+}
+
+void usl_owned_free_slow(void *x, const char *fn)
+{
+	uintptr_t off = (uintptr_t)x - usl_base;
+	const uint64_t *ce = &usl_ochunk[off >> USL_OCHUNK_SHIFT];
+	for (;;) {
+		uint64_t e = __atomic_load_n(ce, __ATOMIC_ACQUIRE);
+		unsigned int owner = (unsigned int)(e >> USL_OWNER_SHIFT);
+		struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)(e & USL_OPTR_MASK);
+		if (!e) {
+			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated block (its slab was freed: "
+			           "a double free?); ignored", fn, x);
+			return;
+		}
+		uint32_t idx = usl_obj_index((uint32_t)((uintptr_t)x - (uintptr_t)h->start), h->div_inv,
+		                             h->div_shift);
+		if (idx >= h->objects) {
+			usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (inside one?); "
+			           "not freed", fn, h->cache->name, x);
+			return;
+		}
+		if (owner == 0) {
+			if (usl_oslab_free_orphan(h, e, idx, x, fn) == 0)
+				return;
+			continue;
+		}
+		uint64_t was;
+		int r = usl_rseq_owned_free(h->slots, ce, e, owner, &h->local[idx >> 6], idx & 63, h->roff, &was);
+		if (r == USL_RS_OK) {
+			if (!was && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+				usl_owned_list(h, e);
+			return;
+		}
+		if (r == USL_RS_DOUBLE) {
+			usl_oslab_report_double(h, x, fn);
+			return;
+		}
+		if (r == USL_RS_OTHER)
+			continue;            /* the entry changed under us */
+		usl_oslab_free_remote(h, idx, owner, x, fn);
+		return;
+	}
+}
+
+/* ===========================================================================
+ * Giving every slot up (shrink, malloc_trim, destroy): mark each slot (a
+ * taken one once its taker releases it), one membarrier aborts every section
+ * in flight, then the flusher owns the slots: each slab they own becomes an
+ * orphan (wholly free ones are discarded), and the marks are cleared.
+ */
+static pthread_mutex_t owned_flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void orphan_cb(struct kmem_cache *s, struct usl_oslab *h, void *arg)
+{
+	(void)arg;
+	usl_oslab_orphan(s, h, true);
+}
+
+void usl_owned_flush_all(struct kmem_cache *s)
+{
+	if (!s->oslots)
+		return;
+	usl_lock(&owned_flush_mutex);
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		int z = 0;
+		while (!__atomic_compare_exchange_n(&s->oslots[i].lock, &z, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			z = 0;
+			sched_yield();
+		}
+	}
+	if (usl_membarrier_rseq() != 0) {
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
+		usl_unlock(&owned_flush_mutex);
+		usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
+		return;
+	}
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct usl_oslot *o = &s->oslots[i];
+		inbox_drain(o);
+		o->cur = NULL;
+		o->avail = NULL;
+		o->wp = &usl_zero_word;
+		o->wbase = NULL;
+		usl_oslab_each_owned(s, (unsigned int)o->me, orphan_cb, NULL);
+	}
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
+	usl_unlock(&owned_flush_mutex);
+	usl_oslab_discard_empty(s);
+}

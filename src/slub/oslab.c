@@ -1,0 +1,391 @@
+/* oslab.c - the owned front end's slabs, SLUB's slab life cycle under them:
+ * a new owned slab (usl_new_slab's pages, page map and node counts, then its
+ * bitmap metadata and chunk-map entries), its owner changes (adopt, orphan),
+ * the merge of remote bits, frees from other CPUs (one locked bit set, then
+ * an inbox push once per merge), orphans (a node list under list_lock, frees
+ * and allocations there), discard, and the counts. The per-CPU side (slots,
+ * cursor, refill) is percpu/owned.c. Locks: a node's list_lock (orphans, the
+ * node's lists, owner changes); the page provider's inside it is never taken
+ * here while it is held. docs/ARCHITECTURE.md, "The owned front end". */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "../arch/arch.h"
+#include "../pages/pages.h"
+#include "internal.h"
+#include "slub.h"
+
+/* Write h's chunk-map entries: h | owner << 48 (0: none). */
+static void chunks_write(struct usl_oslab *h, uint64_t v)
+{
+	size_t first = ((uintptr_t)h->start - usl_base) >> USL_OCHUNK_SHIFT;
+	size_t n = usl_order_bytes(h->slab->order) >> USL_OCHUNK_SHIFT;
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(&usl_ochunk[first + i], v, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t chunk_value(struct usl_oslab *h, unsigned int owner)
+{
+	return (uint64_t)(uintptr_t)h | (uint64_t)owner << USL_OWNER_SHIFT;
+}
+
+void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner)
+{
+	h->owner = (uint16_t)owner;
+	chunks_write(h, chunk_value(h, owner));
+}
+
+struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner)
+{
+	struct kmem_cache *mc = s->oslab_cache;   /* made with the cache (common/cache.c) */
+	struct usl_oslab *h = kmem_cache_alloc(mc, GFP_KERNEL | __GFP_NOWARN);
+	if (!h)
+		return NULL;
+	void *fl;
+	struct slab *slab = usl_new_slab(s, &fl, node);
+	if (!slab) {
+		kmem_cache_free(mc, h);
+		return NULL;
+	}
+	/* Every object is in use as far as SLUB's counters know (nothing of
+	 * SLUB's takes from or frees to an owned slab); the page map counts
+	 * them all, for the object checks of ksize and kmem_cache_free. */
+	unsigned int objects = usl_counters_objects(slab->counters);
+	slab->counters = usl_counters_make(objects, objects, true);
+	usl_slab_carved(s, slab, slab->counters);
+	slab->unused = h;
+	memset(h, 0, usl_oslab_bytes((objects + 63) / 64));
+	h->start = usl_slab_address(slab);
+	h->slots = s->oslots;
+	h->div_inv = s->div_inv;
+	h->div_shift = s->div_shift;
+	h->objects = objects;
+	h->nwords = (objects + 63) / 64;
+	h->roff = (uint32_t)USL_ALIGN((size_t)h->nwords * 8, USL_CACHELINE);
+	h->cache = s;
+	h->slab = slab;
+	usl_list_init(&h->all);
+	usl_list_init(&h->orphans);
+	for (unsigned int k = 0; k < h->nwords; k++)
+		h->local[k] = objects - k * 64 >= 64 ? ~0UL : (1UL << (objects - k * 64)) - 1;
+	struct kmem_cache_node *n = usl_get_node(s, slab);
+	usl_lock(&n->list_lock);
+	usl_list_add_tail(&h->all, &n->owned);
+	n->nr_owned++;
+	usl_unlock(&n->list_lock);
+	usl_oslab_set_owner(h, owner);
+	return h;
+}
+
+unsigned int usl_oslab_free_count(const struct usl_oslab *h)
+{
+	unsigned int c = 0;
+	for (unsigned int k = 0; k < h->nwords; k++)
+		c += (unsigned int)__builtin_popcountl(h->local[k]);
+	return c;
+}
+
+void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h)
+{
+	struct slab *slab = h->slab;
+	struct kmem_cache_node *n = usl_get_node(s, slab);
+	chunks_write(h, 0);
+	usl_lock(&n->list_lock);
+	usl_list_del(&h->all);
+	n->nr_owned--;
+	if (h->orphan_listed) {
+		usl_list_del(&h->orphans);
+		h->orphan_listed = 0;
+		n->nr_orphans--;
+	}
+	usl_unlock(&n->list_lock);
+	slab->unused = NULL;
+	usl_discard_slab(s, slab);
+	kmem_cache_free(s->oslab_cache, h);
+}
+
+/* The object at bit `bit` of word k of h, for reports. */
+static void *obj_at(const struct usl_oslab *h, unsigned int k, unsigned int bit)
+{
+	return h->start + ((size_t)k * 64 + bit) * h->cache->size;
+}
+
+void usl_oslab_report_double(const struct usl_oslab *h, const void *x, const char *fn)
+{
+	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
+	           h->cache->name, x);
+}
+
+bool usl_oslab_merge(struct usl_oslab *h)
+{
+	uint64_t *remote = usl_oslab_remote(h), any = 0;
+	for (unsigned int k = 0; k < h->nwords; k++) {
+		uint64_t r = __atomic_load_n(&remote[k], __ATOMIC_RELAXED);
+		if (r)
+			r = __atomic_exchange_n(&remote[k], 0, __ATOMIC_ACQ_REL);
+		uint64_t both = r & h->local[k];
+		while (usl_unlikely(both)) {
+			/* Freed here and on another CPU at once: one copy is kept. */
+			usl_oslab_report_double(h, obj_at(h, k, (unsigned int)__builtin_ctzl(both)), "free");
+			both &= both - 1;
+		}
+		h->local[k] |= r;
+		any |= h->local[k];
+	}
+	return any != 0;
+}
+
+/* Tell h's owner (owner, as the chunk map gave it) that h has remote bits:
+ * once per merge (pending), on its slot's inbox. */
+void usl_oslab_announce(struct usl_oslab *h, unsigned int owner)
+{
+	struct usl_oslab_tail *t = usl_oslab_tail(h);
+	if (__atomic_load_n(&t->pending, __ATOMIC_RELAXED) || __atomic_exchange_n(&t->pending, 1, __ATOMIC_SEQ_CST))
+		return;
+	struct usl_oslot *o = &h->slots[owner - 1];
+	struct usl_oslab *head = __atomic_load_n(&o->inbox, __ATOMIC_RELAXED);
+	do
+		t->inbox_next = head;
+	while (!__atomic_compare_exchange_n(&o->inbox, &head, h, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+void usl_oslab_free_remote(struct usl_oslab *h, unsigned int idx, unsigned int owner, const void *x, const char *fn)
+{
+	unsigned int k = idx >> 6;
+	uint64_t b = 1UL << (idx & 63);
+	if (__atomic_load_n(&h->local[k], __ATOMIC_RELAXED) & b) {
+		usl_oslab_report_double(h, x, fn);
+		return;
+	}
+	if (__atomic_fetch_or(&usl_oslab_remote(h)[k], b, __ATOMIC_SEQ_CST) & b) {
+		usl_oslab_report_double(h, x, fn);
+		return;
+	}
+	usl_oslab_announce(h, owner);
+}
+
+/* Put h, an orphan with free objects, on its node's orphan list. */
+static void orphan_list(struct kmem_cache_node *n, struct usl_oslab *h)
+{
+	if (!h->orphan_listed) {
+		usl_list_add_tail(&h->orphans, &n->orphans);
+		h->orphan_listed = 1;
+		n->nr_orphans++;
+	}
+}
+
+static void orphan_unlist(struct kmem_cache_node *n, struct usl_oslab *h)
+{
+	if (h->orphan_listed) {
+		usl_list_del(&h->orphans);
+		h->orphan_listed = 0;
+		n->nr_orphans--;
+	}
+}
+
+int usl_oslab_free_orphan(struct usl_oslab *h, uint64_t e, unsigned int idx, const void *x, const char *fn)
+{
+	struct kmem_cache *s = h->cache;
+	struct kmem_cache_node *n = usl_get_node(s, h->slab);
+	unsigned int k = idx >> 6;
+	uint64_t b = 1UL << (idx & 63);
+	size_t chunk = ((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT;
+	bool discard = false;
+
+	usl_lock(&n->list_lock);
+	if (__atomic_load_n(&usl_ochunk[chunk], __ATOMIC_ACQUIRE) != e) {
+		usl_unlock(&n->list_lock);
+		return -1;                   /* adopted (or given up) meanwhile: again */
+	}
+	if ((h->local[k] | __atomic_load_n(&usl_oslab_remote(h)[k], __ATOMIC_RELAXED)) & b) {
+		usl_unlock(&n->list_lock);
+		usl_oslab_report_double(h, x, fn);
+		return 0;
+	}
+	h->local[k] |= b;
+	orphan_list(n, h);
+	if (n->nr_orphans > s->min_partial && usl_oslab_free_count(h) == h->objects) {
+		orphan_unlist(n, h);
+		h->owner = 0xffff;           /* nobody's: on its way out */
+		chunks_write(h, 0);
+		discard = true;
+	}
+	usl_unlock(&n->list_lock);
+	if (discard)
+		usl_oslab_discard(s, h);
+	return 0;
+}
+
+/* The first free object of h (its bit cleared), or NULL; for the holder of
+ * h's local words. */
+void *usl_oslab_take_one(struct usl_oslab *h)
+{
+	for (unsigned int k = 0; k < h->nwords; k++) {
+		uint64_t w = h->local[k];
+		if (w) {
+			h->local[k] = w & (w - 1);
+			return obj_at(h, k, (unsigned int)__builtin_ctzl(w));
+		}
+	}
+	return NULL;
+}
+
+void *usl_oslab_alloc_orphan(struct kmem_cache *s, unsigned int node)
+{
+	struct kmem_cache_node *n = s->node[node];
+	void *obj = NULL;
+
+	for (int round = 0; round < 2 && !obj; round++) {
+		usl_lock(&n->list_lock);
+		while (!obj && !usl_list_empty(&n->orphans)) {
+			struct usl_oslab *h = usl_container_of(n->orphans.next, struct usl_oslab, orphans);
+			usl_oslab_merge(h);
+			obj = usl_oslab_take_one(h);
+			if (!obj || !usl_oslab_free_count(h))
+				orphan_unlist(n, h);
+		}
+		usl_unlock(&n->list_lock);
+		if (obj || round)
+			break;
+		struct usl_oslab *h = usl_oslab_new(s, node, 0);
+		if (!h)
+			return NULL;
+		usl_lock(&n->list_lock);
+		orphan_list(n, h);
+		usl_unlock(&n->list_lock);
+	}
+	return obj;
+}
+
+struct usl_oslab *usl_oslab_adopt(struct kmem_cache *s, unsigned int node, unsigned int owner)
+{
+	struct kmem_cache_node *n = s->node[node];
+	struct usl_oslab *h = NULL;
+
+	usl_lock(&n->list_lock);
+	while (!usl_list_empty(&n->orphans)) {
+		h = usl_container_of(n->orphans.next, struct usl_oslab, orphans);
+		orphan_unlist(n, h);
+		usl_oslab_set_owner(h, owner);
+		if (usl_oslab_merge(h))
+			break;
+		usl_oslab_set_owner(h, 0);   /* nothing free after all: a full orphan */
+		h = NULL;
+	}
+	usl_unlock(&n->list_lock);
+	return h;
+}
+
+/* h, owned until now (the caller holds its slot), becomes an orphan: its
+ * remote bits merged, on the node's orphan list if it has free objects;
+ * discarded if wholly free and discard allows (or the node keeps enough). */
+void usl_oslab_orphan(struct kmem_cache *s, struct usl_oslab *h, bool discard_all)
+{
+	struct kmem_cache_node *n = usl_get_node(s, h->slab);
+	bool discard = false;
+
+	usl_lock(&n->list_lock);
+	usl_oslab_set_owner(h, 0);
+	h->listed = 0;
+	if (usl_oslab_merge(h)) {
+		if (usl_oslab_free_count(h) == h->objects && (discard_all || n->nr_orphans >= s->min_partial)) {
+			h->owner = 0xffff;
+			chunks_write(h, 0);
+			discard = true;
+		} else {
+			orphan_list(n, h);
+		}
+	}
+	usl_unlock(&n->list_lock);
+	if (discard)
+		usl_oslab_discard(s, h);
+}
+
+/* A slab announced on a slot that does not own it any more: merged here if
+ * it is an orphan, else announced to its owner now. */
+void usl_oslab_reannounce(struct usl_oslab *h)
+{
+	struct kmem_cache_node *n = usl_get_node(h->cache, h->slab);
+	usl_lock(&n->list_lock);
+	unsigned int owner = h->owner;
+	if (owner == 0) {
+		if (usl_oslab_merge(h))
+			orphan_list(n, h);
+	} else if (owner != 0xffff) {
+		usl_oslab_announce(h, owner);
+	}
+	usl_unlock(&n->list_lock);
+}
+
+/* Every owned slab of s owned by `owner`, for fn (with no lock held; fn may
+ * orphan it). The list is walked under list_lock and the slabs collected
+ * first. */
+void usl_oslab_each_owned(struct kmem_cache *s, unsigned int owner, void (*fn)(struct kmem_cache *, struct usl_oslab *, void *),
+                          void *arg)
+{
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		for (;;) {
+			struct usl_oslab *batch[64];
+			unsigned int cnt = 0;
+			usl_lock(&n->list_lock);
+			for (struct usl_list *it = n->owned.next; it != &n->owned && cnt < 64; it = it->next) {
+				struct usl_oslab *h = usl_container_of(it, struct usl_oslab, all);
+				if (h->owner == owner)
+					batch[cnt++] = h;
+			}
+			usl_unlock(&n->list_lock);
+			for (unsigned int i = 0; i < cnt; i++)
+				fn(s, batch[i], arg);
+			if (cnt < 64)
+				break;
+		}
+	}
+}
+
+/* Orphans of s that are wholly free: discarded (shrink, trim, destroy). */
+void usl_oslab_discard_empty(struct kmem_cache *s)
+{
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		for (;;) {
+			struct usl_oslab *h = NULL;
+			usl_lock(&n->list_lock);
+			for (struct usl_list *it = n->orphans.next; it != &n->orphans; it = it->next) {
+				struct usl_oslab *c = usl_container_of(it, struct usl_oslab, orphans);
+				usl_oslab_merge(c);
+				if (usl_oslab_free_count(c) == c->objects) {
+					h = c;
+					orphan_unlist(n, h);
+					h->owner = 0xffff;
+					chunks_write(h, 0);
+					break;
+				}
+			}
+			usl_unlock(&n->list_lock);
+			if (!h)
+				break;
+			usl_oslab_discard(s, h);
+		}
+	}
+}
+
+unsigned long usl_oslab_in_use(struct kmem_cache *s)
+{
+	unsigned long used = 0;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		usl_lock(&n->list_lock);
+		for (struct usl_list *it = n->owned.next; it != &n->owned; it = it->next) {
+			struct usl_oslab *h = usl_container_of(it, struct usl_oslab, all);
+			unsigned int fr = 0;
+			uint64_t *remote = usl_oslab_remote(h);
+			for (unsigned int k = 0; k < h->nwords; k++)
+				fr += (unsigned int)__builtin_popcountl(__atomic_load_n(&h->local[k], __ATOMIC_RELAXED) |
+				                                        __atomic_load_n(&remote[k], __ATOMIC_RELAXED));
+			used += h->objects - fr;
+		}
+		usl_unlock(&n->list_lock);
+	}
+	return used;
+}
