@@ -6,7 +6,8 @@
  * through the PLT as in a program linked with -luslab), with sheaves and with
  * the old cpu-slab fast path (USLAB_SHEAVES=1/0), each in rseq and locked mode
  * (USLAB_RSEQ=0), and on SLAB; uslab's malloc (LD_PRELOAD=libuslab.so, called
- * as the peers are); malloc/free from glibc, jemalloc, tcmalloc and mimalloc
+ * as the peers are); malloc/free from glibc, jemalloc, gperftools (Debian's
+ * libtcmalloc-minimal4: tcmalloc 2.10 with per-thread caches) and mimalloc
  * (LD_PRELOAD). One extra row, labelled, runs uslab-bench-static: this source
  * linked with the static library (-fno-plt). Runs are interleaved; the table
  * shows medians and ratios against the peers of the same run, its header the
@@ -17,24 +18,24 @@
  * in the table, never read as a zero. --data FILE also appends every median,
  * with the least and greatest run, to FILE as tab-separated lines (the
  * benchmark report's plots, scripts/bench_report.py).
- * Usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|seed003|messaging|colour|all]
- *                    [--runs N] [--quick]
+ * Usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|partial-drain|seed003|messaging|
+ *                     colour|all] [--runs N] [--quick]
  *                    [--data FILE]
  * Not a test: timings never decide pass or fail. */
 #include "common.h"
 
 static const char *const scenarios[] = { "single", "nalloc", "bulk", "detached", "remote", "random-free",
-	                                  "seed003", "messaging", "colour", "all" };
+	                                  "partial-drain", "seed003", "messaging", "colour", "all" };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|seed003|messaging|colour|all] "
-	           "[--runs N] [--quick] "
-	           "[--data FILE]\n"
+	fprintf(f, "usage: uslab-bench [single|nalloc|bulk|detached|remote|random-free|partial-drain|seed003|messaging|"
+	           "colour|all] [--runs N] [--quick] [--data FILE]\n"
 	           "  --runs N     child runs per allocator and scenario, 1..%d (default 7); medians are printed\n"
-	           "  --quick      smaller counts (single, bulk, remote, random-free)\n"
+	           "  --quick      smaller counts (single, bulk, remote, random-free, partial-drain)\n"
 	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
-	           "               program, table, allocator, metric, x, median, min, max, runs)\n", MAXRUNS);
+	           "               program, table, allocator, metric, x, median, min, max, runs; gperftools' rows\n"
+	           "               have the allocator key tcmalloc)\n", MAXRUNS);
 }
 
 /* What every table has in common, printed once at the top. */
@@ -76,9 +77,12 @@ int main(int argc, char **argv)
 			child_messaging(n);
 		else if (!strcmp(argv[2], "colour"))
 			child_colour(n);
-		else if (!strcmp(argv[2], "random-free")) {
+		else if (!strcmp(argv[2], "random-free") || !strcmp(argv[2], "partial-drain")) {
 			long rounds = *end == ':' ? atol(end + 1) : 1;
-			child_random_free(n, rounds > 0 ? rounds : 1);
+			if (argv[2][0] == 'r')
+				child_random_free(n, rounds > 0 ? rounds : 1);
+			else
+				child_partial_drain(n, rounds > 0 ? rounds : 1);
 		} else
 			return 2;
 		return 0;
@@ -136,14 +140,17 @@ int main(int argc, char **argv)
 		installed[v] = variants[v].present;
 	}
 	printf("uslab-bench: %ld CPUs online; uslab = LD_PRELOAD=%s (its kmem_cache_* calls through the PLT, its "
-	       "malloc as the peers'), the peers by LD_PRELOAD\n", sysconf(_SC_NPROCESSORS_ONLN), USLAB_SO_PATH);
+	       "malloc as the peers'), the peers by LD_PRELOAD\n%s\n", sysconf(_SC_NPROCESSORS_ONLN), USLAB_SO_PATH,
+	       GPERFTOOLS_NOTE);
 	how_to_read(stdout);
 	/* Default counts: `all` with --runs 7 took 280 s on the 2-CPU machine with
 	 * 8 variants (bulk is the largest part), well under 10 minutes, so no count
 	 * was lowered when the variants went from 6 to 8. */
 	int all = !strcmp(what, "all");
-	/* Progress steps: one a measure(), two for random-free (two sizes). */
-	progress_total(all ? 11 : !strcmp(what, "random-free") || !strcmp(what, "messaging") ? 2 : 1);
+	/* Progress steps: one a measure(), two for random-free and partial-drain
+	 * (two sizes). */
+	progress_total(all ? 13 : !strcmp(what, "random-free") || !strcmp(what, "partial-drain") ||
+	                               !strcmp(what, "messaging") ? 2 : 1);
 	if (all || !strcmp(what, "single"))
 		bench_single(runs, quick ? 2000000 : 20000000);
 	if (all || !strcmp(what, "nalloc"))
@@ -157,6 +164,8 @@ int main(int argc, char **argv)
 		bench_remote(runs, quick ? 500000 : 4000000);
 	if (all || !strcmp(what, "random-free"))
 		bench_random_free(runs, quick);
+	if (all || !strcmp(what, "partial-drain"))
+		bench_partial_drain(runs, quick);
 	if (all || !strcmp(what, "seed003"))
 		bench_seed003(runs, 10000);
 	if (all || !strcmp(what, "messaging"))

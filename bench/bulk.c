@@ -70,14 +70,14 @@ static void bulk_table(const char *title, int off, const char *what)
 	printf("%5s", "N");
 	for (int v = 0; v < NVAR; v++)
 		if (!variants[v].uslab && variants[v].present)
-			printf(" %9s", variants[v].tag);
+			printf(" %12s", variants[v].tag);
 	for (int v = 0; v < NVAR; v++)
 		if (variants[v].uslab && variants[v].present)
 			printf(" %16s", variants[v].tag);
 	printf("\n%5s", "");
 	for (int v = 0; v < NVAR; v++)
 		if (!variants[v].uslab && variants[v].present)
-			printf(" %9s", "ns");
+			printf(" %12s", "ns");
 	for (int v = 0; v < NVAR; v++)
 		if (variants[v].uslab && variants[v].present)
 			printf(" %9s %6s", "ns", "/best");
@@ -92,9 +92,9 @@ static void bulk_table(const char *title, int off, const char *what)
 			if (variants[v].uslab || !variants[v].present)
 				continue;
 			if (ran(v))
-				printf(" %9.3f", medians[v][2 * k + 1]);
+				printf(" %12.3f", medians[v][2 * k + 1]);
 			else
-				printf(" %9s", "FAILED");
+				printf(" %12s", "FAILED");
 		}
 		for (int v = 0; v < NVAR; v++) {
 			if (!variants[v].uslab || !variants[v].present)

@@ -4,8 +4,8 @@
  * medians, tables, the summary) and each workload's two entry points, its
  * child (child_*) and its table (bench_*), one file a workload: single.c,
  * nalloc.c (nalloc and seed003), bulk.c, detached.c, remote.c,
- * random_free.c, messaging.c, colour.c; child.c has what their children
- * share. bench.c has main. */
+ * random_free.c (random-free and partial-drain), messaging.c, colour.c;
+ * child.c has what their children share. bench.c has main. */
 #ifndef USLAB_BENCH_COMMON_H
 #define USLAB_BENCH_COMMON_H
 
@@ -88,6 +88,7 @@ struct variant {
 	const char *colour;    /* USLAB_SLAB_COLOUR or NULL */
 	const char *only;      /* the scenarios it runs in (space-separated), NULL: all */
 	const char *lookahead; /* USLAB_BULK_LOOKAHEAD or NULL (the default, 3) */
+	const char *key;       /* --data's allocator name, NULL: name (gperftools keeps "tcmalloc") */
 };
 
 struct sum_row {
@@ -149,6 +150,8 @@ void child_remote(long n);
 void bench_remote(int runs, long n);
 void child_random_free(long n, long rounds);
 void bench_random_free(int runs, int quick);
+void child_partial_drain(long n, long rounds);
+void bench_partial_drain(int runs, int quick);
 void child_messaging(long loops);
 void bench_messaging(int runs, long loops);
 void child_colour(long reads);

@@ -18,7 +18,8 @@
  * detect: each misuse of uslab-debug-prog (tests/preload/debug_prog.c), run
  * under uslab with USLAB_DEBUG=FZPU (without and with a quarantine), glibc
  * with MALLOC_CHECK_=3 (alone and with libc_malloc_debug), and jemalloc,
- * tcmalloc, mimalloc and scudo as they ship: detected (the allocator said so
+ * gperftools (Debian's libtcmalloc-minimal4, progress.h's GPERFTOOLS_NOTE),
+ * mimalloc and scudo as they ship: detected (the allocator said so
  * on stderr) or not, and whether the program ran on to its end.
  *
  * Every child gets the driver's environment without USLAB_*, MALLOC_*,
@@ -364,7 +365,7 @@ static struct variant det_v[] = {
 	{ "glibc MC3", NULL, { "MALLOC_CHECK_=3", NULL }, 0 },
 	{ "glibc MC3+dbg", LIBDIR "/libc_malloc_debug.so.0", { "MALLOC_CHECK_=3", NULL }, 0 },
 	{ "jemalloc", LIBDIR "/libjemalloc.so.2", { NULL }, 0 },
-	{ "tcmalloc", LIBDIR "/libtcmalloc_minimal.so.4", { NULL }, 0 },
+	{ "gperftools", LIBDIR "/libtcmalloc_minimal.so.4", { NULL }, 0 },
 	{ "mimalloc", LIBDIR "/libmimalloc.so.2", { NULL }, 0 },
 	{ "scudo", NULL, { NULL }, 0 },    /* found by find_scudo */
 };
@@ -493,6 +494,9 @@ static void detect(int reps)
 	       "allocator have no such function. \"k/n\": the commonest of differing runs.\n");
 	printf("uslab FZPU+Q: with USLAB_QUARANTINE=1m. glibc MC3: MALLOC_CHECK_=3 (glibc %s); MC3+dbg: with "
 	       "libc_malloc_debug.so preloaded, which glibc 2.34 and later need for it.\n", gnu_get_libc_version());
+	for (int c = 0; c < NDET; c++)
+		if (det_v[c].present && !strcmp(det_v[c].name, "gperftools"))
+			printf("%s\n", GPERFTOOLS_NOTE);
 	printf("%-16s", "misuse");
 	for (int c = 0; c < NDET; c++)
 		if (det_v[c].present)

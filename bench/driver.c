@@ -9,29 +9,32 @@
  * chosen by its child's environment, which the library reads when it starts;
  * for seed 003's table SLAB with its colour under the node lock, and for the
  * colour table SLAB without colour; the static link (single and bulk only);
- * uslab's malloc on both engines. Then the peers. */
+ * uslab's malloc on both engines. Then the peers (gperftools: Debian's
+ * libtcmalloc-minimal4). */
 #define SO USLAB_SO_PATH
 struct variant variants[] = {
-	{ "uslab sheaves (rseq)", "sheaves/rseq", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, NULL, NULL },
-	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, NULL, NULL },
-	{ "uslab sheaves (locked)", "sheaves/locked", SO, 1, 0, 0, "0", "1", 1, NULL, NULL, NULL, NULL },
-	{ "uslab cpu-slab (locked)", "cpuslab/locked", SO, 1, 0, 0, "0", "0", 1, NULL, NULL, NULL, NULL },
-	{ "uslab slab (rseq)", "slab/rseq", SO, 1, 0, 0, NULL, "1", 1, "slab", NULL, NULL, NULL },
-	{ "uslab slab (locked)", "slab/locked", SO, 1, 0, 0, "0", "1", 1, "slab", NULL, NULL, NULL },
-	{ "uslab slab, colour locked", "slab/lockcol", SO, 1, 0, 0, NULL, "1", 1, "slab", "2", "seed003", NULL },
-	{ "uslab slab, no colour", "slab/nocol", SO, 1, 0, 0, NULL, "1", 1, "slab", "0", "colour", NULL },
-	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk", NULL },
-	{ "uslab sheaves, simple", "sheaves/simple", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, "detached", "1" },
-	{ "uslab cpu-slab, simple", "cpuslab/simple", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, "detached", "1" },
-	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL },
-	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL, NULL },
-	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL },
+	{ "uslab sheaves (rseq)", "sheaves/rseq", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab cpu-slab (rseq)", "cpuslab/rseq", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab sheaves (locked)", "sheaves/locked", SO, 1, 0, 0, "0", "1", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab cpu-slab (locked)", "cpuslab/locked", SO, 1, 0, 0, "0", "0", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab slab (rseq)", "slab/rseq", SO, 1, 0, 0, NULL, "1", 1, "slab", NULL, NULL, NULL, NULL },
+	{ "uslab slab (locked)", "slab/locked", SO, 1, 0, 0, "0", "1", 1, "slab", NULL, NULL, NULL, NULL },
+	{ "uslab slab, colour locked", "slab/lockcol", SO, 1, 0, 0, NULL, "1", 1, "slab", "2", "seed003", NULL, NULL },
+	{ "uslab slab, no colour", "slab/nocol", SO, 1, 0, 0, NULL, "1", 1, "slab", "0", "colour", NULL, NULL },
+	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk", NULL, NULL },
+	{ "uslab sheaves, simple", "sheaves/simple", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, "detached", "1", NULL },
+	{ "uslab cpu-slab, simple", "cpuslab/simple", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, "detached", "1", NULL },
+	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL, NULL, NULL },
+	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL },
 	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
-	  NULL, NULL },
-	{ "tcmalloc", "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1, NULL,
 	  NULL, NULL, NULL },
+	/* Debian's libtcmalloc-minimal4: gperftools' tcmalloc (GPERFTOOLS_NOTE,
+	 * progress.h), keyed "tcmalloc" in --data as before the name changed. */
+	{ "gperftools", "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1,
+	  NULL, NULL, NULL, NULL, "tcmalloc" },
 	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
-	  NULL, NULL },
+	  NULL, NULL, NULL },
 };
 _Static_assert(sizeof(variants) / sizeof(variants[0]) == NVAR, "NVAR (common.h) counts the variants");
 
@@ -277,15 +280,18 @@ int ran(int v)
 
 /* --data FILE: one line per number a table shows, "uslab-bench, table,
  * allocator, metric, x (a size, a count N; empty for none), median, least,
- * greatest, runs", tab-separated, from the last measure(). */
+ * greatest, runs", tab-separated, from the last measure(). The allocator is
+ * the row's key (its name, but "tcmalloc" for gperftools, so that the report
+ * reads old and new files alike and names it itself). */
 FILE *data_file;
 
 void data_row(const char *table, int v, const char *metric, const char *x, int k)
 {
 	if (!data_file || !ran(v))
 		return;
-	fprintf(data_file, "uslab-bench\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%d\n", table, variants[v].name, metric, x,
-	        medians[v][k], lows[v][k], highs[v][k], nran[v]);
+	fprintf(data_file, "uslab-bench\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%d\n", table,
+	        variants[v].key ? variants[v].key : variants[v].name, metric, x, medians[v][k], lows[v][k], highs[v][k],
+	        nran[v]);
 }
 
 /* The same for value k of every variant that ran, with x a number (or none: -1). */
@@ -299,8 +305,9 @@ void data_rows(const char *table, const char *metric, long x, int k)
 }
 
 /* Under each table: the sheaf capacity each uslab variant's children reported
- * (checked against the variant in run_child), and the failed child runs (their
- * reasons also went to stderr as they happened). */
+ * (checked against the variant in run_child), the failed child runs (their
+ * reasons also went to stderr as they happened), and what gperftools is if
+ * the table has its row. */
 void print_footer(void)
 {
 	printf("uslab sheaf capacity reported by the children (their first cache):");
@@ -312,6 +319,9 @@ void print_footer(void)
 		if (nfail[v])
 			printf("FAILED: %s: %d of %d child runs (last: %s)%s\n", variants[v].name, nfail[v], ntried[v],
 			       fail_why[v], nfail[v] == ntried[v] ? "" : "; medians of the others");
+	for (int v = 0; v < NVAR; v++)
+		if (ntried[v] && !strcmp(variants[v].name, "gperftools"))
+			printf("%s\n", GPERFTOOLS_NOTE);
 }
 
 
@@ -380,7 +390,7 @@ void ratio_legend(const char *cols, const char *unit)
  * table is printed, from the same medians. It reports the first uslab variant
  * that ran (sheaves, rseq: what a program gets by default) against the best
  * peer of each row of the workload (a size, a bulk count N). */
-#define MAXSUM 16
+#define MAXSUM 24
 #define SUMLEN 512
 static char sum_lines[MAXSUM][SUMLEN];
 static int nsum;
@@ -517,24 +527,29 @@ void print_summary(void)
 	printf("\n== summary: %s (the default) against the best peer of each row; uslab/best = uslab's median / "
 	       "the best peer's median, lower is better: below 1.00 uslab leads (is faster), above 1.00 it trails ==\n",
 	       variants[0].name);
-	for (int i = 0; i < nsum; i++)
+	int gp = 0;
+	for (int i = 0; i < nsum; i++) {
 		printf("%s\n", sum_lines[i]);
+		gp |= strstr(sum_lines[i], "gperftools") != NULL;
+	}
+	if (gp)
+		printf("%s\n", GPERFTOOLS_NOTE);
 }
 
 void ratio_header(void)
 {
-	printf("  %-10s  %-10s  %-10s  %-10s", "/glibc", "/jemalloc", "/tcmalloc", "/mimalloc");
+	printf("  %-11s  %-11s  %-11s  %-11s", "/glibc", "/jemalloc", "/gperftools", "/mimalloc");
 }
 
 void ratios(double x, int k)
 {
-	const char *peers[] = { "glibc", "jemalloc", "tcmalloc", "mimalloc" };
+	const char *peers[] = { "glibc", "jemalloc", "gperftools", "mimalloc" };
 	for (int i = 0; i < 4; i++) {
 		int p = find_variant(peers[i]);
 		if (p < 0 || medians[p][k] <= 0)
-			printf("  %-10s", "-");
+			printf("  %-11s", "-");
 		else
-			printf("  %-10.2f", x / medians[p][k]);
+			printf("  %-11.2f", x / medians[p][k]);
 	}
 }
 

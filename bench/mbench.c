@@ -1,6 +1,7 @@
 /* mbench.c - uslab-mbench: malloc workloads of the kind mimalloc-bench runs
  * (written here), and real programs, each run under uslab (LD_PRELOAD of
- * libuslab.so), glibc, jemalloc, tcmalloc and mimalloc in one invocation:
+ * libuslab.so), glibc, jemalloc, gperftools (Debian's libtcmalloc-minimal4,
+ * progress.h's GPERFTOOLS_NOTE) and mimalloc in one invocation:
  * wall time and peak RSS, medians of interleaved runs, ratios against the
  * best peer (time) and glibc (RSS). Each table's header gives the units and
  * which way is better; a summary at the end puts uslab against the best peer
@@ -305,19 +306,20 @@ struct alloc {
 	int present;
 	const char *engine;     /* uslab's rows: USLAB_ALLOCATOR (NULL: a peer) */
 	const char *sheaves;    /* uslab's rows: USLAB_SHEAVES (NULL: the default, on) */
+	const char *key;        /* --data's allocator name, NULL: name (gperftools keeps "tcmalloc") */
 };
 /* uslab on its default engine first (the summary's row), the peers, then
  * uslab's other rows, never counted as peers: on SLAB, and on SLUB without
  * sheaves (the cpu slab's lockless freelist as the fast path, as SLUB was
  * built before sheaves: what the default's sheaves are measured against). */
 static struct alloc allocs[] = {
-	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL },
-	{ "glibc", NULL, 1, NULL, NULL },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL },
-	{ "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL },
-	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL },
-	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0" },
+	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL },
+	{ "glibc", NULL, 1, NULL, NULL, NULL },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL },
+	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc" },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL },
+	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL },
+	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL },
 };
 static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
@@ -326,15 +328,24 @@ static int is_peer(int a) { return allocs[a].engine == NULL; }
 static const char *self;
 
 /* --data FILE: one line per number, "uslab-mbench, workload, allocator,
- * metric, (no x), median, least, greatest, runs", tab-separated. */
+ * metric, (no x), median, least, greatest, runs", tab-separated; the
+ * allocator is its key (its name, but "tcmalloc" for gperftools). */
 static FILE *data_file;
 
 /* v[0..n) sorted (bench_median sorts it). */
 static void data_row(const char *workload, int a, const char *metric, double med, const double *v, int n)
 {
 	if (data_file && n > 0)
-		fprintf(data_file, "uslab-mbench\t%s\t%s\t%s\t\t%.4f\t%.4f\t%.4f\t%d\n", workload, allocs[a].name, metric,
-		        med, v[0], v[n - 1], n);
+		fprintf(data_file, "uslab-mbench\t%s\t%s\t%s\t\t%.4f\t%.4f\t%.4f\t%d\n", workload,
+		        allocs[a].key ? allocs[a].key : allocs[a].name, metric, med, v[0], v[n - 1], n);
+}
+
+/* Under a table that shows gperftools: what it is. */
+static void gperftools_note(void)
+{
+	for (int a = 0; a < NALLOC; a++)
+		if (allocs[a].present && !strcmp(allocs[a].name, "gperftools"))
+			printf("%s\n", GPERFTOOLS_NOTE);
 }
 
 /* Progress on stderr, so that stdout holds only the tables: one line per
@@ -459,6 +470,7 @@ static void print_summary(void)
 		sum_cell(sums[i].rss, sums[i].rpeer, "more", "less");
 		printf("\n");
 	}
+	gperftools_note();
 }
 
 /* Run argv under allocator a, with env ("NAME=VALUE", or NULL) added: wall
@@ -654,6 +666,7 @@ static void measure(const char *name, const char *title, char *const argv[], con
 			data_row(name, a, "RSS after trim MB", mv[a][2], v[a][2], ok[a]);
 		}
 	}
+	gperftools_note();
 	if (profile)
 		profile_table(ok);
 	fflush(stdout);
@@ -697,7 +710,8 @@ static void usage(FILE *f)
 	           "  --profile    every run under perf record: the share of its samples in the allocator and in the\n"
 	           "               kernel (needs perf; times then include perf's overhead)\n"
 	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
-	           "               program, workload, allocator, metric, x (empty), median, min, max, runs)\n", MAXRUNS);
+	           "               program, workload, allocator, metric, x (empty), median, min, max, runs;\n"
+	           "               gperftools' rows have the allocator key tcmalloc)\n", MAXRUNS);
 }
 
 /* What every table has in common, printed once at the top. */
@@ -755,6 +769,7 @@ static void programs_geomean(double lt[][NALLOC], double lr[][NALLOC], int np)
 	if (best > 0 && gn[0] == np)
 		printf("uslab's geomean time over the best peer's: %.3f (%s)\n", gt[0] / best,
 		       gt[0] <= best ? "uslab leads" : "uslab trails");
+	gperftools_note();
 }
 
 static int programs(int runs)
@@ -930,6 +945,7 @@ int main(int argc, char **argv)
 		return 1;
 	printf("uslab-mbench: %d threads where threaded, %s sizes; uslab = LD_PRELOAD=%s\n", NTHREADS,
 	       quick ? "quick" : "full", USLAB_SO_PATH);
+	gperftools_note();
 	how_to_read(stdout);
 	int all = !strcmp(what, "all");
 	/* Progress steps: the seven workloads and the seven programs. */

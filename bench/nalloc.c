@@ -181,9 +181,9 @@ void bench_nalloc(int runs, long n)
 	printf("each cell: A/F = average ticks per allocation / average ticks per free (the seed's \"Average=A/F\")\n");
 	nalloc_sizes_header();
 	nalloc_rows("nalloc");
-	int tc = find_variant("tcmalloc");
+	int tc = find_variant("gperftools");
 	printf("\nratios uslab / peer at each size, alloc/free (below 1.00: uslab is faster; above 1.00: slower); "
-	       "\"/ best peer\": the fastest peer at that size and operation, \"/ tcmalloc\": tcmalloc's numbers\n");
+	       "\"/ best peer\": the fastest peer at that size and operation, \"/ gperftools\": gperftools' numbers\n");
 	nalloc_sizes_header();
 	for (int v = 0; v < NVAR; v++) {
 		if (!variants[v].uslab || !ran(v))
@@ -200,7 +200,7 @@ void bench_nalloc(int runs, long n)
 		}
 		printf("\n");
 		if (tc >= 0) {
-			snprintf(name, sizeof(name), "%s / tcmalloc", variants[v].tag);
+			snprintf(name, sizeof(name), "%s / gperftools", variants[v].tag);
 			printf("%-*s", RATIOW, name);
 			for (unsigned s = 0; s < NSIZES; s++)
 				nalloc_cell(medians[v][2 * s] / medians[tc][2 * s],

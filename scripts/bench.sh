@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh - the main job: build uslab (Release) and run the seed benchmarks
-# against glibc, jemalloc, tcmalloc and mimalloc (uslab-bench), then the malloc
+# against glibc, jemalloc, gperftools (Debian's libtcmalloc-minimal4: gperftools
+# 2.10 tcmalloc with per-thread caches, not Google's per-CPU tcmalloc) and
+# mimalloc (uslab-bench: single, nalloc, bulk, detached, remote, random-free,
+# partial-drain, seed003, messaging, colour), then the malloc
 # workloads and real programs under LD_PRELOAD (uslab-mbench), then what the
 # debug caches cost and find against glibc's checking mode and the peers
 # (uslab-dbench), then the redis memory scenario (bench/redis/redis_rss.sh),
@@ -11,15 +14,15 @@
 # Progress goes to stderr, the tables to stdout, and a short summary ends it.
 #
 # "quick" (first argument): every part with small counts and few runs (about
-# 4 minutes on a 2-CPU machine), the report the same, marked quick mode.
-# "all ..." or no argument: the full job (about 27 minutes); the rest of
+# 5 minutes on a 2-CPU machine), the report the same, marked quick mode.
+# "all ..." or no argument: the full job (about 30 minutes); the rest of
 # the arguments go to uslab-bench (e.g. "all --runs 5").
 # Other arguments run one program without a report: extra arguments go to
-# uslab-bench alone (e.g. "single --runs 5"); "malloc ..." runs only
-# uslab-mbench with the rest (e.g. "malloc larson --runs 3"), "debug ..." only
-# uslab-dbench (e.g. "debug detect"), "redis ..." only the redis scenario
-# (e.g. "redis --rounds 1 --alloc jemalloc,uslab"), "kernel ..." only the
-# kernel's suites (e.g. "kernel --suites maple:3").
+# uslab-bench alone (e.g. "single --runs 5", "partial-drain --runs 5");
+# "malloc ..." runs only uslab-mbench with the rest (e.g. "malloc larson
+# --runs 3"), "debug ..." only uslab-dbench (e.g. "debug detect"), "redis ..."
+# only the redis scenario (e.g. "redis --rounds 1 --alloc jemalloc,uslab"),
+# "kernel ..." only the kernel's suites (e.g. "kernel --suites maple:3").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command_line="bash scripts/bench.sh${*:+ $*}"

@@ -172,7 +172,29 @@ def fmt_secs(s):
 
 # ------------------------------------------------------------------ plots
 
+# The peers as the programs' --data and the scripts' TSV files name them (the
+# keys, kept as they were); DISPLAY: the names the report shows for keys that
+# differ. Debian's libtcmalloc-minimal4 is gperftools' tcmalloc (per-thread
+# caches), not Google's current tcmalloc (per-CPU caches): it shows as
+# "gperftools", with GPERFTOOLS_NOTE under each table, plot and summary that
+# has it (as the programs print it, bench/progress.h).
 PEERS = ["glibc", "jemalloc", "tcmalloc", "mimalloc"]
+DISPLAY = {"tcmalloc": "gperftools"}
+GPERFTOOLS_NOTE = ("gperftools = Debian libtcmalloc-minimal4, gperftools %s tcmalloc with per-thread caches "
+                   "(not Google's per-CPU tcmalloc)")
+
+
+def disp(name):
+    """The name the report shows for an allocator key."""
+    return DISPLAY.get(name, name)
+
+
+def gperftools_note(meta=None):
+    """The legend line of gperftools, its version from the run's meta.json where known (2.10-1 -> 2.10)."""
+    ver = ((meta or {}).get("versions") or {}).get("libtcmalloc-minimal4", "")
+    ver = ver.split(":")[-1].rsplit("-", 1)[0] if ver and ver != "not installed" else "2.10"
+    return GPERFTOOLS_NOTE % ver
+
 COLOURS = {
     "uslab sheaves (rseq)": "#1f4e9c", "uslab": "#1f4e9c",
     "uslab cpu-slab (rseq)": "#4a90d9", "uslab-nosheaves": "#4a90d9",
@@ -188,7 +210,7 @@ COLOURS = {
     "uslab malloc, slab": "#80d0c8",
     "glibc": "#555555",
     "jemalloc": "#d62728",
-    "tcmalloc": "#ff7f0e",
+    "tcmalloc": "#ff7f0e", "gperftools": "#ff7f0e",
     "mimalloc": "#8c564b",
     "(floor: 2 empty calls)": "#bbbbbb",
 }
@@ -212,6 +234,7 @@ class Plotter:
         self.made = []      # (png, title, caption)
         self.missing = []   # (title, why)
         self.nfile = 0
+        self.meta = {}      # the run's meta.json (gperftools' version)
 
     def close(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -223,7 +246,15 @@ class Plotter:
             f.write("\n".join(lines) + "\n")
         return p
 
-    def run(self, png, title, caption, script):
+    def run(self, png, title, caption, script, names=()):
+        """names: the allocators (keys) the plot shows; with gperftools among them the plot gets its legend line
+        at the bottom and the caption the same."""
+        if any(disp(n) == "gperftools" for n in names):
+            script = ["set label %s at screen 0.005, screen 0.012 left font ',8' textcolor rgb '#444444'"
+                      % gq(gperftools_note(self.meta))] + script
+            if not any(line.startswith("set bmargin") for line in script):
+                script = ["set bmargin 5"] + script     # the x axis' label above the line
+            caption += "; " + gperftools_note(self.meta)
         if not self.gnuplot:
             self.missing.append((title, "gnuplot is not installed (scripts/deps.sh bench installs gnuplot-nox)"))
             return
@@ -262,9 +293,9 @@ class Plotter:
             f = self.datafile(["%s %s" % (x, y) for x, y in pts])
             plots.append("%s using 1:2 with linespoints lw 2 pt %d ps 0.8 dt %d lc rgb %s title %s"
                          % (gq(f), 4 + 2 * (i % 6) + (1 if dashed else 0), 2 if dashed else 1,
-                            gq(colour(name)), gq(name)))
+                            gq(colour(name)), gq(disp(name))))
         sc.append("plot " + ", \\\n  ".join(plots))
-        self.run(png, title, caption, sc)
+        self.run(png, title, caption, sc, [n for n, _, _ in series])
 
     def bars(self, png, title, caption, ylabel, groups, series, values, hline=None, ymax=None, key="outside",
              rotate=False):
@@ -286,7 +317,7 @@ class Plotter:
         sc = ["set style data histograms", "set style histogram errorbars gap 1.5 lw 1",
               "set style fill solid 0.85 border rgb '#333333'", "set boxwidth 0.92",
               "set ylabel %s" % gq(ylabel), "set bars 0.4",
-              "set xtics (%s) nomirror%s" % (", ".join("%s %d" % (gq(g).replace("%", "%%"), i)
+              "set xtics (%s) nomirror%s" % (", ".join("%s %d" % (gq(disp(g)).replace("%", "%%"), i)
                                                        for i, g in enumerate(groups)),
                                             " rotate by 30 right" if rotate else ""),
               "set bmargin %d" % (7 if rotate else 4),
@@ -313,9 +344,9 @@ class Plotter:
         plots = []
         for i, s in enumerate(series):
             plots.append("%s using %d:%d:%d lc rgb %s title %s" % (gq(f), 3 * i + 1, 3 * i + 2, 3 * i + 3,
-                                                                   gq(colour(s)), gq(s)))
+                                                                   gq(colour(s)), gq(disp(s))))
         sc.append("plot " + ", \\\n  ".join(plots))
-        self.run(png, title, caption, sc)
+        self.run(png, title, caption, sc, list(groups) + list(series))
 
 
 def present_allocators(data, program, table):
@@ -426,7 +457,7 @@ def plot_all(p, data, redis):
         ymax = None
         if top > 4:
             ymax = 4   # a far outlier would flatten the rest: cut, its value written on it
-        p.bars(png, "uslab-mbench: %s / the best peer's (glibc, jemalloc, tcmalloc, mimalloc), per workload; "
+        p.bars(png, "uslab-mbench: %s / the best peer's (glibc, jemalloc, gperftools, mimalloc), per workload; "
                "lower is better" % what,
                "%s as a ratio to the best peer of each workload (the peer's own %s under the workload's name); bars: "
                "medians, whiskers: the fastest..slowest run (time) or least..greatest (RSS)%s"
@@ -457,7 +488,7 @@ def plot_all(p, data, redis):
                    "glibc's median, whiskers: the fastest..slowest run (time) or least..greatest (RSS); geomean: "
                    "over the programs, of the medians' ratios", "%s / glibc's" % what, labels, allocs, values,
                    hline=1.0)
-    # (c) single pair and random-free, per allocator.
+    # (c) single pair, random-free and partial-drain, per allocator.
     def short(n):
         return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
     COLOURS.update({"ns/pair": "#1f4e9c", "N=10k": "#ff7f0e", "N=1M": "#d62728", "seconds": "#1f4e9c",
@@ -470,6 +501,10 @@ def plot_all(p, data, redis):
         ("random-free.png", "random-free: N live 256-byte objects freed in a random order and allocated again; "
          "ns per object, lower is better", "N = 10k (about the last-level cache) and 1M (far beyond it)",
          [("random-free", "ns/object", "10000", "N=10k"), ("random-free", "ns/object", "1000000", "N=1M")]),
+        ("partial-drain.png", "partial-drain: N live 256-byte objects, a random half freed and allocated again "
+         "each round; ns per block, lower is better", "N = 10k and 1M; per round N/2 of the N objects, chosen "
+         "at random, freed in a random order and allocated again, the other half staying live (no slab empties)",
+         [("partial-drain", "ns/block", "10000", "N=10k"), ("partial-drain", "ns/block", "1000000", "N=1M")]),
         ("messaging.png", "messaging: 2 groups of 20 sender and 20 receiver threads through pipes; wall seconds, "
          "lower is better", "the receiver frees what the sender allocated (uslab's rows: kmalloc/kfree, the "
          "others: malloc/free); most of the time is the pipes' system calls",
@@ -522,6 +557,9 @@ DESCRIBE = [
     ("uslab-bench", "remote", "Cross-thread frees: one thread allocates, another frees through a ring."),
     ("uslab-bench", "random-free", "N live objects (10k: about the last-level cache; 1M: far beyond) freed in a "
      "random order and allocated again: slow paths and cache misses."),
+    ("uslab-bench", "partial-drain", "N live objects (10k and 1M) of which a random half is freed in a random "
+     "order and allocated again each round, the other half staying live: every slab stays partly used, so the "
+     "allocations refill from partial slabs (ns per freed and reallocated block)."),
     ("uslab-bench", "seed003", "nalloc through kmalloc with a thread on each of two CPUs at once; SLAB with its "
      "colour advanced under the node lock and without."),
     ("uslab-bench", "colour", "What SLAB's slab colouring buys: reading the first cache line of M objects in turn."),
@@ -606,7 +644,7 @@ def summary_lines(data, parts, redis, meta, kernel=None):
                                           "   load average at its end %s" % pt["load"] if pt["load"] else ""))
 
     def best_peer(prog, table, metric, x):
-        c = [(data[(prog, table, a, metric, x)][0], a) for a in PEERS if (prog, table, a, metric, x) in data]
+        c = [(data[(prog, table, a, metric, x)][0], disp(a)) for a in PEERS if (prog, table, a, metric, x) in data]
         c = [t for t in c if t[0] > 0]
         return min(c) if c else None
 
@@ -624,10 +662,16 @@ def summary_lines(data, parts, redis, meta, kernel=None):
             ("single pair ns, uslab malloc", "single", "ns/pair", "", "uslab malloc"),
             ("remote ns/object", "remote", "ns/object", "", U),
             ("random-free 10k ns/object", "random-free", "ns/object", "10000", U),
-            ("random-free 1M ns/object", "random-free", "ns/object", "1000000", U)]:
+            ("random-free 1M ns/object", "random-free", "ns/object", "1000000", U),
+            ("random-free 10k, uslab malloc", "random-free", "ns/object", "10000", "uslab malloc"),
+            ("random-free 1M, uslab malloc", "random-free", "ns/object", "1000000", "uslab malloc"),
+            ("partial-drain 10k ns/block", "partial-drain", "ns/block", "10000", U),
+            ("partial-drain 1M ns/block", "partial-drain", "ns/block", "1000000", U),
+            ("partial-drain 10k, uslab malloc", "partial-drain", "ns/block", "10000", "uslab malloc"),
+            ("partial-drain 1M, uslab malloc", "partial-drain", "ns/block", "1000000", "uslab malloc")]:
         r = ratio(B, table, who, metric, x)
         if r:
-            rows.append("  %-30s uslab %8.2f  best peer %8.2f (%s)  uslab/best %.2f" % (label, r[2], r[3], r[1], r[0]))
+            rows.append("  %-31s uslab %8.2f  best peer %8.2f (%s)  uslab/best %.2f" % (label, r[2], r[3], r[1], r[0]))
     # the peers' bulk rows are N mallocs + N frees
     for label, table, metric, pm, who in [("bulk API ns/object", "bulk", "bulk ns/object", "malloc ns/object", U),
                                           ("bulk fallback ns/object", "bulk", "fallback ns/object",
@@ -639,7 +683,7 @@ def summary_lines(data, parts, redis, meta, kernel=None):
         rs = [(r[0], x) for r, x in rs if r]
         if rs:
             lo, hi = min(rs), max(rs)
-            rows.append("  %-30s uslab/best %.2f (at %s) .. %.2f (at %s); leads at %d of %d %s"
+            rows.append("  %-31s uslab/best %.2f (at %s) .. %.2f (at %s); leads at %d of %d %s"
                         % (label, lo[0], lo[1], hi[0], hi[1], sum(1 for r in rs if r[0] < 0.995), len(rs),
                            "sizes" if table == "nalloc" else "N"))
     if rows:
@@ -664,16 +708,18 @@ def summary_lines(data, parts, redis, meta, kernel=None):
     order, med, _ = redis
     if med:
         out.append("redis RSS MB after loading / after FLUSHALL + idle: " +
-                   "; ".join("%s %.0f/%.0f" % (a, med[a][1], med[a][4]) for a in order))
+                   "; ".join("%s %.0f/%.0f" % (disp(a), med[a][1], med[a][4]) for a in order))
     if kernel:
         suites, _, vals = kernel
         cells = []
         for su in suites:
             best = min(((vals[(su, pr)][0], pr) for pr in PEERS if (su, pr) in vals), default=None)
             if best and (su, "uslab") in vals:
-                cells.append("%s %.2f (%s)" % (su, vals[(su, "uslab")][0] / best[0], best[1]))
+                cells.append("%s %.2f (%s)" % (su, vals[(su, "uslab")][0] / best[0], disp(best[1])))
         if cells:
             out.append("kernel's test suites, uslab/best peer's time: " + "; ".join(cells))
+    if any("gperftools" in line for line in out):
+        out.append(gperftools_note(meta))
     return out
 
 
@@ -696,6 +742,7 @@ def report(d):
         if f.endswith(".png"):
             os.remove(os.path.join(d, f))
     p = Plotter(d)
+    p.meta = meta
     try:
         plot_all(p, data, redis)
     except Exception as e:    # a bug in one plot must not lose the tables
@@ -726,7 +773,8 @@ def report(d):
              % (meta.get("cpu", "?"), meta.get("ncpu", "?"), meta.get("memory", "?"), meta.get("loadavg", "?")))
     L.append("| system | Debian %s, Linux %s, %s |" % (meta.get("debian", "?"), meta.get("kernel", "?"),
                                                      meta.get("compiler", "?")))
-    L.append("| libraries | libc6 %s, libjemalloc2 %s, libtcmalloc-minimal4 %s, libmimalloc2.0 %s, redis-server %s |"
+    L.append("| libraries | libc6 %s, libjemalloc2 %s, libtcmalloc-minimal4 %s (shown as gperftools), libmimalloc2.0 %s, "
+             "redis-server %s |"
              % (v.get("libc6", "?"), v.get("libjemalloc2", "?"), v.get("libtcmalloc-minimal4", "?"),
                 v.get("libmimalloc2.0", "?"), v.get("redis-server", "?")))
     subj = meta.get("commit_subject", "").replace("|", "/")
@@ -740,6 +788,10 @@ def report(d):
              "runs; the `uslab-bench` and `uslab-dbench` tables print medians only (the plots' whiskers show the "
              "least..greatest run, from `raw/data.tsv`); the redis tables give the spread (max - min) over the "
              "rounds. The machine is shared and noisy: compare numbers from one run only.\n")
+    L.append("**The peers:** glibc's malloc, jemalloc, gperftools and mimalloc, each from Debian. %s; its "
+             "rows, columns and plots are named gperftools (in `raw/data.tsv`, `raw/redis.tsv` and `raw/kernel.tsv` "
+             "its key is still `tcmalloc`; tables in `raw/` from runs before the rename say tcmalloc).\n"
+             % gperftools_note(meta))
 
     L.append("## Summary\n")
     L.append(fence("\n".join(summary_lines(data, parts, redis, meta, kernel)) or "(no data)"))

@@ -12,6 +12,9 @@
 #                  uslab as malloc only, under the kernel's shim)
 #   glibc          the kernel's shim, no preload
 #   jemalloc, tcmalloc, mimalloc   the kernel's shim with LD_PRELOAD of the peer
+#                  (tcmalloc: Debian's libtcmalloc-minimal4, gperftools 2.10 with
+#                  per-thread caches, not Google's per-CPU tcmalloc; the table names
+#                  it gperftools, the TSV keeps the key tcmalloc)
 # Rounds are interleaved (round 1: every variant, then round 2 ...); the table
 # gives each variant's median seconds and uslab's ratio to the best peer (glibc,
 # jemalloc, tcmalloc, mimalloc).
@@ -112,6 +115,7 @@ import sys, statistics, time
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]).readlines()[1:]]
 variants = sys.argv[2].split()
 peers = [v for v in ("glibc", "jemalloc", "tcmalloc", "mimalloc") if v in variants]
+shown = {"tcmalloc": "gperftools"}
 suites = list(dict.fromkeys(r[0] for r in rows))
 failed = 0
 print("== the kernel's test suites (tools/testing/radix-tree, linux-source-6.12): seconds per run, "
@@ -121,8 +125,8 @@ print("run %s, uslab %s; uslab: the suites' kmem_cache calls on uslab's caches (
       "(kmem_cache = malloc + a mutex) with the peer preloaded" % (time.strftime("%Y-%m-%d %H:%M"), sys.argv[3]))
 for col, what in ((3, "wall seconds"), (5, "CPU seconds (user + system)")):
     print("\n%s:" % what)
-    print("%-11s %6s" % ("suite", "rounds") + "".join(" %12s" % v for v in variants)
-          + " %11s %9s" % ("uslab/best", "best"))
+    print("%-11s %6s" % ("suite", "rounds") + "".join(" %12s" % shown.get(v, v) for v in variants)
+          + " %11s %10s" % ("uslab/best", "best"))
     for s in suites:
         med = {}
         for v in variants:
@@ -138,8 +142,11 @@ for col, what in ((3, "wall seconds"), (5, "CPU seconds (user + system)")):
         ok = [(med[p], p) for p in peers if med.get(p)]
         if ok and med.get("uslab"):
             b = min(ok)
-            line += " %11.2f %9s" % (med["uslab"] / b[0], b[1])
+            line += " %11.2f %10s" % (med["uslab"] / b[0], shown.get(b[1], b[1]))
         print(line)
+if "tcmalloc" in variants:
+    print("\ngperftools = Debian libtcmalloc-minimal4, gperftools 2.10 tcmalloc with per-thread caches (not "
+          "Google's per-CPU tcmalloc)")
 print("\nuslab/best: uslab's median over the best peer's (below 1.00: uslab is faster). idr-test and main "
       "run loops for a set time (idr-test about 33 of its 44 s, main's iteration checks) and maple sleeps "
       "in its RCU tests: their times say little about the allocator; xarray and multiorder do fixed work.")

@@ -19,7 +19,10 @@
 #   jemalloc         as shipped: redis-server links libjemalloc.so.2, no LD_PRELOAD
 #   glibc            LD_PRELOAD of glibc_shim.c (built here with cc), which forwards the
 #                    malloc family to glibc's __libc_* (see the file for why)
-#   tcmalloc         LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+#   tcmalloc         LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4: Debian's
+#                    libtcmalloc-minimal4, gperftools 2.10 tcmalloc with per-thread caches
+#                    (not Google's per-CPU tcmalloc); the tables name it gperftools, the
+#                    key (--alloc, the TSV's alloc column) stays tcmalloc
 #   mimalloc         LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
 #   uslab            LD_PRELOAD=libuslab.so (--uslab PATH, or $USLAB_LIB, default
 #                    build/release/libuslab.so under the repository root)
@@ -44,7 +47,9 @@ usage: bash bench/redis/redis_rss.sh [--rounds R] [--alloc LIST] [--uslab PATH]
                                      [--port P] [--out FILE.tsv] [--verbose]
   --rounds R     rounds, each runs every allocator once (default 3)
   --alloc LIST   comma-separated: jemalloc,glibc,tcmalloc,mimalloc,uslab,
-                 uslab-nosheaves,uslab-decay0,uslab-slab, or all (default all)
+                 uslab-nosheaves,uslab-decay0,uslab-slab, or all (default all);
+                 tcmalloc: Debian's libtcmalloc-minimal4 (gperftools 2.10, per-thread
+                 caches), named gperftools in the tables
   --uslab PATH   libuslab.so to preload (default $USLAB_LIB, else
                  <repo>/build/release/libuslab.so)
   --keys N       keys per DEBUG POPULATE (default 1000000)
@@ -303,6 +308,7 @@ fi
 # medians per allocator and column (field numbers of $RES), in the order run
 summary() {
 	awk -F'\t' -v order="$RUN_ALLOCS" -v verbose="$VERBOSE" -v keys="$KEYS" -v size="$SIZE" -v idle="$IDLE" -v kl="$( [ "$KEYS" = 1000000 ] && echo 1M || echo "$KEYS" )" '
+	function shown(x) { return x == "tcmalloc" ? "gperftools" : x }
 	function median(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -316,15 +322,17 @@ summary() {
 		printf "\nRSS in MB (VmRSS kB / 1000), median of rounds; %d keys of %d B, DEL 80%%, %d more keys (prefix k2), FLUSHALL SYNC + %ss idle\n\n", keys, size, keys, idle
 		print "| allocator | runs | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
 		print "|---|---:|---:|---:|---:|---:|---:|"
-		for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) { printf "| %s | 0 | FAILED | | | | |\n", x; continue }
-			printf "| %s | %d", x, n[x]; for (c = 3; c <= 7; c++) printf " | %.0f", med[x, c] / 1000; print " |" }
+		for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) { printf "| %s | 0 | FAILED | | | | |\n", shown(x); continue }
+			printf "| %s | %d", shown(x), n[x]; for (c = 3; c <= 7; c++) printf " | %.0f", med[x, c] / 1000; print " |" }
+		for (i = 1; i <= na; i++) if (names[i] == "tcmalloc")
+			print "\ngperftools = Debian libtcmalloc-minimal4, gperftools 2.10 tcmalloc with per-thread caches (not Google'\''s per-CPU tcmalloc)"
 		multi = 0; for (x in n) if (n[x] > 1) multi = 1
 		if (multi) {
 			print "\nSpread of the RSS over the rounds, max - min, MB\n"
 			print "| allocator | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
 			print "|---|---:|---:|---:|---:|---:|"
 			for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) continue
-				printf "| %s", x
+				printf "| %s", shown(x)
 				for (c = 3; c <= 7; c++) { lo = hi = v[x, c, 1]
 					for (k = 2; k <= n[x]; k++) { if (v[x, c, k] < lo) lo = v[x, c, k]; if (v[x, c, k] > hi) hi = v[x, c, k] }
 					printf " | %.0f", (hi - lo) / 1000 }
@@ -335,7 +343,7 @@ summary() {
 			print "| allocator | start | loaded | after DEL 80% | after " kl " more | after FLUSHALL + idle |"
 			print "|---|---:|---:|---:|---:|---:|"
 			for (i = 1; i <= na; i++) { x = names[i]; if (!(x in n)) continue
-				printf "| %s", x; for (c = 8; c <= 12; c++) printf " | %.0f", med[x, c] / 1024000; print " |" }
+				printf "| %s", shown(x); for (c = 8; c <= 12; c++) printf " | %.0f", med[x, c] / 1024000; print " |" }
 		}
 		je = ("jemalloc" in n) ? med["jemalloc", 6] : 0
 		print "\nRatios of the medians (targets: deleted/loaded <= 1, more/jemalloc near 1, idle/start near jemalloc'\''s)\n"
