@@ -127,6 +127,9 @@ static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t g
 	unsigned int kind = s->fast & ~USL_FAST_NUMA;   /* a CPU's sheaves hold its node's objects */
 	if (kind == USL_FAST_OWNED) {
 		void *obj = usl_owned_pop(s->oslots);
+		if (usl_unlikely(!obj) && !(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory (object size %u, order %u)",
+			           s->name, s->size, s->order);
 		if (usl_unlikely(gfp & __GFP_ZERO) && obj)
 			return zero_object(s, obj);
 		return obj;

@@ -306,3 +306,31 @@ void usl_owned_flush_all(struct kmem_cache *s)
 	usl_unlock(&owned_flush_mutex);
 	usl_oslab_discard_empty(s);
 }
+
+/* ===========================================================================
+ * Many objects (prefilled sheaves; kmem_cache_alloc_bulk and free_bulk use
+ * the same loops)
+ */
+bool usl_owned_alloc_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (!(p[i] = usl_owned_pop(s->oslots))) {
+			usl_owned_free_bulk(i, p, "kmem_cache_alloc_bulk");
+			return false;
+		}
+	return true;
+}
+
+void usl_owned_free_bulk(size_t nr, void **p, const char *fn)
+{
+	for (size_t i = 0; i < nr; i++) {
+		void *x = p[i];
+		uintptr_t off = (uintptr_t)x - usl_base;
+		uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)
+		           ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
+		if (e)
+			usl_owned_free_at(x, e, fn);
+		else if (x)
+			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an object of an owned cache; ignored", fn, x);
+	}
+}

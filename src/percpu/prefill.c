@@ -88,7 +88,7 @@ void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_s
 		return NULL;
 	}
 	void *obj = sh->objects[--sh->size];
-	if (usl_opt.harden && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
+	if (usl_opt.harden && !(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->oslots) {
 		/* Its free marker (freestate.h), written by the refill. */
 		if (usl_unlikely(!usl_marker_pop(s, obj))) {
 			usl_report_pop_refused(s, obj, "kmem_cache_alloc_from_sheaf");

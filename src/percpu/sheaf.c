@@ -95,6 +95,12 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 		usl_stat_add(s, USL_SHEAF_REFILL, want - from);
 		return 0;
 	}
+	if (s->oslots) {                     /* the owned front end: no marker, nothing written */
+		if (!usl_owned_alloc_bulk(s, want - sh->size, &sh->objects[sh->size]))
+			return -ENOMEM;
+		sh->size = want;
+		return 0;
+	}
 	if (!usl_engine_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
 	usl_sheaf_reverse(&sh->objects[sh->size], want - sh->size);
@@ -117,6 +123,8 @@ void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 	if (sh->size && (s->flags & USL_SLAB_DEBUG_FLAGS)) {
 		for (unsigned int i = 0; i < sh->size; i++)
 			usl_debug_free(s, sh->objects[i], "kmem_cache_return_sheaf", 0);
+	} else if (sh->size && s->oslots) {
+		usl_owned_free_bulk(sh->size, sh->objects, "kmem_cache_return_sheaf");
 	} else if (sh->size) {
 		usl_engine_free_bulk(s, sh->size, sh->objects);
 	}
