@@ -89,6 +89,7 @@ struct variant {
 	const char *only;      /* the scenarios it runs in (space-separated), NULL: all */
 	const char *lookahead; /* USLAB_BULK_LOOKAHEAD or NULL (the default, 3) */
 	const char *key;       /* --data's allocator name, NULL: name (gperftools keeps "tcmalloc") */
+	const char *front;     /* USLAB_FRONT or NULL (the default) */
 };
 
 struct sum_row {
@@ -97,7 +98,7 @@ struct sum_row {
 	const char *peer;   /* the best peer */
 };
 
-#define NVAR 17    /* the variants (driver.c) */
+#define NVAR 19    /* the variants (driver.c) */
 #define NAMEW 26   /* width of the allocator column: the longest name, plus one */
 #define MAXVALS 64
 #define MAXRUNS 31

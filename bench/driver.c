@@ -24,7 +24,9 @@ struct variant variants[] = {
 	{ "uslab static (extra)", "static/rseq", NULL, 1, 0, 1, NULL, "1", 1, NULL, NULL, "single bulk", NULL, NULL },
 	{ "uslab sheaves, simple", "sheaves/simple", SO, 1, 0, 0, NULL, "1", 1, NULL, NULL, "detached", "1", NULL },
 	{ "uslab cpu-slab, simple", "cpuslab/simple", SO, 1, 0, 0, NULL, "0", 1, NULL, NULL, "detached", "1", NULL },
+	{ "uslab owned (rseq)", "owned/rseq", SO, 1, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL, "owned" },
 	{ "uslab malloc", "uslab-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab malloc, owned", "owned-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL, "owned" },
 	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL, NULL, NULL },
 	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL },
 	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
@@ -98,6 +100,7 @@ int run_child(int vi, const char *scenario, const char *arg, int want, double *v
 		env_set("USLAB_ALLOCATOR", v->engine ? v->engine : "slub");
 		env_set("USLAB_SLAB_COLOUR", v->colour);
 		env_set("USLAB_BULK_LOOKAHEAD", v->lookahead);
+		env_set("USLAB_FRONT", v->front);
 		const char *exe = v->exe ? static_path : self_path;
 		execl(exe, exe, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
 		_exit(127);

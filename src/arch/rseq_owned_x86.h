@@ -53,7 +53,8 @@
  * slot (not marked or taken), that this CPU is the owner, that the entry is
  * still e (the slab was not given up or remade since), that the bit is clear
  * in the remote word (roff bytes on) and in the local word, then commits the
- * word. USL_RS_OK with *was the word before; USL_RS_MARKED: not this CPU's
+ * word. USL_RS_OK with *was the word as committed (only this bit: the
+ * word was empty); USL_RS_MARKED: not this CPU's
  * (another owner, no CPU, a marked or taken slot); USL_RS_OTHER: the entry
  * changed; USL_RS_DOUBLE: the bit was set (a double free). */
 static inline int usl_rseq_owned_free(struct usl_oslot *slots, const uint64_t *ce, uint64_t e, uint64_t own,

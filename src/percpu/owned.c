@@ -244,7 +244,7 @@ void usl_owned_free_slow(void *x, const char *fn)
 		uint64_t was;
 		int r = usl_rseq_owned_free(h->slots, ce, e, owner, &h->local[idx >> 6], idx & 63, h->roff, &was);
 		if (r == USL_RS_OK) {
-			if (!was && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+			if (was == 1UL << (idx & 63) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
 				usl_owned_list(h, e);
 			return;
 		}

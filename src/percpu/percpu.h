@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uin
 	int r = usl_rseq_owned_free(h->slots, ce, e, e >> USL_OWNER_SHIFT, &h->local[idx >> 6], idx & 63, h->roff,
 	                            &was);
 	if (usl_likely(r == USL_RS_OK)) {
-		if (usl_unlikely(!was) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+		if (usl_unlikely(was == 1UL << (idx & 63)) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
 			usl_owned_list(h, e);
 		return;
 	}
