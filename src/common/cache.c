@@ -50,7 +50,6 @@ static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_
  * free. */
 static void fork_prepare(void)
 {
-	usl_owned_fork_prepare();        /* no owned slot taken (a taker holds no lock) */
 	usl_lock(&walk_lock);            /* and no walk in progress (outermost: a walk allocates) */
 	walks_wait();
 	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
@@ -58,6 +57,10 @@ static void fork_prepare(void)
 	usl_lock(&sheaf_classes_lock);
 	usl_lock(&cache_cache_lock);
 	usl_lock(&slab_mutex);
+	/* Owned slots marked first: a refill that holds one may take any
+	 * cache's locks below (a new slab's bitmap comes from another cache). */
+	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
+		usl_owned_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	usl_slub_fork_lock_global();
 	usl_debug_fork_lock();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
@@ -82,12 +85,13 @@ static void fork_release(void)
 	}
 	usl_debug_fork_unlock();
 	usl_slub_fork_unlock_global();
+	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
+		usl_owned_fork_unlock(usl_container_of(it, struct kmem_cache, list));
 	usl_unlock(&slab_mutex);
 	usl_unlock(&cache_cache_lock);
 	usl_unlock(&sheaf_classes_lock);
 	usl_unlock(&classes_lock);
 	usl_stack_fork_unlock();
-	usl_owned_fork_release();
 }
 
 static void fork_release_parent(void)

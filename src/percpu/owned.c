@@ -72,43 +72,49 @@ void usl_owned_cache_free(struct kmem_cache *s)
  * Taking a slot. A section on the slot's CPU commits lock = 2; the taker
  * works on the slot's slabs and cursor with plain stores (every section
  * tests the lock first) and releases it with a store, from any CPU. fork()
- * waits until no slot is taken (takers count themselves before they take,
- * and back off while a fork is pending).
+ * marks every slot (waiting for its taker to finish), so no slot is taken in
+ * the child.
  */
-static unsigned long taken_count;
-static int fork_pending;
-
 static void slot_release(struct usl_oslot *o)
 {
 	__atomic_store_n(&o->lock, 0, __ATOMIC_RELEASE);
-	__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
 }
 
 /* This CPU's slot of slots, taken: USL_RS_OK with *o, or the section's
- * refusal (USL_RS_MARKED: marked, taken or a fork pending; USL_RS_NOCPU). */
+ * refusal (USL_RS_MARKED: marked or taken; USL_RS_NOCPU). */
 static int slot_take(struct usl_oslot *slots, struct usl_oslot **o)
 {
-	__atomic_fetch_add(&taken_count, 1, __ATOMIC_SEQ_CST);
-	if (usl_unlikely(__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST))) {
-		__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
-		return USL_RS_MARKED;
+	return usl_rseq_oslot_take(slots, o);
+}
+
+/* Mark every slot of s (lock 0 -> 1), each once its taker released it. */
+static void slots_mark(struct kmem_cache *s)
+{
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		int z = 0;
+		while (!__atomic_compare_exchange_n(&s->oslots[i].lock, &z, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			z = 0;
+			sched_yield();
+		}
 	}
-	int r = usl_rseq_oslot_take(slots, o);
-	if (r != USL_RS_OK)
-		__atomic_fetch_sub(&taken_count, 1, __ATOMIC_SEQ_CST);
-	return r;
 }
 
-void usl_owned_fork_prepare(void)
+static void slots_unmark(struct kmem_cache *s)
 {
-	__atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&taken_count, __ATOMIC_SEQ_CST))
-		sched_yield();
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
 }
 
-void usl_owned_fork_release(void)
+void usl_owned_fork_lock(struct kmem_cache *s)
 {
-	__atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
+	if (s->oslots)
+		slots_mark(s);
+}
+
+void usl_owned_fork_unlock(struct kmem_cache *s)
+{
+	if (s->oslots)
+		slots_unmark(s);
 }
 
 /* ===========================================================================
@@ -278,16 +284,9 @@ void usl_owned_flush_all(struct kmem_cache *s)
 	if (!s->oslots)
 		return;
 	usl_lock(&owned_flush_mutex);
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-		int z = 0;
-		while (!__atomic_compare_exchange_n(&s->oslots[i].lock, &z, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			z = 0;
-			sched_yield();
-		}
-	}
+	slots_mark(s);
 	if (usl_membarrier_rseq() != 0) {
-		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
+		slots_unmark(s);
 		usl_unlock(&owned_flush_mutex);
 		usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
 		return;
@@ -301,8 +300,7 @@ void usl_owned_flush_all(struct kmem_cache *s)
 		o->wbase = NULL;
 		usl_oslab_each_owned(s, (unsigned int)o->me, orphan_cb, NULL);
 	}
-	for (unsigned int i = 0; i < usl_nr_cpus; i++)
-		__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
+	slots_unmark(s);
 	usl_unlock(&owned_flush_mutex);
 	usl_oslab_discard_empty(s);
 }

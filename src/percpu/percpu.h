@@ -108,9 +108,10 @@ USL_HIDDEN void usl_owned_free_bulk(size_t nr, void **p, const char *fn);
 /* Every slot of s given up (mark + membarrier): its slabs orphaned, wholly
  * free ones discarded (shrink, malloc_trim, destroy). */
 USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);
-/* fork(): no slot is taken while the process forks. */
-USL_HIDDEN void usl_owned_fork_prepare(void);
-USL_HIDDEN void usl_owned_fork_release(void);
+/* fork(): every slot of s marked (once its taker, if any, released it), so
+ * no slot is taken in the child; and unmarked in both processes after. */
+USL_HIDDEN void usl_owned_fork_lock(struct kmem_cache *s);
+USL_HIDDEN void usl_owned_fork_unlock(struct kmem_cache *s);
 
 /* malloc's and kmem_cache_alloc's fast path in the owned front end: the
  * lowest free bit of the cursor word (the block is never touched). */
