@@ -377,7 +377,7 @@ struct usl_oslab {
 	uint32_t objects;            /* 24 */
 	uint32_t roff;               /* 28: bytes from local[0] to remote[0] */
 	uint32_t nwords;             /* 32: words of local[] (and of remote[]) */
-	uint16_t owner;              /* 36: CPU + 1; 0 an orphan (as in the chunk map) */
+	uint16_t owner;              /* 36: CPU + 1; 0 an orphan; 0xffff given up */
 	uint8_t listed;              /* 38: owner's: the slot's cursor slab or on its avail stack */
 	uint8_t orphan_listed;       /* 39: an orphan on its node's orphan list (list_lock) */
 	struct usl_oslab *avail_next; /* 40: the owner's avail stack */
@@ -434,11 +434,9 @@ _Static_assert(sizeof(struct usl_oslot) == 128, "an owned slot is a sheaf slot's
 _Static_assert(offsetof(struct usl_oslot, lock) == 32, "the lock where the sections' prologue tests it");
 /* The owned chunk map (pages.c): per 64 KiB of the range, the usl_oslab of
  * the owned slab there (owned slabs are naturally aligned blocks of at least
- * 64 KiB) | its owner << 48; 0 for anything else. */
+ * 64 KiB); 0 for anything else. */
 #define USL_OCHUNK_SHIFT 16
 #define USL_OSLAB_MIN_ORDER (USL_OCHUNK_SHIFT - 12)
-#define USL_OWNER_SHIFT 48
-#define USL_OPTR_MASK ((1UL << USL_OWNER_SHIFT) - 1)
 
 /* Caches by id: ids from 1 (common/cache.c); 0 names no cache. */
 #define USL_MAX_CACHES 65536

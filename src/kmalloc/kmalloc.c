@@ -160,8 +160,7 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
 		return;
 	uint8_t mode = (uint8_t)(usl_opt.fast_mode & ~USL_MODE_NUMA);   /* a CPU's sheaves hold its node's objects */
 	if (s->oslots) {                     /* the owned front end: no marker, whatever the mode */
-		__atomic_store_n(&usl_malloc_classes[j].secret, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&usl_malloc_classes[j].slots, (struct kmem_cache_cpu *)(void *)s->oslots,
+		__atomic_store_n(&usl_malloc_classes[j].slots, (struct kmem_cache_cpu *)((uintptr_t)s->oslots | 1),
 		                 __ATOMIC_RELEASE);
 	} else if (mode == USL_MODE_HARDEN && !s->offset) {
 		__atomic_store_n(&usl_malloc_classes[j].secret, s->fp_secret, __ATOMIC_RELAXED);

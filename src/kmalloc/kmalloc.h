@@ -24,9 +24,15 @@ extern struct kmem_cache *usl_malloc_tab[USL_MALLOC_TAB] USL_HIDDEN;
  * two-word cache (freestate.h, usl_two_word): its flag is word 1. */
 #define USL_MALLOC_FLAG 8
 struct usl_malloc_class {
-	struct kmem_cache_cpu *slots;   /* an owned class (secret 0): its struct usl_oslot slots */
+	struct kmem_cache_cpu *slots;   /* an owned class: its struct usl_oslot slots | 1
+	                                   (usl_malloc_owned) */
 	uintptr_t secret;
 };
+/* Is this published slots pointer an owned class's (tagged with 1)? */
+static inline bool usl_malloc_owned(const struct kmem_cache_cpu *slots)
+{
+	return (uintptr_t)slots & 1;
+}
 extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
 /* With hardening off (and no counters) the classes' slots are published here
  * instead, for malloc's second path, a pop with no marker to check
@@ -62,8 +68,6 @@ static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct u
 	uintptr_t secret = __atomic_load_n(&c->secret, __ATOMIC_RELAXED);
 	void *obj;
 
-	if (!secret)                         /* an owned class: its slots are owned slots */
-		return usl_owned_pop((struct usl_oslot *)(void *)slots);
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	uintptr_t *at = obj, key = usl_key(secret, at);
 	if (!usl_marker_waits(at, key, obj, USL_MALLOC_FLAG))

@@ -143,6 +143,8 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		if (pow2 <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO)) {
 			const struct usl_malloc_class *c = usl_malloc_class(i);
 			struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+			if (usl_malloc_owned(slots))
+				return usl_owned_pop_tagged((uintptr_t)slots);
 			if (usl_likely(slots != NULL))
 				return usl_malloc_pop(c, slots);
 		}
@@ -179,6 +181,8 @@ EXPORT void *malloc(size_t n)
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
 		const struct usl_malloc_class *c = usl_malloc_class((n + 15) >> 4);
 		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+		if (usl_malloc_owned(slots))     /* the owned front end: a bit of the cursor word */
+			return usl_owned_pop_tagged((uintptr_t)slots);
 		if (usl_likely(slots != NULL))
 			return usl_malloc_pop(c, slots);
 	}
@@ -208,6 +212,10 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
 		const struct usl_malloc_class *c = usl_malloc_class((n + 15) >> 4);
 		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+		if (usl_malloc_owned(slots)) {
+			void *p = usl_owned_pop_tagged((uintptr_t)slots);
+			return usl_likely(p != NULL) ? memset(p, 0, n) : NULL;
+		}
 		if (usl_likely(slots != NULL)) {
 			void *p = usl_malloc_pop(c, slots);
 			return usl_likely(p != NULL) ? memset(p, 0, n) : NULL;

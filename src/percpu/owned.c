@@ -46,25 +46,29 @@ bool usl_owned_front(void)
 	return on;
 }
 
+/* The slots, with two sentinel slots below slot 0 (cpu_id -1 and -2: no
+ * rseq registration, a vfork child), marked for good. */
+#define SENTINELS 2
 int usl_owned_cache_init(struct kmem_cache *s)
 {
-	struct usl_oslot *o = usl_meta_alloc((size_t)usl_nr_cpus * sizeof(struct usl_oslot));
+	struct usl_oslot *o = usl_meta_alloc((size_t)(usl_nr_cpus + SENTINELS) * sizeof(struct usl_oslot));
 	if (!o)
 		return -1;
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+	for (unsigned int i = 0; i < usl_nr_cpus + SENTINELS; i++) {
 		o[i].wp = &usl_zero_word;
 		o[i].size = s->size;
-		o[i].me = i + 1;
+		o[i].me = i < SENTINELS ? 0 : i - SENTINELS + 1;
+		o[i].lock = i < SENTINELS;
 		o[i].cache = s;
 	}
-	s->oslots = o;
+	s->oslots = o + SENTINELS;
 	return 0;
 }
 
 void usl_owned_cache_free(struct kmem_cache *s)
 {
 	if (s->oslots)
-		usl_meta_free(s->oslots);
+		usl_meta_free(s->oslots - SENTINELS);
 	s->oslots = NULL;
 }
 
@@ -204,7 +208,7 @@ void *usl_owned_alloc_slow(struct usl_oslot *slots)
 				errno = ENOMEM;
 			return obj;
 		}
-		if (r == USL_RS_NOCPU || tries >= 8) {
+		if (usl_rseq_cpu() < 0 || tries >= 8) {   /* no rseq here, or the slot stays busy */
 			void *obj = usl_oslab_alloc_orphan(s, 0);
 			if (usl_unlikely(!obj))
 				errno = ENOMEM;
@@ -217,9 +221,11 @@ void *usl_owned_alloc_slow(struct usl_oslot *slots)
 /* ===========================================================================
  * Frees the local section did not end
  */
-void usl_owned_list(struct usl_oslab *h, uint64_t e)
+void usl_owned_list(struct usl_oslab *h)
 {
-	usl_oslab_announce(h, (unsigned int)(e >> USL_OWNER_SHIFT));
+	unsigned int owner = __atomic_load_n(&h->owner, __ATOMIC_RELAXED);
+	if (owner && owner != 0xffff)        /* given up since: the orphaning saw the bit */
+		usl_oslab_announce(h, owner);
 }
 
 void usl_owned_free_slow(void *x, const char *fn)
@@ -228,8 +234,7 @@ void usl_owned_free_slow(void *x, const char *fn)
 	const uint64_t *ce = &usl_ochunk[off >> USL_OCHUNK_SHIFT];
 	for (;;) {
 		uint64_t e = __atomic_load_n(ce, __ATOMIC_ACQUIRE);
-		unsigned int owner = (unsigned int)(e >> USL_OWNER_SHIFT);
-		struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)(e & USL_OPTR_MASK);
+		struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
 		if (!e) {
 			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated block (its slab was freed: "
 			           "a double free?); ignored", fn, x);
@@ -242,24 +247,28 @@ void usl_owned_free_slow(void *x, const char *fn)
 			           "not freed", fn, h->cache->name, x);
 			return;
 		}
+		unsigned int owner = __atomic_load_n(&h->owner, __ATOMIC_ACQUIRE);
 		if (owner == 0) {
-			if (usl_oslab_free_orphan(h, e, idx, x, fn) == 0)
+			if (usl_oslab_free_orphan(h, idx, x, fn) == 0)
 				return;
 			continue;
 		}
-		uint64_t was;
-		int r = usl_rseq_owned_free(h->slots, ce, e, owner, &h->local[idx >> 6], idx & 63, h->roff, &was);
-		if (r == USL_RS_OK) {
-			if (was == 1UL << (idx & 63) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
-				usl_owned_list(h, e);
-			return;
-		}
-		if (r == USL_RS_DOUBLE) {
+		if (owner == 0xffff) {
 			usl_oslab_report_double(h, x, fn);
 			return;
 		}
-		if (r == USL_RS_OTHER)
-			continue;            /* the entry changed under us */
+		USL_RSEQ_OWNED_FREE(h, idx, other, dbl, first);
+		return;
+first:
+		if (!__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+			usl_owned_list(h);
+		return;
+dbl:
+		usl_oslab_report_double(h, x, fn);
+		return;
+other:
+		if (__atomic_load_n(ce, __ATOMIC_ACQUIRE) != e || __atomic_load_n(&h->owner, __ATOMIC_ACQUIRE) != owner)
+			continue;            /* given up, adopted or remade meanwhile: again */
 		usl_oslab_free_remote(h, idx, owner, x, fn);
 		return;
 	}

@@ -100,7 +100,7 @@ USL_HIDDEN void *usl_owned_alloc_slow(struct usl_oslot *slots);
 USL_HIDDEN void usl_owned_free_slow(void *x, const char *fn);
 /* The first free bit of an unlisted owned slab, set by its owner's free:
  * the slab to its owner's inbox (listed at the owner's next refill). */
-USL_HIDDEN void usl_owned_list(struct usl_oslab *h, uint64_t e);
+USL_HIDDEN void usl_owned_list(struct usl_oslab *h);
 /* nr objects of s into p (all or nothing: true), and nr objects freed by
  * pointer (each checked, reported under fn); loops of the fast paths. */
 USL_HIDDEN bool usl_owned_alloc_bulk(struct kmem_cache *s, size_t nr, void **p);
@@ -113,16 +113,27 @@ USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);
 USL_HIDDEN void usl_owned_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_owned_fork_unlock(struct kmem_cache *s);
 
-/* malloc's and kmem_cache_alloc's fast path in the owned front end: the
- * lowest free bit of the cursor word (the block is never touched). */
+/* kmem_cache_alloc's fast path in the owned front end (and malloc's, with
+ * the class table's tagged slots: usl_owned_pop_tagged): the lowest free bit
+ * of the cursor word; the block is never touched. */
 static inline __attribute__((always_inline)) void *usl_owned_pop(struct usl_oslot *slots)
 {
 	void *obj;
 
-	USL_RSEQ_OWNED_POP(slots, obj, slow);
+	USL_RSEQ_OWNED_POP(slots, "0", obj, slow);
 	return obj;
 slow:
 	return usl_owned_alloc_slow(slots);
+}
+
+static inline __attribute__((always_inline)) void *usl_owned_pop_tagged(uintptr_t tagged)
+{
+	void *obj;
+
+	USL_RSEQ_OWNED_POP(tagged, "1", obj, slow);
+	return obj;
+slow:
+	return usl_owned_alloc_slow((struct usl_oslot *)(tagged - 1));
 }
 
 /* free's fast path for x, whose chunk-map entry read e (not 0): the object
@@ -131,21 +142,18 @@ slow:
  * usl_owned_free_slow. */
 static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uint64_t e, const char *fn)
 {
-	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)(e & USL_OPTR_MASK);
+	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
 	uint32_t idx = usl_obj_index((uint32_t)((uintptr_t)x - (uintptr_t)h->start), h->div_inv, h->div_shift);
-	if (usl_unlikely(idx >= h->objects)) {
-		usl_owned_free_slow(x, fn);
-		return;
-	}
-	uint64_t was;
-	const uint64_t *ce = &usl_ochunk[((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT];
-	int r = usl_rseq_owned_free(h->slots, ce, e, e >> USL_OWNER_SHIFT, &h->local[idx >> 6], idx & 63, h->roff,
-	                            &was);
-	if (usl_likely(r == USL_RS_OK)) {
-		if (usl_unlikely(was == 1UL << (idx & 63)) && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
-			usl_owned_list(h, e);
-		return;
-	}
+	if (usl_unlikely(idx >= h->objects))
+		goto slow;
+	USL_RSEQ_OWNED_FREE(h, idx, slow, dbl, first);
+	return;
+first:
+	if (!__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+		usl_owned_list(h);
+	return;
+dbl:                                         /* the slow path looks again and reports */
+slow:
 	usl_owned_free_slow(x, fn);
 }
 

@@ -15,7 +15,7 @@
 #include "internal.h"
 #include "slub.h"
 
-/* Write h's chunk-map entries: h | owner << 48 (0: none). */
+/* Write h's chunk-map entries: h, or 0 once it is given up. */
 static void chunks_write(struct usl_oslab *h, uint64_t v)
 {
 	size_t first = ((uintptr_t)h->start - usl_base) >> USL_OCHUNK_SHIFT;
@@ -24,15 +24,9 @@ static void chunks_write(struct usl_oslab *h, uint64_t v)
 		__atomic_store_n(&usl_ochunk[first + i], v, __ATOMIC_RELEASE);
 }
 
-static inline uint64_t chunk_value(struct usl_oslab *h, unsigned int owner)
-{
-	return (uint64_t)(uintptr_t)h | (uint64_t)owner << USL_OWNER_SHIFT;
-}
-
 void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner)
 {
-	h->owner = (uint16_t)owner;
-	chunks_write(h, chunk_value(h, owner));
+	__atomic_store_n(&h->owner, (uint16_t)owner, __ATOMIC_RELEASE);
 }
 
 struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner)
@@ -74,6 +68,7 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 	n->nr_owned++;
 	usl_unlock(&n->list_lock);
 	usl_oslab_set_owner(h, owner);
+	chunks_write(h, (uintptr_t)h);
 	return h;
 }
 
@@ -183,17 +178,16 @@ static void orphan_unlist(struct kmem_cache_node *n, struct usl_oslab *h)
 	}
 }
 
-int usl_oslab_free_orphan(struct usl_oslab *h, uint64_t e, unsigned int idx, const void *x, const char *fn)
+int usl_oslab_free_orphan(struct usl_oslab *h, unsigned int idx, const void *x, const char *fn)
 {
 	struct kmem_cache *s = h->cache;
 	struct kmem_cache_node *n = usl_get_node(s, h->slab);
 	unsigned int k = idx >> 6;
 	uint64_t b = 1UL << (idx & 63);
-	size_t chunk = ((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT;
 	bool discard = false;
 
 	usl_lock(&n->list_lock);
-	if (__atomic_load_n(&usl_ochunk[chunk], __ATOMIC_ACQUIRE) != e) {
+	if (h->owner != 0) {
 		usl_unlock(&n->list_lock);
 		return -1;                   /* adopted (or given up) meanwhile: again */
 	}

@@ -119,8 +119,6 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 
 	s->inuse = size;
 	s->fp_secret = (uintptr_t)usl_random64();
-	if (!s->fp_secret)                   /* 0 marks an owned class in malloc's table */
-		s->fp_secret = 1;
 	if (args && args->use_freeptr_offset) {
 		/* The creator keeps the free pointer inside the object (checked by
 		 * the caller: word aligned, within object_size). */

@@ -179,7 +179,7 @@ USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 USL_HIDDEN struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner);
 /* A wholly free slab nobody can reach any more: its pages and metadata back. */
 USL_HIDDEN void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h);
-/* h's owner, in the slab and its chunk-map entries. */
+/* h's owner (CPU + 1, 0 an orphan, 0xffff given up). */
 USL_HIDDEN void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner);
 /* Remote bits into local ones (a bit in both: a double free, reported);
  * true if any local bit is set. For the holder of h's local words. */
@@ -194,10 +194,9 @@ USL_HIDDEN void usl_oslab_free_remote(struct usl_oslab *h, unsigned int idx, uns
 USL_HIDDEN void usl_oslab_announce(struct usl_oslab *h, unsigned int owner);
 USL_HIDDEN void usl_oslab_reannounce(struct usl_oslab *h);
 USL_HIDDEN void usl_oslab_report_double(const struct usl_oslab *h, const void *x, const char *fn);
-/* A free into an orphan, whose chunk-map entry read e, under list_lock: 0
- * done (or reported), -1 the entry changed (the caller starts again). */
-USL_HIDDEN int usl_oslab_free_orphan(struct usl_oslab *h, uint64_t e, unsigned int idx, const void *x,
-                                     const char *fn);
+/* A free into an orphan, under list_lock: 0 done (or reported), -1 it is
+ * owned again (the caller starts again). */
+USL_HIDDEN int usl_oslab_free_orphan(struct usl_oslab *h, unsigned int idx, const void *x, const char *fn);
 /* One object from the node's orphans, or a new orphan slab (threads with no
  * slot to use); NULL if no memory. */
 USL_HIDDEN void *usl_oslab_alloc_orphan(struct kmem_cache *s, unsigned int node);
