@@ -363,12 +363,13 @@ _Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
  * The owned front end (percpu/owned.c, slub/oslab.c; docs/ARCHITECTURE.md,
  * "The owned front end"). An owned slab's free state is a bitmap outside its
  * blocks: struct usl_oslab, in a metadata region, never beside a user block.
- * Line 0 is read by the fast paths and written only while nobody but its
- * owner's slow paths can reach it; local[] (bit i set: object i free) is
- * written by the owner alone (sections on its CPU, or the thread holding its
- * slot taken); the remote words, USL_OSLAB_REMOTE(h) bytes after local[], are
- * set by any other CPU with one locked instruction, and pending and
- * inbox_next follow them. */
+ * Line 0 is what a free reads: where the slab is, its divisor, its owner and
+ * whether remote frees wait to be merged (pending, with the inbox link:
+ * written by other CPUs once per merge). local[] (bit i set: object i free)
+ * is written by the owner alone (sections on its CPU, or the thread holding
+ * its slot taken, or under list_lock while it is an orphan); the remote
+ * words, roff bytes after local[], are set by any other CPU with one locked
+ * instruction. */
 struct usl_oslot;
 struct usl_oslab {
 	char *start;                 /* 0: the slab's first object */
@@ -380,31 +381,24 @@ struct usl_oslab {
 	uint16_t owner;              /* 36: CPU + 1; 0 an orphan; 0xffff given up */
 	uint8_t listed;              /* 38: owner's: the slot's cursor slab or on its avail stack */
 	uint8_t orphan_listed;       /* 39: an orphan on its node's orphan list (list_lock) */
-	struct usl_oslab *avail_next; /* 40: the owner's avail stack */
-	struct kmem_cache *cache;    /* 48 */
-	struct slab *slab;           /* 56: its struct slab (slab->unused points back) */
-	/* line 1: the lists every owned slab of the cache is on (list_lock) */
-	struct usl_list all;         /* 64: n->owned, every owned or orphan slab of the node */
-	struct usl_list orphans;     /* 80: n->orphans, orphans with free objects */
-	uint64_t pad[4];
+	uint64_t pending;            /* 40: remote bits not merged yet: on an inbox, or about to be */
+	struct usl_oslab *inbox_next; /* 48: the inbox link (written by the CPU that set pending) */
+	struct usl_oslab *avail_next; /* 56: the owner's avail stack */
+	/* line 1: slow paths (list_lock for the lists) */
+	struct kmem_cache *cache;    /* 64 */
+	struct slab *slab;           /* 72: its struct slab (slab->unused points back) */
+	struct usl_list all;         /* 80: n->owned, every owned or orphan slab of the node */
+	struct usl_list orphans;     /* 96: n->orphans, orphans with free objects */
+	uint64_t pad[2];
 	uint64_t local[];            /* 128 */
 };
 _Static_assert(offsetof(struct usl_oslab, local) == 128, "local words start at line 2");
-/* The remote line after the remote words: pending (an inbox push is due or
- * done) and the inbox link, written by the frees of other CPUs. */
-struct usl_oslab_tail {
-	uint64_t pending;
-	struct usl_oslab *inbox_next;
-};
+_Static_assert(offsetof(struct usl_oslab, avail_next) < 64, "what a free reads: line 0");
 static inline uint64_t *usl_oslab_remote(struct usl_oslab *h) { return (uint64_t *)((char *)h->local + h->roff); }
-static inline struct usl_oslab_tail *usl_oslab_tail(struct usl_oslab *h)
-{
-	return (struct usl_oslab_tail *)((char *)h->local + 2 * h->roff);
-}
 /* The bytes of an owned slab's metadata with nwords bitmap words. */
 static inline size_t usl_oslab_bytes(unsigned int nwords)
 {
-	return offsetof(struct usl_oslab, local) + 2 * USL_ALIGN((size_t)nwords * 8, USL_CACHELINE) + USL_CACHELINE;
+	return offsetof(struct usl_oslab, local) + 2 * USL_ALIGN((size_t)nwords * 8, USL_CACHELINE);
 }
 
 /* A CPU's owned slot of a cache: 128 bytes; the fast paths read line 0 only.

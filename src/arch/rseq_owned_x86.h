@@ -77,8 +77,9 @@
 
 /* Free object idx of the owned slab h: the section checks the slot (not
  * marked or taken), that this CPU owns h (the slot's `me` is h->owner), that
- * the bit is clear in the remote word (h->roff bytes on) and in the local
- * word, then commits the local word. After the commit, a word that now holds
+ * the bit is clear in the remote word (h->roff bytes on; read only while
+ * h->pending says remote frees wait to be merged: a remote free sets its bit
+ * and then pending) and in the local word, then commits the local word. After the commit, a word that now holds
  * this bit alone jumps to `first` (the slab may be unlisted). Labels: other
  * (not this CPU's, no CPU, a marked or taken slot), dbl (the bit was set:
  * a double free). */
@@ -91,8 +92,11 @@
 			"movzwl %c[o_owner](%[h]), %k[w]\n\t"                      \
 			"cmpq %[w], %c[o_me](%[sl])\n\t"                           \
 			"jne %l[" #other "]\n\t"                                   \
+			"cmpq $0, %c[o_pending](%[h])\n\t"                        \
+			"je 8f\n\t"                                               \
 			"btq %[bit], (%[bw],%[roff])\n\t"                          \
-			"jc %l[" #dbl "]\n\t"                                      \
+			"jc %l[" #dbl "]\n"                                        \
+			"8:\n\t"                                                  \
 			"movq (%[bw]), %[w]\n\t"                                   \
 			"btsq %[bit], %[w]\n\t"                                    \
 			"jc %l[" #dbl "]\n\t"                                      \
@@ -103,7 +107,8 @@
 			: [sl] "=&r"(sl_), [w] "=&r"(w_)                            \
 			: USL_OWNED_IN((h)->slots), [h] "r"(h), [bw] "r"(bw_),     \
 			  [bit] "r"((unsigned long)((idx) & 63)), [roff] "r"((unsigned long)(h)->roff), \
-			  [o_owner] "i"(offsetof(struct usl_oslab, owner))          \
+			  [o_owner] "i"(offsetof(struct usl_oslab, owner)),         \
+			  [o_pending] "i"(offsetof(struct usl_oslab, pending))      \
 			: "memory", "cc"                                            \
 			: other, dbl, first);                                       \
 	} while (0)

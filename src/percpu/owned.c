@@ -144,9 +144,8 @@ static void inbox_drain(struct usl_oslot *o)
 {
 	struct usl_oslab *h = __atomic_exchange_n(&o->inbox, NULL, __ATOMIC_ACQUIRE);
 	while (h) {
-		struct usl_oslab_tail *t = usl_oslab_tail(h);
-		struct usl_oslab *next = t->inbox_next;
-		__atomic_store_n(&t->pending, 0, __ATOMIC_SEQ_CST);   /* before the merge: later bits announce again */
+		struct usl_oslab *next = h->inbox_next;
+		__atomic_store_n(&h->pending, 0, __ATOMIC_SEQ_CST);   /* before the merge: later bits announce again */
 		if (h->owner != o->me)
 			usl_oslab_reannounce(h);
 		else if (usl_oslab_merge(h) && !h->listed) {

@@ -134,13 +134,12 @@ bool usl_oslab_merge(struct usl_oslab *h)
  * once per merge (pending), on its slot's inbox. */
 void usl_oslab_announce(struct usl_oslab *h, unsigned int owner)
 {
-	struct usl_oslab_tail *t = usl_oslab_tail(h);
-	if (__atomic_load_n(&t->pending, __ATOMIC_RELAXED) || __atomic_exchange_n(&t->pending, 1, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&h->pending, __ATOMIC_RELAXED) || __atomic_exchange_n(&h->pending, 1, __ATOMIC_SEQ_CST))
 		return;
 	struct usl_oslot *o = &h->slots[owner - 1];
 	struct usl_oslab *head = __atomic_load_n(&o->inbox, __ATOMIC_RELAXED);
 	do
-		t->inbox_next = head;
+		h->inbox_next = head;
 	while (!__atomic_compare_exchange_n(&o->inbox, &head, h, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
