@@ -372,24 +372,26 @@ _Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
  * instruction. */
 struct usl_oslot;
 struct usl_oslab {
-	char *start;                 /* 0: the slab's first object */
-	struct usl_oslot *slots;     /* 8: the cache's owned slots */
-	uint32_t div_inv, div_shift; /* 16: the object index (usl_obj_index) */
-	uint32_t objects;            /* 24 */
-	uint32_t roff;               /* 28: bytes from local[0] to remote[0] */
-	uint32_t nwords;             /* 32: words of local[] (and of remote[]) */
-	uint16_t owner;              /* 36: CPU + 1; 0 an orphan; 0xffff given up */
-	uint8_t listed;              /* 38: owner's: the slot's cursor slab or on its avail stack */
-	uint8_t orphan_listed;       /* 39: an orphan on its node's orphan list (list_lock) */
+	struct usl_oslot *slots;     /* 0: the cache's owned slots */
+	uint32_t div_inv, div_shift; /* 8: the object index (usl_obj_index) */
+	uint32_t start_off;          /* 16: the slab's offset in the range (low 32 bits, as the page map's) */
+	uint32_t objects;            /* 20 */
+	uint32_t roff;               /* 24: bytes from local[0] to remote[0] */
+	uint32_t nwords;             /* 28: words of local[] (and of remote[]) */
+	uint16_t owner;              /* 32: CPU + 1; 0 an orphan; 0xffff given up */
+	uint8_t listed;              /* 34: owner's: the slot's cursor slab or on its avail stack */
+	uint8_t orphan_listed;       /* 35: an orphan on its node's orphan list (list_lock) */
+	uint32_t pad0;
 	uint64_t pending;            /* 40: remote bits not merged yet: on an inbox, or about to be */
 	struct usl_oslab *inbox_next; /* 48: the inbox link (written by the CPU that set pending) */
 	struct usl_oslab *avail_next; /* 56: the owner's avail stack */
 	/* line 1: slow paths (list_lock for the lists) */
-	struct kmem_cache *cache;    /* 64 */
-	struct slab *slab;           /* 72: its struct slab (slab->unused points back) */
-	struct usl_list all;         /* 80: n->owned, every owned or orphan slab of the node */
-	struct usl_list orphans;     /* 96: n->orphans, orphans with free objects */
-	uint64_t pad[2];
+	char *start;                 /* 64: the slab's first object */
+	struct kmem_cache *cache;    /* 72 */
+	struct slab *slab;           /* 80: its struct slab (slab->unused points back) */
+	struct usl_list all;         /* 88: n->owned, every owned or orphan slab of the node */
+	struct usl_list orphans;     /* 104: n->orphans, orphans with free objects */
+	uint64_t pad1;
 	uint64_t local[];            /* 128 */
 };
 _Static_assert(offsetof(struct usl_oslab, local) == 128, "local words start at line 2");

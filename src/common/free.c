@@ -151,9 +151,10 @@ static __attribute__((noinline)) void free_checked_other(struct kmem_cache *s, v
                                                          bool sample, bool marked)
 {
 	if (s->fast == USL_FAST_OWNED) {     /* nothing is written into the block */
-		uint64_t e = __atomic_load_n(&usl_ochunk[((uintptr_t)x - usl_base) >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
+		uintptr_t off = (uintptr_t)x - usl_base;
+		uint64_t e = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
 		if (usl_likely(e != 0))
-			usl_owned_free_at(x, e, fn);
+			usl_owned_free_at(x, off, e, fn);
 		else
 			usl_owned_free_slow(x, fn);
 		return;
@@ -424,7 +425,7 @@ static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const c
 	/* An owned slab's object (the owned front end): its chunk-map entry. */
 	uint64_t oe = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
 	if (oe) {
-		usl_owned_free_at(x, oe, fn);
+		usl_owned_free_at(x, off, oe, fn);
 		return;
 	}
 	uint64_t w;

@@ -239,8 +239,7 @@ void usl_owned_free_slow(void *x, const char *fn)
 			           "a double free?); ignored", fn, x);
 			return;
 		}
-		uint32_t idx = usl_obj_index((uint32_t)((uintptr_t)x - (uintptr_t)h->start), h->div_inv,
-		                             h->div_shift);
+		uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);
 		if (idx >= h->objects) {
 			usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (inside one?); "
 			           "not freed", fn, h->cache->name, x);
@@ -335,7 +334,7 @@ void usl_owned_free_bulk(size_t nr, void **p, const char *fn)
 		uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)
 		           ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
 		if (e)
-			usl_owned_free_at(x, e, fn);
+			usl_owned_free_at(x, off, e, fn);
 		else if (x)
 			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an object of an owned cache; ignored", fn, x);
 	}

@@ -136,14 +136,16 @@ slow:
 	return usl_owned_alloc_slow((struct usl_oslot *)(tagged - 1));
 }
 
-/* free's fast path for x, whose chunk-map entry read e (not 0): the object
+/* free's fast path for x (at offset off in the range), whose chunk-map
+ * entry read e (not 0): the object
  * index from the slab's metadata line, then the local section (this CPU owns
  * the slab: one bit set, a double free found there); anything else to
  * usl_owned_free_slow. */
-static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uint64_t e, const char *fn)
+static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uintptr_t off, uint64_t e,
+                                                                    const char *fn)
 {
 	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
-	uint32_t idx = usl_obj_index((uint32_t)((uintptr_t)x - (uintptr_t)h->start), h->div_inv, h->div_shift);
+	uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);
 	if (usl_unlikely(idx >= h->objects))
 		goto slow;
 	USL_RSEQ_OWNED_FREE(h, idx, slow, dbl, first);

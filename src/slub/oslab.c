@@ -50,6 +50,7 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 	slab->unused = h;
 	memset(h, 0, usl_oslab_bytes((objects + 63) / 64));
 	h->start = usl_slab_address(slab);
+	h->start_off = (uint32_t)((uintptr_t)h->start - usl_base);
 	h->slots = s->oslots;
 	h->div_inv = s->div_inv;
 	h->div_shift = s->div_shift;
