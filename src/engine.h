@@ -70,11 +70,11 @@ static inline void usl_engine_flush_cpus(struct kmem_cache *s)
  * first); true if slabs remain. */
 static inline bool usl_engine_release(struct kmem_cache *s)
 {
-	return usl_is_slab(s) ? usl_slab_release(s) : usl_slub_release(s);
+	return usl_is_slab(s) ? usl_slab_release(s) : s->oslots ? usl_oslab_release(s) : usl_slub_release(s);
 }
 static inline unsigned long usl_engine_objects_in_use(struct kmem_cache *s)
 {
-	return usl_is_slab(s) ? usl_slab_objects_in_use(s) : usl_slub_objects_in_use(s);
+	return usl_is_slab(s) ? usl_slab_objects_in_use(s) : s->oslots ? usl_oslab_in_use(s) : usl_slub_objects_in_use(s);
 }
 static inline int usl_engine_set_order(struct kmem_cache *s, unsigned int order)
 {

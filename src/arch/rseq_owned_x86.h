@@ -133,4 +133,82 @@ busy:
 	return USL_RS_MARKED;
 }
 
+/* Take up to n objects from this CPU's cursor word into p[] (lowest first),
+ * in one section: the loop writes p[] before the commit (the caller's array:
+ * a restart rewrites it), the commit stores the word without them. Returns
+ * how many (0: an empty word, a marked or taken slot, no CPU). */
+static inline unsigned long usl_rseq_owned_pop_bulk(struct usl_oslot *slots, unsigned long n, void **p)
+{
+	unsigned long sl, wp, w, i, cnt;
+
+	__asm__ __volatile__(
+		USL_OWNED_PROLOGUE("0", "5f")
+		"movq %c[o_wp](%[sl]), %[wp]\n\t"
+		"movq (%[wp]), %[w]\n\t"
+		"xorl %k[cnt], %k[cnt]\n"
+		"12:\n\t"
+		"cmpq %[n], %[cnt]\n\t"
+		"jae 13f\n\t"
+		"tzcntq %[w], %[i]\n\t"
+		"jb 13f\n\t"
+		"imulq %c[o_size](%[sl]), %[i]\n\t"
+		"addq %c[o_wbase](%[sl]), %[i]\n\t"
+		"movq %[i], (%[p],%[cnt],8)\n\t"
+		"blsrq %[w], %[w]\n\t"
+		"incq %[cnt]\n\t"
+		"jmp 12b\n"
+		"13:\n\t"
+		"testq %[cnt], %[cnt]\n\t"
+		"jz 2f\n\t"
+		"movq %[w], (%[wp])\n"
+		"2:\n\t"
+		"jmp 6f\n"
+		"5:\n\t"
+		"xorl %k[cnt], %k[cnt]\n"
+		"6:\n"
+		: [sl] "=&r"(sl), [wp] "=&r"(wp), [w] "=&r"(w), [i] "=&r"(i), [cnt] "=&r"(cnt)
+		: USL_OWNED_IN(slots), [n] "r"(n), [p] "r"(p)
+		: "memory", "cc");
+	return cnt;
+}
+
+/* Free the objects of mask (bits of one local word bw of the owned slab h)
+ * in one section: as USL_RSEQ_OWNED_FREE with a mask. USL_RS_OK with *was
+ * the word before; USL_RS_MARKED: not this CPU's (or no CPU, a marked or
+ * taken slot); USL_RS_DOUBLE: a bit of mask is set in the local or the
+ * remote word (nothing written: the caller frees them one by one). */
+static inline int usl_rseq_owned_free_mask(struct usl_oslab *h, uint64_t *bw, uint64_t mask, uint64_t *was)
+{
+	unsigned long sl, w;
+
+	__asm__ __volatile__ goto(
+		USL_OWNED_PROLOGUE("0", "%l[other]")
+		"movzwl %c[o_owner](%[h]), %k[w]\n\t"
+		"cmpq %[w], %c[o_me](%[sl])\n\t"
+		"jne %l[other]\n\t"
+		"cmpq $0, %c[o_pending](%[h])\n\t"
+		"je 8f\n\t"
+		"testq %[mask], (%[bw],%[roff])\n\t"
+		"jnz %l[dbl]\n"
+		"8:\n\t"
+		"movq (%[bw]), %[w]\n\t"
+		"testq %[mask], %[w]\n\t"
+		"jnz %l[dbl]\n\t"
+		"orq %[mask], %[w]\n\t"
+		"movq %[w], (%[bw])\n"
+		"2:\n"
+		: [sl] "=&r"(sl), [w] "=&r"(w)
+		: USL_OWNED_IN(h->slots), [h] "r"(h), [bw] "r"(bw), [mask] "r"(mask),
+		  [roff] "r"((unsigned long)h->roff), [o_owner] "i"(offsetof(struct usl_oslab, owner)),
+		  [o_pending] "i"(offsetof(struct usl_oslab, pending))
+		: "memory", "cc"
+		: other, dbl);
+	*was = w & ~mask;
+	return USL_RS_OK;
+other:
+	return USL_RS_MARKED;
+dbl:
+	return USL_RS_DOUBLE;
+}
+
 #endif /* USL_RSEQ_OWNED_X86_H */

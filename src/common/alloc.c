@@ -125,15 +125,7 @@ static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t
 static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
 {
 	unsigned int kind = s->fast & ~USL_FAST_NUMA;   /* a CPU's sheaves hold its node's objects */
-	if (kind == USL_FAST_OWNED) {
-		void *obj = usl_owned_pop(s->oslots);
-		if (usl_unlikely(!obj) && !(gfp & __GFP_NOWARN))
-			usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory (object size %u, order %u)",
-			           s->name, s->size, s->order);
-		if (usl_unlikely(gfp & __GFP_ZERO) && obj)
-			return zero_object(s, obj);
-		return obj;
-	}
+
 	if (kind == USL_FAST_SHEAF)
 		return alloc_fast(s, gfp, true, false, true);
 	if (kind == USL_FAST_SHEAF_OTHER)
@@ -141,10 +133,42 @@ static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t g
 	return alloc_fast(s, gfp, false, false, false);
 }
 
+/* The owned front end's slow path: a refill (usl_owned_alloc_slow), the
+ * report of a failure, __GFP_ZERO. A destroyed cache is refused here (its
+ * slots are sentinels, always marked). */
+static __attribute__((noinline)) void *owned_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	if (usl_unlikely(!usl_cache_live(s))) {
+		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
+		return NULL;
+	}
+	void *obj = usl_owned_alloc_slow(s->oslots);
+	if (usl_unlikely(!obj)) {
+		if (!(gfp & __GFP_NOWARN))
+			usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc(%s): out of memory (object size %u, order %u)",
+			           s->name, s->size, s->order);
+		return NULL;
+	}
+	if (gfp & __GFP_ZERO)
+		return zero_object(s, obj);
+	return obj;
+}
+
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	if (usl_unlikely(!s))
 		return alloc_tail(s, gfp, NULL);
+	if (usl_likely(s->fast == USL_FAST_OWNED)) {
+		/* The owned front end: the lowest free bit of this CPU's cursor
+		 * word (the object is never read). */
+		void *obj;
+		USL_RSEQ_OWNED_POP(s->oslots, "0", obj, owned_slow);
+		if (usl_unlikely(gfp & __GFP_ZERO))
+			return zero_object(s, obj);
+		return obj;
+owned_slow:
+		return owned_alloc_slow(s, gfp);
+	}
 	if (usl_likely(s->fast == USL_FAST_SHEAF))
 		return alloc_fast(s, gfp, true, false, true);
 	if (usl_unlikely(s->fast == USL_FAST_COUNTED))

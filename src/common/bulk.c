@@ -106,6 +106,11 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
+	if (s->fast == USL_FAST_OWNED && !(gfp & __GFP_ZERO)) {
+		if (usl_owned_alloc_bulk(s, nr, p))
+			return (int)nr;
+		return alloc_bulk_failed(s, gfp, 0, nr);
+	}
 	/* (In locked mode every section fails at once: the general paths.) */
 	if (usl_rseq_mode && !(gfp & __GFP_ZERO)) {
 		if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF)
@@ -158,9 +163,16 @@ static int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 			}
 		return (int)nr;
 	}
-	if ((nr <= SMALL_BULK && s->sheaf_capacity) || s->oslots) {
-		/* The single-object path is cheaper for a few objects (and the
-		 * owned front end's, for now, for any number). */
+	if (s->oslots) {                     /* __GFP_ZERO, or a dead cache: checked here */
+		if (!usl_owned_alloc_bulk(s, nr, p))
+			return alloc_bulk_failed(s, gfp, 0, nr);
+		if (gfp & __GFP_ZERO)
+			for (size_t i = 0; i < nr; i++)
+				memset(p[i], 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
+		return (int)nr;
+	}
+	if (nr <= SMALL_BULK && s->sheaf_capacity) {
+		/* The single-object path is cheaper for a few objects. */
 		for (size_t i = 0; i < nr; i++)
 			if (!(p[i] = kmem_cache_alloc(s, gfp | __GFP_NOWARN))) {
 				for (size_t j = 0; j < i; j++)
@@ -374,6 +386,10 @@ static inline __attribute__((always_inline)) void free_bulk_small_cpu(struct kme
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
+	if (s && p && s->fast == USL_FAST_OWNED) {
+		usl_owned_free_bulk(s, nr, p, "kmem_cache_free_bulk");
+		return;
+	}
 	if (usl_rseq_mode && s && p && nr <= SMALL_BULK_CPU) {
 		if (nr <= SMALL_BULK && s->fast == USL_FAST_SHEAF) {
 			free_bulk_small(s, nr, p);
@@ -393,8 +409,8 @@ static void free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		usl_report_dead_cache("kmem_cache_free_bulk", s, "nothing freed");
 		return;
 	}
-	if (s && (s->sheaf_capacity || s->oslots) && p) {
-		if (nr <= SMALL_BULK || s->oslots) {
+	if (s && s->sheaf_capacity && p) {
+		if (nr <= SMALL_BULK) {
 			for (size_t i = 0; i < nr; i++)
 				if (p[i])
 					kmem_cache_free(s, p[i]);

@@ -863,7 +863,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		return;
 	}
 	usl_cache_flush_all(s);
-	remaining = s->oslots ? usl_oslab_in_use(s) : usl_engine_objects_in_use(s);
+	remaining = usl_engine_objects_in_use(s);
 	if (remaining) {
 		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
 		 * cache stays alive so nothing that still points into it breaks. */

@@ -230,6 +230,20 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_free: NULL cache for %p; not freed", x);
 		return;
 	}
+	if (usl_likely(s->fast == USL_FAST_OWNED)) {
+		/* The owned front end: x's slab by the chunk map, s's by its
+		 * slots; a bit set, the object never touched. */
+		uintptr_t off = (uintptr_t)x - usl_base;
+		if (usl_likely(off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))) {
+			uint64_t e = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
+			if (usl_likely(e && ((struct usl_oslab *)(uintptr_t)e)->slots == s->oslots)) {
+				usl_owned_free_at(x, off, e, "kmem_cache_free");
+				return;
+			}
+		}
+		bad_free(s, x, (uintptr_t)__builtin_return_address(0));
+		return;
+	}
 	if (usl_unlikely(!obj_check(s, x))) {
 		bad_free(s, x, (uintptr_t)__builtin_return_address(0));
 		return;

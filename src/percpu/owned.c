@@ -313,29 +313,89 @@ void usl_owned_flush_all(struct kmem_cache *s)
 }
 
 /* ===========================================================================
- * Many objects (prefilled sheaves; kmem_cache_alloc_bulk and free_bulk use
- * the same loops)
+ * Many objects: kmem_cache_alloc_bulk takes a cursor word's bits in one
+ * section; kmem_cache_free_bulk gathers the bits of consecutive objects in
+ * one local word and frees them in one section; anything else takes the
+ * single paths (which report).
  */
 bool usl_owned_alloc_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
-	for (size_t i = 0; i < nr; i++)
-		if (!(p[i] = usl_owned_pop(s->oslots))) {
-			usl_owned_free_bulk(i, p, "kmem_cache_alloc_bulk");
+	size_t got = 0;
+	while (got < nr) {
+		unsigned long k = usl_rseq_owned_pop_bulk(s->oslots, nr - got, p + got);
+		if (k) {
+			got += k;
+			continue;
+		}
+		if (!(p[got] = usl_owned_alloc_slow(s->oslots))) {
+			usl_owned_free_bulk(NULL, got, p, "kmem_cache_alloc_bulk");
 			return false;
 		}
+		got++;
+	}
 	return true;
 }
 
-void usl_owned_free_bulk(size_t nr, void **p, const char *fn)
+/* x is no object of an owned slab of s (or of any, s NULL): why, reported. */
+static __attribute__((noinline, cold)) void free_bulk_bad(struct kmem_cache *s, void *x, const char *fn)
 {
-	for (size_t i = 0; i < nr; i++) {
+	uintptr_t off = (uintptr_t)x - usl_base;
+	uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)
+	           ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
+	if (off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
+		usl_report(USLAB_ERR_FOREIGN, "%s%s%s%s: %p is not a uslab pointer; not freed", fn, s ? "(" : "",
+		           s ? s->name : "", s ? ")" : "", x);
+	else if (e && s)
+		usl_report(USLAB_ERR_WRONG_CACHE, "%s(%s): %p belongs to cache %s; not freed", fn, s->name, x,
+		           ((struct usl_oslab *)(uintptr_t)e)->cache->name);
+	else if (s)
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not an object of this cache; not freed", fn, s->name, x);
+	else
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an object of an owned cache; ignored", fn, x);
+}
+
+void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, const char *fn)
+{
+	const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	size_t i = 0;
+	while (i < nr) {
 		void *x = p[i];
 		uintptr_t off = (uintptr_t)x - usl_base;
-		uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)
-		           ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
-		if (e)
-			usl_owned_free_at(x, off, e, fn);
-		else if (x)
-			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an object of an owned cache; ignored", fn, x);
+		uint64_t e = off < top ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
+		struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
+		if (!e || (s && h->slots != s->oslots)) {
+			if (x)
+				free_bulk_bad(s, x, fn);
+			i++;
+			continue;
+		}
+		uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);
+		if (idx >= h->objects) {
+			usl_owned_free_slow(x, fn);
+			i++;
+			continue;
+		}
+		/* The run of objects after x in the same local word. */
+		uint64_t mask = 1UL << (idx & 63);
+		size_t j = i + 1;
+		for (; j < nr; j++) {
+			uintptr_t o2 = (uintptr_t)p[j] - usl_base;
+			if (o2 >= top || __atomic_load_n(&usl_ochunk[o2 >> USL_OCHUNK_SHIFT], __ATOMIC_RELAXED) != e)
+				break;
+			uint32_t i2 = usl_obj_index((uint32_t)o2 - h->start_off, h->div_inv, h->div_shift);
+			if (i2 >= h->objects || i2 >> 6 != idx >> 6 || (mask & (1UL << (i2 & 63))))
+				break;
+			mask |= 1UL << (i2 & 63);
+		}
+		uint64_t was;
+		int r = usl_rseq_owned_free_mask(h, &h->local[idx >> 6], mask, &was);
+		if (r == USL_RS_OK) {
+			if (!was && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+				usl_owned_list(h);
+		} else {
+			for (size_t k = i; k < j; k++)   /* one by one: remote, or a double free reported */
+				usl_owned_free_at(p[k], (uintptr_t)p[k] - usl_base, e, fn);
+		}
+		i = j;
 	}
 }

@@ -102,9 +102,10 @@ USL_HIDDEN void usl_owned_free_slow(void *x, const char *fn);
  * the slab to its owner's inbox (listed at the owner's next refill). */
 USL_HIDDEN void usl_owned_list(struct usl_oslab *h);
 /* nr objects of s into p (all or nothing: true), and nr objects freed by
- * pointer (each checked, reported under fn); loops of the fast paths. */
+ * pointer (each checked: an object of s, or of any owned cache with s NULL;
+ * anything else reported under fn, NULLs skipped). */
 USL_HIDDEN bool usl_owned_alloc_bulk(struct kmem_cache *s, size_t nr, void **p);
-USL_HIDDEN void usl_owned_free_bulk(size_t nr, void **p, const char *fn);
+USL_HIDDEN void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, const char *fn);
 /* Every slot of s given up (mark + membarrier): its slabs orphaned, wholly
  * free ones discarded (shrink, malloc_trim, destroy). */
 USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);

@@ -124,7 +124,7 @@ void usl_sheaf_flush(struct kmem_cache *s, struct slab_sheaf *sh)
 		for (unsigned int i = 0; i < sh->size; i++)
 			usl_debug_free(s, sh->objects[i], "kmem_cache_return_sheaf", 0);
 	} else if (sh->size && s->oslots) {
-		usl_owned_free_bulk(sh->size, sh->objects, "kmem_cache_return_sheaf");
+		usl_owned_free_bulk(s, sh->size, sh->objects, "kmem_cache_return_sheaf");
 	} else if (sh->size) {
 		usl_engine_free_bulk(s, sh->size, sh->objects);
 	}

@@ -383,3 +383,12 @@ unsigned long usl_oslab_in_use(struct kmem_cache *s)
 	}
 	return used;
 }
+
+bool usl_oslab_release(struct kmem_cache *s)
+{
+	usl_oslab_discard_empty(s);
+	unsigned long left = 0;
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
+		left += __atomic_load_n(&s->node[nid]->nr_owned, __ATOMIC_RELAXED);
+	return left != 0;
+}

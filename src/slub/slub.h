@@ -208,6 +208,8 @@ USL_HIDDEN void usl_oslab_orphan(struct kmem_cache *s, struct usl_oslab *h, bool
 USL_HIDDEN void usl_oslab_each_owned(struct kmem_cache *s, unsigned int owner,
                                      void (*fn)(struct kmem_cache *, struct usl_oslab *, void *), void *arg);
 USL_HIDDEN void usl_oslab_discard_empty(struct kmem_cache *s);
+/* The wholly free orphans discarded; true if slabs remain (shrink's answer). */
+USL_HIDDEN bool usl_oslab_release(struct kmem_cache *s);
 /* Objects handed out and not freed (local and remote bits). */
 USL_HIDDEN unsigned long usl_oslab_in_use(struct kmem_cache *s);
 
