@@ -414,9 +414,9 @@ struct usl_oslot {
 	uint64_t size;               /* 16: the object stride */
 	uint64_t me;                 /* 24: CPU + 1 (the owner value of this slot's slabs) */
 	int lock;                    /* 32: as the sheaf slots' lock (the sections' prologue) */
-	uint32_t idle;               /* 36: decay sweeps since the last slow path */
-	uint32_t slow;               /* 40: slow paths (the sweep's idea of busy) */
-	uint32_t pad0;
+	uint32_t idle;               /* 36: decay sweeps that saw no slow path (decay thread's) */
+	uint32_t slow;               /* 40: slow paths (the taker's: the sweep's idea of busy) */
+	uint32_t slow_seen;          /* 44: slow at the last sweep (decay thread's) */
 	struct kmem_cache *cache;    /* 48 */
 	uint64_t pad1;
 	/* line 1: slow paths; inbox is pushed by other CPUs */

@@ -1042,6 +1042,10 @@ static void decay_one(struct kmem_cache *s, void *arg)
 		sw->pending |= done != 0;
 		return;
 	}
+	if (s->oslots) {                     /* the owned front end: idle slots give their slabs up */
+		sw->flushed += usl_owned_decay(s);
+		return;
+	}
 	sw->flushed += usl_sheaf_decay(s, sw->now);
 	sw->pending |= usl_sheaf_decay_pending(s);
 }

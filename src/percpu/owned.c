@@ -282,8 +282,19 @@ static pthread_mutex_t owned_flush_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void orphan_cb(struct kmem_cache *s, struct usl_oslab *h, void *arg)
 {
-	(void)arg;
-	usl_oslab_orphan(s, h, true);
+	usl_oslab_orphan(s, h, *(bool *)arg);
+}
+
+/* Slot o, held (marked after membarrier): every slab it owns given up. */
+static void slot_orphan(struct kmem_cache *s, struct usl_oslot *o, bool discard_all)
+{
+	inbox_drain(o);
+	o->cur = NULL;
+	o->avail = NULL;
+	o->wp = &usl_zero_word;
+	o->wbase = NULL;
+	o->idle = 0;
+	usl_oslab_each_owned(s, (unsigned int)o->me, orphan_cb, &discard_all);
 }
 
 void usl_owned_flush_all(struct kmem_cache *s)
@@ -298,18 +309,54 @@ void usl_owned_flush_all(struct kmem_cache *s)
 		usl_report(USLAB_ERR_NONE, "flush of %s skipped: membarrier failed", s->name);
 		return;
 	}
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-		struct usl_oslot *o = &s->oslots[i];
-		inbox_drain(o);
-		o->cur = NULL;
-		o->avail = NULL;
-		o->wp = &usl_zero_word;
-		o->wbase = NULL;
-		usl_oslab_each_owned(s, (unsigned int)o->me, orphan_cb, NULL);
-	}
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		slot_orphan(s, &s->oslots[i], true);
 	slots_unmark(s);
 	usl_unlock(&owned_flush_mutex);
 	usl_oslab_discard_empty(s);
+}
+
+/* The decay sweep's part (every decay interval): a slot that holds slabs and
+ * took no slow path for two sweeps in a row (a CPU that stopped allocating
+ * from this cache, or went offline) gives them up, so its free objects are
+ * not stranded there: the idle slots marked together (a taken one is left
+ * for the next sweep), one membarrier, each orphaned (wholly free slabs
+ * beyond the node's min_partial discarded), unmarked. */
+#define IDLE_SWEEPS 2
+unsigned int usl_owned_decay(struct kmem_cache *s)
+{
+	if (!s->oslots)
+		return 0;
+	unsigned int idle = 0;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		struct usl_oslot *o = &s->oslots[i];
+		uint32_t slow = __atomic_load_n(&o->slow, __ATOMIC_RELAXED);
+		bool holds = __atomic_load_n(&o->cur, __ATOMIC_RELAXED) || __atomic_load_n(&o->avail, __ATOMIC_RELAXED) ||
+		             __atomic_load_n(&o->inbox, __ATOMIC_RELAXED);
+		o->idle = holds && slow == o->slow_seen ? o->idle + 1 : 0;
+		o->slow_seen = slow;
+		idle += o->idle >= IDLE_SWEEPS;
+	}
+	if (!idle)
+		return 0;
+	usl_lock(&owned_flush_mutex);
+	bool marked[usl_nr_cpus];
+	unsigned int n = 0;
+	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+		int z = 0;
+		marked[i] = s->oslots[i].idle >= IDLE_SWEEPS &&
+		            __atomic_compare_exchange_n(&s->oslots[i].lock, &z, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+		n += marked[i];
+	}
+	if (n && usl_membarrier_rseq() == 0)
+		for (unsigned int i = 0; i < usl_nr_cpus; i++)
+			if (marked[i])
+				slot_orphan(s, &s->oslots[i], false);
+	for (unsigned int i = 0; i < usl_nr_cpus; i++)
+		if (marked[i])
+			__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
+	usl_unlock(&owned_flush_mutex);
+	return n;
 }
 
 /* ===========================================================================
