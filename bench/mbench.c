@@ -307,19 +307,21 @@ struct alloc {
 	const char *engine;     /* uslab's rows: USLAB_ALLOCATOR (NULL: a peer) */
 	const char *sheaves;    /* uslab's rows: USLAB_SHEAVES (NULL: the default, on) */
 	const char *key;        /* --data's allocator name, NULL: name (gperftools keeps "tcmalloc") */
+	const char *front;      /* uslab's rows: USLAB_FRONT (NULL: the default) */
 };
 /* uslab on its default engine first (the summary's row), the peers, then
  * uslab's other rows, never counted as peers: on SLAB, and on SLUB without
  * sheaves (the cpu slab's lockless freelist as the fast path, as SLUB was
  * built before sheaves: what the default's sheaves are measured against). */
 static struct alloc allocs[] = {
-	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL },
-	{ "glibc", NULL, 1, NULL, NULL, NULL },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL },
-	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc" },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL },
-	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL },
-	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL },
+	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL, NULL },
+	{ "glibc", NULL, 1, NULL, NULL, NULL, NULL },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL, NULL },
+	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc", NULL },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL, NULL },
+	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL, NULL },
+	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL, NULL },
+	{ "uslab-owned", USLAB_SO_PATH, 1, "slub", NULL, NULL, "owned" },
 };
 static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
@@ -503,6 +505,10 @@ static int run(int a, char *const argv[], const char *env, double *secs, long *m
 			setenv("USLAB_ALLOCATOR", allocs[a].engine, 1);
 		else
 			unsetenv("USLAB_ALLOCATOR");
+		if (allocs[a].front)
+			setenv("USLAB_FRONT", allocs[a].front, 1);
+		else
+			unsetenv("USLAB_FRONT");
 		if (allocs[a].sheaves)
 			setenv("USLAB_SHEAVES", allocs[a].sheaves, 1);
 		else
