@@ -214,6 +214,10 @@ void usl_slub_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_nod
 	struct kmem_cache_node *n = s->node[nid];
 
 	memset(out, 0, sizeof(*out));
+	if (s->oslots) {
+		usl_oslab_node_counts(s, nid, out);
+		return;
+	}
 	usl_lock(&n->list_lock);
 	out->nr_partial = n->nr_partial;
 	for (struct usl_list *it = n->partial.next; it != &n->partial; it = it->next) {

@@ -392,3 +392,22 @@ bool usl_oslab_release(struct kmem_cache *s)
 		left += __atomic_load_n(&s->node[nid]->nr_owned, __ATOMIC_RELAXED);
 	return left != 0;
 }
+
+/* The owned front end's node counts, as SLUB's for slabinfo: an owned slab
+ * counts as active with all its objects (the kernel's frozen cpu slabs do
+ * too); orphans with free objects are the partial slabs. */
+void usl_oslab_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_node_counts *out)
+{
+	struct kmem_cache_node *n = s->node[nid];
+	usl_lock(&n->list_lock);
+	out->nr_partial = n->nr_orphans;
+	for (struct usl_list *it = n->orphans.next; it != &n->orphans; it = it->next) {
+		struct usl_oslab *h = usl_container_of(it, struct usl_oslab, orphans);
+		unsigned int fr = usl_oslab_free_count(h);
+		out->partial_free += fr;
+		out->partial_inuse += h->objects - fr;
+	}
+	out->nr_slabs = __atomic_load_n(&n->nr_slabs, __ATOMIC_RELAXED);
+	out->total_objects = __atomic_load_n(&n->total_objects, __ATOMIC_RELAXED);
+	usl_unlock(&n->list_lock);
+}

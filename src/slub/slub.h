@@ -210,6 +210,9 @@ USL_HIDDEN void usl_oslab_each_owned(struct kmem_cache *s, unsigned int owner,
 USL_HIDDEN void usl_oslab_discard_empty(struct kmem_cache *s);
 /* The wholly free orphans discarded; true if slabs remain (shrink's answer). */
 USL_HIDDEN bool usl_oslab_release(struct kmem_cache *s);
+struct usl_node_counts;
+/* The node's counts for statistics (flush.c's usl_slub_node_counts). */
+USL_HIDDEN void usl_oslab_node_counts(struct kmem_cache *s, unsigned int nid, struct usl_node_counts *out);
 /* Objects handed out and not freed (local and remote bits). */
 USL_HIDDEN unsigned long usl_oslab_in_use(struct kmem_cache *s);
 
