@@ -279,6 +279,12 @@ USLAB_API const char *uslab_percpu_mode(void);
  * at start-up by USLAB_ALLOCATOR: "slub" (the default) or "slab". Never
  * changes. */
 USLAB_API const char *uslab_allocator(void);
+/* The per-CPU front end this process's caches use where they can: "owned",
+ * "sheaves" or "cpuslab" (USLAB_FRONT; "owned" only where it applies: rseq
+ * mode, one NUMA node, no USLAB_STATS), or "arrays" under USLAB_ALLOCATOR=slab.
+ * Debug caches and caches created with a sheaf_capacity keep sheaves whatever
+ * it says. Never changes. */
+USLAB_API const char *uslab_front(void);
 
 /* Sheaf capacity of a cache (the kernel's sysfs sheaf_capacity); 0: no sheaves. */
 USLAB_API unsigned int uslab_sheaf_capacity(struct kmem_cache *s);

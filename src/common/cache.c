@@ -923,6 +923,16 @@ int usl_cache_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch,
 	return r;
 }
 
+const char *uslab_front(void)
+{
+	usl_ensure_init();
+	if (usl_opt.allocator == USL_ENGINE_SLAB)
+		return "arrays";                 /* SLAB's array caches, whatever USLAB_FRONT says */
+	if (usl_owned_front())
+		return "owned";
+	return usl_opt.sheaves == 0 ? "cpuslab" : "sheaves";
+}
+
 const char *uslab_allocator(void)
 {
 	usl_ensure_init();
