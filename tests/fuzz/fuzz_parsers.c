@@ -3,7 +3,8 @@
  * NAME=VALUE lines, then usl_read_options), an option's number
  * (usl_parse_int), a sysfs CPU list (usl_cpu_list_parse) and USLAB_DEBUG's
  * blocks (usl_debug_parse, usl_debug_flags_for) and USLAB_STATS
- * (usl_stats_parse) and USLAB_ALLOCATOR (usl_allocator_parse). Each result is
+ * (usl_stats_parse), USLAB_ALLOCATOR (usl_allocator_parse) and USLAB_FRONT
+ * (usl_front_parse). Each result is
  * checked against what the parser promises; reports go to a handler that
  * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
  * AddressSanitizer build (tests/CMakeLists.txt). */
@@ -90,6 +91,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (usl_opt.allocator != USL_ENGINE_SLUB)
 		abort();
 
+	/* The whole input as USLAB_FRONT: one of the three names, else the
+	 * default (sheaves; cpuslab where USLAB_SHEAVES=0). */
+	int sheaves = usl_opt.sheaves;
+	usl_front_parse(buf);
+	int want = strcmp(buf, "owned") == 0 ? USL_FRONT_OWNED : strcmp(buf, "cpuslab") == 0 ? USL_FRONT_CPUSLAB
+	         : strcmp(buf, "sheaves") == 0 ? USL_FRONT_SHEAVES : sheaves == 0 ? USL_FRONT_CPUSLAB : USL_FRONT_SHEAVES;
+	if (usl_opt.front != want || (want == USL_FRONT_CPUSLAB && usl_opt.sheaves != 0))
+		abort();
+	usl_opt.sheaves = sheaves;
+	usl_front_parse(NULL);
+	if (usl_opt.front != (sheaves == 0 ? USL_FRONT_CPUSLAB : USL_FRONT_SHEAVES))
+		abort();
+
 	/* NAME=VALUE lines into the environment, read as start-up reads them. */
 	char *names[16];
 	int k = 0;
@@ -113,7 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    usl_opt.stats != (usl_opt.stats_out != NULL) ||
 	    (usl_opt.allocator != USL_ENGINE_SLUB && usl_opt.allocator != USL_ENGINE_SLAB) ||
 	    usl_opt.nodes < 0 || usl_opt.nodes > USL_MAX_NODES || usl_opt.slab_colour < 0 ||
-	    usl_opt.slab_colour > 2 || usl_opt.bulk_lookahead < 1 || usl_opt.bulk_lookahead > 64)
+	    usl_opt.slab_colour > 2 || usl_opt.bulk_lookahead < 1 || usl_opt.bulk_lookahead > 64 ||
+	    usl_opt.front < USL_FRONT_SHEAVES || usl_opt.front > USL_FRONT_OWNED ||
+	    (usl_opt.front == USL_FRONT_CPUSLAB && usl_opt.sheaves != 0))
 		abort();
 	for (int i = 0; i < k; i++) {
 		unsetenv(names[i]);
