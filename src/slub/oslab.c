@@ -100,6 +100,14 @@ void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h)
 	kmem_cache_free(s->oslab_cache, h);
 }
 
+/* h has no object in use and may be discarded: every bit set, and on no
+ * slot's inbox (pending: a slot that gave it up may still hold it there; a
+ * later merge discards it). Under list_lock, h an orphan. */
+static bool wholly_free(struct usl_oslab *h)
+{
+	return !__atomic_load_n(&h->pending, __ATOMIC_ACQUIRE) && usl_oslab_free_count(h) == h->objects;
+}
+
 /* The object at bit `bit` of word k of h, for reports. */
 static void *obj_at(const struct usl_oslab *h, unsigned int k, unsigned int bit)
 {
@@ -198,7 +206,7 @@ int usl_oslab_free_orphan(struct usl_oslab *h, unsigned int idx, const void *x, 
 	}
 	h->local[k] |= b;
 	orphan_list(n, h);
-	if (n->nr_orphans > s->min_partial && usl_oslab_free_count(h) == h->objects) {
+	if (n->nr_orphans > s->min_partial && wholly_free(h)) {
 		orphan_unlist(n, h);
 		h->owner = 0xffff;           /* nobody's: on its way out */
 		chunks_write(h, 0);
@@ -282,7 +290,7 @@ void usl_oslab_orphan(struct kmem_cache *s, struct usl_oslab *h, bool discard_al
 	usl_oslab_set_owner(h, 0);
 	h->listed = 0;
 	if (usl_oslab_merge(h)) {
-		if (usl_oslab_free_count(h) == h->objects && (discard_all || n->nr_orphans >= s->min_partial)) {
+		if (wholly_free(h) && (discard_all || n->nr_orphans >= s->min_partial)) {
 			h->owner = 0xffff;
 			chunks_write(h, 0);
 			discard = true;
@@ -348,7 +356,7 @@ void usl_oslab_discard_empty(struct kmem_cache *s)
 			for (struct usl_list *it = n->orphans.next; it != &n->orphans; it = it->next) {
 				struct usl_oslab *c = usl_container_of(it, struct usl_oslab, orphans);
 				usl_oslab_merge(c);
-				if (usl_oslab_free_count(c) == c->objects) {
+				if (wholly_free(c)) {
 					h = c;
 					orphan_unlist(n, h);
 					h->owner = 0xffff;
