@@ -316,47 +316,78 @@ void usl_owned_flush_all(struct kmem_cache *s)
 	usl_oslab_discard_empty(s);
 }
 
+/* A slot held (marked after membarrier) keeps one wholly free slab: the
+ * others on its avail stack are given up (discarded). How many. */
+static unsigned int slot_trim_empty(struct kmem_cache *s, struct usl_oslot *o)
+{
+	unsigned int gone = 0;
+	bool kept = o->cur && usl_oslab_free_count(o->cur) == o->cur->objects;
+	for (struct usl_oslab **pp = &o->avail, *h; (h = *pp);) {
+		if (usl_oslab_free_count(h) == h->objects && !__atomic_load_n(&h->pending, __ATOMIC_ACQUIRE)) {
+			if (kept) {
+				*pp = h->avail_next;
+				usl_oslab_orphan(s, h, true);
+				gone++;
+				continue;
+			}
+			kept = true;
+		}
+		pp = &h->avail_next;
+	}
+	return gone;
+}
+
 /* The decay sweep's part (every decay interval): a slot that holds slabs and
  * took no slow path for two sweeps in a row (a CPU that stopped allocating
  * from this cache, or went offline) gives them up, so its free objects are
- * not stranded there: the idle slots marked together (a taken one is left
- * for the next sweep), one membarrier, each orphaned (wholly free slabs
- * beyond the node's min_partial discarded), unmarked. */
+ * not stranded there; a busy slot with slabs on its avail stack keeps one
+ * wholly free slab and gives the others up. The slots marked together (a
+ * taken one is left for the next sweep), one membarrier, each done,
+ * unmarked. */
 #define IDLE_SWEEPS 2
 unsigned int usl_owned_decay(struct kmem_cache *s)
 {
 	if (!s->oslots)
 		return 0;
-	unsigned int idle = 0;
+	unsigned int want = 0;
+	bool visit[usl_nr_cpus];
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		struct usl_oslot *o = &s->oslots[i];
 		uint32_t slow = __atomic_load_n(&o->slow, __ATOMIC_RELAXED);
-		bool holds = __atomic_load_n(&o->cur, __ATOMIC_RELAXED) || __atomic_load_n(&o->avail, __ATOMIC_RELAXED) ||
-		             __atomic_load_n(&o->inbox, __ATOMIC_RELAXED);
+		bool avail = __atomic_load_n(&o->avail, __ATOMIC_RELAXED) != NULL;
+		bool holds = avail || __atomic_load_n(&o->cur, __ATOMIC_RELAXED) || __atomic_load_n(&o->inbox, __ATOMIC_RELAXED);
 		o->idle = holds && slow == o->slow_seen ? o->idle + 1 : 0;
 		o->slow_seen = slow;
-		idle += o->idle >= IDLE_SWEEPS;
+		visit[i] = o->idle >= IDLE_SWEEPS || avail;
+		want += visit[i];
 	}
-	if (!idle)
+	if (!want)
 		return 0;
 	usl_lock(&owned_flush_mutex);
 	bool marked[usl_nr_cpus];
-	unsigned int n = 0;
+	unsigned int n = 0, done = 0;
 	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
 		int z = 0;
-		marked[i] = s->oslots[i].idle >= IDLE_SWEEPS &&
+		marked[i] = visit[i] &&
 		            __atomic_compare_exchange_n(&s->oslots[i].lock, &z, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 		n += marked[i];
 	}
 	if (n && usl_membarrier_rseq() == 0)
-		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			if (marked[i])
+		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
+			if (!marked[i])
+				continue;
+			if (s->oslots[i].idle >= IDLE_SWEEPS) {
 				slot_orphan(s, &s->oslots[i], false);
+				done++;
+			} else {
+				done += slot_trim_empty(s, &s->oslots[i]) != 0;
+			}
+		}
 	for (unsigned int i = 0; i < usl_nr_cpus; i++)
 		if (marked[i])
 			__atomic_store_n(&s->oslots[i].lock, 0, __ATOMIC_RELEASE);
 	usl_unlock(&owned_flush_mutex);
-	return n;
+	return done;
 }
 
 /* ===========================================================================

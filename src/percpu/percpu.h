@@ -110,8 +110,9 @@ USL_HIDDEN void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, c
  * free ones discarded (shrink, malloc_trim, destroy). */
 USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);
 /* The decay sweep's part for s: slots idle for two sweeps give their slabs
- * up (orphans; wholly free ones beyond the node's min_partial discarded).
- * How many slots it emptied. */
+ * up (orphans; wholly free ones beyond the node's min_partial discarded),
+ * busy ones keep at most one wholly free slab. How many slots gave
+ * something up. */
 USL_HIDDEN unsigned int usl_owned_decay(struct kmem_cache *s);
 /* fork(): every slot of s marked (once its taker, if any, released it), so
  * no slot is taken in the child; and unmarked in both processes after. */
