@@ -472,7 +472,7 @@ void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, const char *
 				usl_owned_list(h);
 		} else {
 			for (size_t k = i; k < j; k++)   /* one by one: remote, or a double free reported */
-				usl_owned_free_at(p[k], (uintptr_t)p[k] - usl_base, e, fn);
+				usl_owned_free_slow(p[k], fn);
 		}
 		i = j;
 	}

@@ -32,13 +32,14 @@ void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner)
 struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner)
 {
 	struct kmem_cache *mc = s->oslab_cache;   /* made with the cache (common/cache.c) */
-	struct usl_oslab *h = kmem_cache_alloc(mc, GFP_KERNEL | __GFP_NOWARN);
+	/* uslab's own caches run on the cpu slab: their paths are the engine's. */
+	struct usl_oslab *h = usl_slub_alloc(mc, GFP_KERNEL | __GFP_NOWARN);
 	if (!h)
 		return NULL;
 	void *fl;
 	struct slab *slab = usl_new_slab(s, &fl, node);
 	if (!slab) {
-		kmem_cache_free(mc, h);
+		usl_slub_free(mc, usl_virt_to_slab(h), h);
 		return NULL;
 	}
 	/* Every object is in use as far as SLUB's counters know (nothing of
@@ -97,7 +98,7 @@ void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h)
 	usl_unlock(&n->list_lock);
 	slab->unused = NULL;
 	usl_discard_slab(s, slab);
-	kmem_cache_free(s->oslab_cache, h);
+	usl_slub_free(s->oslab_cache, usl_virt_to_slab(h), h);
 }
 
 /* h has no object in use and may be discarded: every bit set, and on no
