@@ -243,7 +243,9 @@ struct kmem_cache_node {
 	 * slab of the node, and its orphans with free objects. */
 	struct usl_list owned;
 	struct usl_list orphans;
-	unsigned long nr_owned, nr_orphans;
+	struct usl_list retired;     /* metadata of discarded slabs, kept for the next
+	                                (a late announce may still touch it) */
+	unsigned long nr_owned, nr_orphans, nr_retired;
 	struct usl_alien {           /* SLAB, more than one node: objects of another node's */
 		int lock;            /* slabs freed on this one, an array per node (usl_nr_nodes);
 		                        spin lock, taken before the remote node's list_lock */

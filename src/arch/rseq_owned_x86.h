@@ -114,17 +114,23 @@
 	} while (0)
 
 /* Take this CPU's slot (lock 0 -> 2) and return it in *slot: USL_RS_OK,
- * USL_RS_MARKED (marked, taken, or a sentinel: no CPU). */
+ * USL_RS_MARKED (marked, taken, or a sentinel: no CPU). The commit is a
+ * locked compare-and-exchange: a flusher or fork marks slots from other
+ * CPUs with a compare-and-exchange, and a plain store here could overwrite
+ * a mark set between the test and the commit. */
 static inline int usl_rseq_oslot_take(struct usl_oslot *slots, struct usl_oslot **slot)
 {
 	unsigned long sl;
+	int two = 2, zero;
 
 	__asm__ __volatile__ goto(
 		USL_OWNED_PROLOGUE("0", "%l[busy]")
-		"movl $2, %c[o_lock](%[sl])\n"
-		"2:\n"
-		: [sl] "=&r"(sl)
-		: USL_OWNED_IN(slots)
+		"xorl %%eax, %%eax\n\t"
+		"lock cmpxchgl %[two], %c[o_lock](%[sl])\n"
+		"2:\n\t"
+		"jnz %l[busy]\n"
+		: [sl] "=&r"(sl), "=&a"(zero)
+		: USL_OWNED_IN(slots), [two] "r"(two)
 		: "memory", "cc"
 		: busy);
 	*slot = (struct usl_oslot *)sl;

@@ -323,6 +323,8 @@ static void cache_struct_free(struct kmem_cache *s)
 	 * its kind becomes the cpu slab's, whose slots (by id) stay mapped and
 	 * empty, so a use after destroy reaches a slow path that reports it. */
 	__atomic_store_n(&s->fast, USL_FAST_CPU_SLAB, __ATOMIC_RELEASE);
+	if (s->oslots)
+		usl_oslab_free_retired(s);
 	usl_owned_cache_free(s);
 	if (usl_is_slab(s))
 		usl_slab_cache_free(s);
@@ -629,6 +631,7 @@ static struct kmem_cache *create_struct(struct create_err *err)
 		usl_list_init(&n->full);
 		usl_list_init(&n->owned);
 		usl_list_init(&n->orphans);
+		usl_list_init(&n->retired);
 		s->node[nid] = n;
 	}
 	return s;

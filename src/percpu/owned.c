@@ -227,6 +227,11 @@ void usl_owned_list(struct usl_oslab *h)
 		usl_oslab_announce(h, owner);
 }
 
+void usl_owned_double(struct usl_oslab *h, const void *x, const char *fn)
+{
+	usl_oslab_report_double(h, x, fn);
+}
+
 void usl_owned_free_slow(void *x, const char *fn)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;

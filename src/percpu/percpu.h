@@ -101,6 +101,8 @@ USL_HIDDEN void usl_owned_free_slow(void *x, const char *fn);
 /* The first free bit of an unlisted owned slab, set by its owner's free:
  * the slab to its owner's inbox (listed at the owner's next refill). */
 USL_HIDDEN void usl_owned_list(struct usl_oslab *h);
+/* A double free the owner's section saw (the bit set): reported under fn. */
+USL_HIDDEN void usl_owned_double(struct usl_oslab *h, const void *x, const char *fn) __attribute__((cold));
 /* nr objects of s into p (all or nothing: true), and nr objects freed by
  * pointer (each checked: an object of s, or of any owned cache with s NULL;
  * anything else reported under fn, NULLs skipped). */
@@ -160,7 +162,9 @@ first:
 	if (!__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
 		usl_owned_list(h);
 	return;
-dbl:                                         /* the slow path looks again and reports */
+dbl:                                         /* seen free by its owner: reported as it is */
+	usl_owned_double(h, x, fn);
+	return;
 slow:
 	usl_owned_free_slow(x, fn);
 }

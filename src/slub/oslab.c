@@ -15,6 +15,9 @@
 #include "internal.h"
 #include "slub.h"
 
+static void retire(struct kmem_cache_node *n, struct usl_oslab *h);
+static struct usl_oslab *retired_take(struct kmem_cache *s, unsigned int node);
+
 /* Write h's chunk-map entries: h, or 0 once it is given up. */
 static void chunks_write(struct usl_oslab *h, uint64_t v)
 {
@@ -32,14 +35,19 @@ void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner)
 struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner)
 {
 	struct kmem_cache *mc = s->oslab_cache;   /* made with the cache (common/cache.c) */
-	/* uslab's own caches run on the cpu slab: their paths are the engine's. */
-	struct usl_oslab *h = usl_slub_alloc(mc, GFP_KERNEL | __GFP_NOWARN);
-	if (!h)
-		return NULL;
+	struct usl_oslab *h = retired_take(s, node);
+	if (!h) {
+		/* uslab's own caches run on the cpu slab: their paths are the
+		 * engine's. */
+		if (!(h = usl_slub_alloc(mc, GFP_KERNEL | __GFP_NOWARN)))
+			return NULL;
+		h->pending = 0;
+		h->inbox_next = NULL;
+	}
 	void *fl;
 	struct slab *slab = usl_new_slab(s, &fl, node);
 	if (!slab) {
-		usl_slub_free(mc, usl_virt_to_slab(h), h);
+		retire(s->node[node], h);
 		return NULL;
 	}
 	/* Every object is in use as far as SLUB's counters know (nothing of
@@ -49,7 +57,10 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 	slab->counters = usl_counters_make(objects, objects, true);
 	usl_slab_carved(s, slab, slab->counters);
 	slab->unused = h;
-	memset(h, 0, usl_oslab_bytes((objects + 63) / 64));
+	/* All but pending and the inbox link: a retired metadata block's late
+	 * announce may hold them (retire). */
+	memset(h, 0, offsetof(struct usl_oslab, pending));
+	memset(&h->avail_next, 0, usl_oslab_bytes((objects + 63) / 64) - offsetof(struct usl_oslab, avail_next));
 	h->start = usl_slab_address(slab);
 	h->start_off = (uint32_t)((uintptr_t)h->start - usl_base);
 	h->slots = s->oslots;
@@ -98,7 +109,56 @@ void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h)
 	usl_unlock(&n->list_lock);
 	slab->unused = NULL;
 	usl_discard_slab(s, slab);
-	usl_slub_free(s->oslab_cache, usl_virt_to_slab(h), h);
+	retire(n, h);
+}
+
+/* Metadata blocks outlive their slabs: a remote free sets its bit and then
+ * announces the slab (pending, the inbox), and the bit may make the slab
+ * wholly free and discarded before the announce runs. So a discarded slab's
+ * metadata is kept on its node's retired list (owner 0xffff: a drain that
+ * meets it passes it by) and serves the cache's next new slab once no
+ * announce holds it (pending clear); only destroy frees it. Type-stable, as
+ * SLAB_TYPESAFE_BY_RCU objects are: at most the cache's peak slab count. */
+static void retire(struct kmem_cache_node *n, struct usl_oslab *h)
+{
+	__atomic_store_n(&h->owner, 0xffff, __ATOMIC_RELEASE);
+	usl_lock(&n->list_lock);
+	usl_list_add_tail(&h->all, &n->retired);
+	n->nr_retired++;
+	usl_unlock(&n->list_lock);
+}
+
+static struct usl_oslab *retired_take(struct kmem_cache *s, unsigned int node)
+{
+	struct kmem_cache_node *n = s->node[node];
+	struct usl_oslab *h = NULL;
+	if (!__atomic_load_n(&n->nr_retired, __ATOMIC_RELAXED))
+		return NULL;
+	usl_lock(&n->list_lock);
+	for (struct usl_list *it = n->retired.next; it != &n->retired; it = it->next) {
+		struct usl_oslab *c = usl_container_of(it, struct usl_oslab, all);
+		if (!__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE)) {
+			usl_list_del(&c->all);
+			n->nr_retired--;
+			h = c;
+			break;
+		}
+	}
+	usl_unlock(&n->list_lock);
+	return h;
+}
+
+void usl_oslab_free_retired(struct kmem_cache *s)
+{
+	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
+		struct kmem_cache_node *n = s->node[nid];
+		while (!usl_list_empty(&n->retired)) {
+			struct usl_oslab *h = usl_container_of(n->retired.next, struct usl_oslab, all);
+			usl_list_del(&h->all);
+			n->nr_retired--;
+			usl_slub_free(s->oslab_cache, usl_virt_to_slab(h), h);
+		}
+	}
 }
 
 /* h has no object in use and may be discarded: every bit set, and on no

@@ -177,8 +177,11 @@ USL_HIDDEN void usl_slub_fork_unlock(struct kmem_cache *s);
 /* A new owned slab of s on node for owner (CPU + 1; 0: an orphan): its local
  * words all free, its chunk-map entries written; NULL if no memory. */
 USL_HIDDEN struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigned int owner);
-/* A wholly free slab nobody can reach any more: its pages and metadata back. */
+/* A wholly free slab nobody can reach any more: its pages back, its
+ * metadata kept for the cache's next slab (a late announce may touch it). */
 USL_HIDDEN void usl_oslab_discard(struct kmem_cache *s, struct usl_oslab *h);
+/* Destroy: the kept metadata of s's discarded slabs freed. */
+USL_HIDDEN void usl_oslab_free_retired(struct kmem_cache *s);
 /* h's owner (CPU + 1, 0 an orphan, 0xffff given up). */
 USL_HIDDEN void usl_oslab_set_owner(struct usl_oslab *h, unsigned int owner);
 /* Remote bits into local ones (a bit in both: a double free, reported);
