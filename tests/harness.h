@@ -81,6 +81,22 @@ static inline unsigned long reports_all(void)
 	return n;
 }
 
+/* The front end: is this process's plain SLUB caches' front the owned one
+ * (USLAB_FRONT=owned where it applies: rseq mode, one node, no USLAB_STATS)?
+ * Tests whose expectation differs there (no free pointer or marker in a freed
+ * object, a bitmap's order instead of a LIFO, slabs of 64 KiB or more) check
+ * the owned behaviour when it is on. */
+static inline bool owned_front(void)
+{
+	return strcmp(uslab_front(), "owned") == 0;
+}
+/* Cache s on the owned front: owned_front() and neither a debug cache nor one
+ * created with a sheaf_capacity (those keep sheaves). */
+static inline bool cache_owned(struct kmem_cache *s)
+{
+	return owned_front() && uslab_sheaf_capacity(s) == 0;
+}
+
 /* Pages of [addr, addr + bytes) resident now (mincore; whole pages, at most
  * 512), or (size_t)-1 if that cannot be told. */
 static inline size_t resident_pages(const void *addr, size_t bytes)

@@ -132,14 +132,19 @@ static void bad_entries_cpu_slab(struct kmem_cache *s)
 	 * the rest freed. */
 	{
 		unsigned int n = s->objects;
-		void *o[512];
+		void **o = malloc((n + 1) * sizeof(*o));   /* the owned front's slabs hold 1024 */
+		CHECK(o != NULL);
+		if (!o)
+			return;
 		for (unsigned int i = 0; i < n + 1; i++)   /* one full slab, one more */
 			o[i] = kmem_cache_alloc(s, GFP_KERNEL);
-		struct slab *full = usl_virt_to_slab(o[0]);
-		int same_slab = 1;
-		for (unsigned int i = 0; i < n; i++)
-			same_slab &= usl_virt_to_slab(o[i]) == full;
-		CHECK(same_slab);
+		if (!s->oslots) {                  /* (an owned slab has no struct slab) */
+			struct slab *full = usl_virt_to_slab(o[0]);
+			int same_slab = 1;
+			for (unsigned int i = 0; i < n; i++)
+				same_slab &= usl_virt_to_slab(o[i]) == full;
+			CHECK(same_slab);
+		}
 		kmem_cache_free(s, o[n / 3]);
 		unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
 		kmem_cache_free_bulk(s, n, o);       /* o[n/3] again */
@@ -147,6 +152,7 @@ static void bad_entries_cpu_slab(struct kmem_cache *s)
 		CHECK(strstr(last_report, "double free") != NULL);
 		kmem_cache_free(s, o[n]);
 		CHECK_EQ(in_use(s), 0);
+		free(o);
 	}
 }
 
@@ -298,14 +304,14 @@ static void test_cross_thread(void)
  * array alternating between objects of two slabs gathers several objects of a
  * slab per list when the scan may pass objects of the other slab, one per list
  * when it stops at the first (1). Without sheaves only: with them, bulk frees
- * go to the sheaves. */
+ * go to the sheaves (and on the owned front each is a single free). */
 static void test_lookahead(void)
 {
 	struct kmem_cache *s = kmem_cache_create("bulk-la", 256, 0, SLAB_NO_MERGE, NULL);
 	enum { M = 12, ALL = 600 };
 	static void *all[ALL], *p[2 * M];
 	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, ALL, all), ALL);
-	if (s->sheaf_capacity) {
+	if (s->sheaf_capacity || s->oslots) {   /* owned: a loop of single frees */
 		kmem_cache_free_bulk(s, ALL, all);
 		kmem_cache_destroy(s);
 		return;

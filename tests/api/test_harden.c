@@ -37,11 +37,30 @@ static bool holds_address(const void *p, size_t bytes, void **a, size_t n)
 	return false;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Pointers of v[0..n) equal to another one (sorted in place). */
+static size_t duplicates(void **v, size_t n)
+{
+	size_t d = 0;
+	qsort(v, n, sizeof(*v), cmp_ptr);
+	for (size_t i = 1; i < n; i++)
+		d += v[i] && v[i] == v[i - 1];
+	return d;
+}
+
 /* Allocations after the poisoning: none may be the target, and uslab says
- * what it found (at least one report of a corrupted free list). */
+ * what it found (at least one report of a corrupted free list). On the owned
+ * front a freed object holds no free pointer or marker (its free state is a
+ * bit outside it): the write changes no allocation, so nothing is reported,
+ * and no object is handed out twice. */
 static void take_back(size_t size, size_t n, const char *route)
 {
-	unsigned long corrupt0 = reports(USLAB_ERR_CORRUPT);
+	unsigned long corrupt0 = reports(USLAB_ERR_CORRUPT), all0 = reports_all();
 	void **got = calloc(n, sizeof(void *));
 	size_t hits = 0;
 	CHECK(got != NULL);
@@ -51,11 +70,16 @@ static void take_back(size_t size, size_t n, const char *route)
 		if ((char *)got[i] >= (char *)target && (char *)got[i] < (char *)(target + 64))
 			hits++;
 	}
-	if (hits || reports(USLAB_ERR_CORRUPT) == corrupt0)
+	if (hits || (!owned_front() && reports(USLAB_ERR_CORRUPT) == corrupt0))
 		fprintf(stderr, "  %s: %zu allocations returned the target, %lu corruption reports\n", route, hits,
 		        reports(USLAB_ERR_CORRUPT) - corrupt0);
 	CHECK_EQ(hits, 0);
-	CHECK(reports(USLAB_ERR_CORRUPT) > corrupt0);
+	if (owned_front()) {
+		CHECK_EQ(reports_all(), all0);
+		CHECK_EQ(duplicates(got, n), 0);
+	} else {
+		CHECK(reports(USLAB_ERR_CORRUPT) > corrupt0);
+	}
 	/* Nothing the attacker planted was followed into the program's data. */
 	for (int i = 0; i < 64; i++)
 		CHECK_EQ(target[i], 0);
@@ -112,7 +136,8 @@ static void route_trim(void)
  * the free, but for the two words a freed object keeps (its free marker at
  * word 0 and the flag beside it: an object without its marker is kept out of
  * use instead, uaf_in_sheaf below); the sweep's flush writes a free pointer
- * over the marker. */
+ * over the marker. On the owned front nothing is ever written into a freed
+ * object: the sweeps leave every one as the program left it. */
 static void route_decay(void)
 {
 	enum { SIZE = 160, N = 400, KEPT = 2 * sizeof(void *) };
@@ -125,7 +150,7 @@ static void route_decay(void)
 			word0[i] = *(uintptr_t *)v[i];
 		}
 	bool flushed = false;
-	for (int k = 0; k < 200 && !flushed; k++) {
+	for (int k = 0; k < (owned_front() ? 50 : 200) && !flushed; k++) {   /* owned: 1 s of sweeps */
 		for (int j = 0; j < 2000; j++)
 			kfree(kmalloc(24 + (size_t)j % 40, GFP_KERNEL));   /* another class: ticks */
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
@@ -134,8 +159,17 @@ static void route_decay(void)
 			if (i % 10 && *(uintptr_t *)v[i] != word0[i])
 				flushed = true;
 	}
+	if (owned_front()) {
+		CHECK(!flushed);
+		size_t touched = 0;
+		for (size_t i = 0; i < N; i++)
+			touched += i % 10 && (*(uintptr_t *)v[i] != word0[i] ||
+			                      !all_bytes((char *)v[i] + KEPT, 0xa5, SIZE - KEPT));
+		CHECK_EQ(touched, 0);
+	} else {
+		CHECK(flushed);
+	}
 	free(word0);
-	CHECK(flushed);
 	poison_and_take_back(v, SIZE, N, "decay");
 }
 
@@ -165,7 +199,7 @@ static void route_packed(void)
 }
 
 /* The words uslab writes into freed objects (free pointers, packed sheaves)
- * are not the addresses they stand for. */
+ * are not the addresses they stand for. On the owned front it writes none. */
 static void encoded_words(void)
 {
 	enum { SIZE = 64, N = 256 };
@@ -191,7 +225,10 @@ static void encoded_words(void)
 	if (plain)
 		fprintf(stderr, "  %zu of %d freed objects hold a plain object address\n", plain, N - N / 16);
 	CHECK_EQ(plain, 0);
-	CHECK(written > N / 2);   /* the free lists are there, written */
+	if (cache_owned(s))
+		CHECK_EQ(written, 0);     /* the free state is outside the objects */
+	else
+		CHECK(written > N / 2);   /* the free lists are there, written */
 	/* The lists still work: no object is handed out twice, none reported. */
 	void *w[N];
 	size_t twice = 0;
@@ -281,12 +318,41 @@ static void double_free(const char *where)
  * write after free over every word, the free marker's too) are kept out of
  * use when they go back to their slabs: reported, and never handed out
  * again (their marker cannot tell a write from a second copy of an object
- * already handed out). Caches with sheaves. */
+ * already handed out). Caches with sheaves; on the owned front, where a
+ * freed object holds nothing of uslab's, the writes change nothing: no
+ * report, and no object handed out twice. */
+static void uaf_owned(struct kmem_cache *s)
+{
+	enum { SIZE = 72, N = 200 };
+	static void *v[N], *w[2 * N], *all[3 * N];
+	for (size_t i = 0; i < N; i++)
+		v[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	unsigned long before = reports_all();
+	for (size_t i = 0; i < N; i++) {
+		kmem_cache_free(s, v[i]);
+		memset(v[i], 0x3c, SIZE);
+	}
+	uslab_release_free_memory();
+	for (size_t i = 0; i < 2 * N; i++)
+		w[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	memcpy(all, w, sizeof(w));
+	CHECK_EQ(duplicates(all, 2 * N), 0);
+	CHECK_EQ(reports_all(), before);
+	kmem_cache_free_bulk(s, 2 * N, w);
+	CHECK_EQ(reports_all(), before);
+	kmem_cache_destroy(s);
+	CHECK_EQ(reports_all(), before);   /* nothing kept out of use */
+}
+
 static void uaf_in_sheaf(void)
 {
 	enum { SIZE = 72, N = 200 };
 	struct kmem_cache *s = kmem_cache_create("harden-uaf", SIZE, 0, SLAB_NO_MERGE, NULL);
 	CHECK(s != NULL);
+	if (s && cache_owned(s)) {
+		uaf_owned(s);
+		return;
+	}
 	if (!s || !uslab_sheaf_capacity(s)) {
 		if (s)
 			kmem_cache_destroy(s);

@@ -571,7 +571,8 @@ static void test_trim_sheaf_caches(void)
 /* A block whose free marker is gone when malloc pops it again (a write after
  * free of its first word, or a sheaf entry overwritten) is refused: reported,
  * never handed out, and malloc returns another block. On one CPU, so the pop
- * is of the sheaf the free pushed onto. Each size class its own. */
+ * is of the sheaf the free pushed onto. Each size class its own. On the owned
+ * front there is no marker: the write changes nothing. */
 static void test_pop_refused(void)
 {
 	if (!usl_opt.harden)
@@ -586,11 +587,24 @@ static void test_pop_refused(void)
 		vfree(p);
 		memset(p, 0x5a, 8);               /* its first word: the marker */
 		char *q = vmalloc(sizes[k]);
-		CHECK(q != NULL && q != p);
-		if (pinned)
-			CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), df + 1);
+		if (usl_malloc_owned(usl_malloc_classes[(sizes[k] + 15) >> 4].slots)) {
+			/* Owned: no marker in a freed block, its free state is a
+			 * bit outside it. The write changes no allocation: nothing
+			 * is reported, and the block (p again, or another) is
+			 * handed out once. */
+			char *r = vmalloc(sizes[k]);
+			CHECK(q != NULL && r != NULL && q != r);
+			CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), df);
+			vfree(r);
+		} else {
+			CHECK(q != NULL && q != p);
+			if (pinned)
+				CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), df + 1);
+		}
 		vfree(q);
 	}
+	if (owned_front())
+		CHECK_EQ(reports_all(), 0);
 	uslab_set_report_handler(NULL, NULL);
 	if (pinned)
 		unpin_cpu(&was);
@@ -598,7 +612,8 @@ static void test_pop_refused(void)
 
 /* Each mode's table holds the class's slots: the checked pop's with hardening
  * alone on, the plain pop's with hardening off, neither with counters on; a
- * block from either pop comes back as the same block (LIFO) on one CPU. */
+ * block from either pop comes back as the same block (LIFO) on one CPU. On
+ * the owned front the first table holds its tagged slots in every mode. */
 static void test_class_tables(void)
 {
 	void *p = vmalloc(200);
@@ -610,6 +625,19 @@ static void test_class_tables(void)
 	if (!s)
 		return;
 	unsigned int mode = usl_opt.fast_mode & 0xff & ~USL_MODE_NUMA;   /* nodes change neither pop */
+	if (s->oslots) {
+		/* Owned: the slots, tagged, in the one table whatever the mode
+		 * (there is no marker to check or skip); a free sets a bit and
+		 * the pop takes the cursor's next one: no LIFO. */
+		CHECK_EQ(usl_malloc_classes[i].slots, (uintptr_t)s->oslots | 1);
+		CHECK(usl_malloc_owned(usl_malloc_classes[i].slots));
+		CHECK_EQ(usl_malloc_plain[i], NULL);
+		void *a = vmalloc(200), *b = vmalloc(200);
+		CHECK(a != NULL && b != NULL && a != b);
+		vfree(a);
+		vfree(b);
+		return;
+	}
 	CHECK_EQ(usl_malloc_classes[i].slots, mode == USL_MODE_HARDEN ? s->cpu_slab : NULL);
 	CHECK_EQ(usl_malloc_plain[i], mode == 0 ? s->cpu_slab : NULL);
 	cpu_set_t was;
