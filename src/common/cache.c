@@ -57,8 +57,11 @@ static void fork_prepare(void)
 	usl_lock(&sheaf_classes_lock);
 	usl_lock(&cache_cache_lock);
 	usl_lock(&slab_mutex);
-	/* Owned slots marked first: a refill that holds one may take any
-	 * cache's locks below (a new slab's bitmap comes from another cache). */
+	/* Owned slots marked first (after the owned flushers' mutex: a flusher
+	 * between its unmark and its unlock would leave it held in the child):
+	 * a refill that holds one may take any cache's locks below (a new
+	 * slab's bitmap comes from another cache). */
+	usl_owned_fork_lock_global();
 	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
 		usl_owned_fork_lock(usl_container_of(it, struct kmem_cache, list));
 	usl_slub_fork_lock_global();
@@ -87,6 +90,7 @@ static void fork_release(void)
 	usl_slub_fork_unlock_global();
 	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
 		usl_owned_fork_unlock(usl_container_of(it, struct kmem_cache, list));
+	usl_owned_fork_unlock_global();
 	usl_unlock(&slab_mutex);
 	usl_unlock(&cache_cache_lock);
 	usl_unlock(&sheaf_classes_lock);
@@ -1060,7 +1064,7 @@ static void decay_one(struct kmem_cache *s, void *arg)
 		return;
 	}
 	if (s->oslots) {                     /* the owned front end: idle slots give their slabs up */
-		sw->flushed += usl_owned_decay(s);
+		sw->flushed += usl_owned_decay(s, &sw->pending);
 		return;
 	}
 	sw->flushed += usl_sheaf_decay(s, sw->now);

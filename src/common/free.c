@@ -376,6 +376,14 @@ static inline bool pm_internal(uint64_t w)
 	return w & ((uint64_t)USL_PM_INTERNAL << 48);
 }
 
+/* An owned slab's object freed while frees count toward the decay tick. */
+static __attribute__((noinline)) void free_owned_sampled(void *x, uintptr_t off, uint64_t e, const char *fn)
+{
+	usl_owned_free_at(x, off, e, fn);
+	if (sample_due())
+		free_sample(((struct usl_oslab *)(uintptr_t)e)->cache);
+}
+
 /* free's path for x, an object of the cache whose entry is f, in the modes
  * other than the fast one: the marker (checked first in a one-word cache,
  * written blindly in a two-word one) if harden, the push, and, if sample,
@@ -436,10 +444,16 @@ static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const c
 		free_nonslab(x, fn);
 		return;
 	}
-	/* An owned slab's object (the owned front end): its chunk-map entry. */
+	/* An owned slab's object (the owned front end): its chunk-map entry;
+	 * counted toward the decay tick while the heap is large and no decay
+	 * thread runs (USL_MODE_SAMPLE, one byte test). */
 	uint64_t oe = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
 	if (oe) {
-		usl_owned_free_at(x, off, oe, fn);
+		if (usl_unlikely(__atomic_load_n((const uint8_t *)&usl_opt.fast_mode + 1, __ATOMIC_RELAXED) &
+		                 (USL_MODE_SAMPLE >> 8)))
+			free_owned_sampled(x, off, oe, fn);
+		else
+			usl_owned_free_at(x, off, oe, fn);
 		return;
 	}
 	uint64_t w;

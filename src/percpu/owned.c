@@ -38,6 +38,8 @@ bool usl_owned_front(void)
 			why = "USLAB_STATS";
 		else if (!__builtin_cpu_supports("bmi"))
 			why = "a CPU without BMI1";
+		else if (usl_opt.harden >= 2)
+			why = "USLAB_HARDEN=2 (its random order is the sheaves')";
 		if (why)
 			usl_report(USLAB_ERR_OPTION, "USLAB_FRONT=owned: not available with %s; using sheaves", why);
 		on = !why;
@@ -90,6 +92,13 @@ static int slot_take(struct usl_oslot *slots, struct usl_oslot **o)
 {
 	return usl_rseq_oslot_take(slots, o);
 }
+
+/* One flusher at a time (shrink, trim, destroy, the decay's orphaning):
+ * taken before any mark it sets. fork takes it too. */
+static pthread_mutex_t owned_flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void usl_owned_fork_lock_global(void) { usl_lock(&owned_flush_mutex); }
+void usl_owned_fork_unlock_global(void) { usl_unlock(&owned_flush_mutex); }
 
 /* Mark every slot of s (lock 0 -> 1), each once its taker released it. */
 static void slots_mark(struct kmem_cache *s)
@@ -209,6 +218,7 @@ void *usl_owned_alloc_slow(struct usl_oslot *slots)
 		}
 		if (usl_rseq_cpu() < 0 || tries >= 8) {   /* no rseq here, or the slot stays busy */
 			void *obj = usl_oslab_alloc_orphan(s, 0);
+			__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
 			if (usl_unlikely(!obj))
 				errno = ENOMEM;
 			return obj;
@@ -225,6 +235,9 @@ void usl_owned_list(struct usl_oslab *h)
 	unsigned int owner = __atomic_load_n(&h->owner, __ATOMIC_RELAXED);
 	if (owner && owner != 0xffff)        /* given up since: the orphaning saw the bit */
 		usl_oslab_announce(h, owner);
+	/* A slab's first free since it filled: the frees of a working set
+	 * going away tick the decay clock, as the sheaves' slow paths do. */
+	__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
 }
 
 void usl_owned_double(struct usl_oslab *h, const void *x, const char *fn)
@@ -283,7 +296,6 @@ other:
  * in flight, then the flusher owns the slots: each slab they own becomes an
  * orphan (wholly free ones are discarded), and the marks are cleared.
  */
-static pthread_mutex_t owned_flush_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void orphan_cb(struct kmem_cache *s, struct usl_oslab *h, void *arg)
 {
@@ -350,7 +362,7 @@ static unsigned int slot_trim_empty(struct kmem_cache *s, struct usl_oslot *o)
  * taken one is left for the next sweep), one membarrier, each done,
  * unmarked. */
 #define IDLE_SWEEPS 2
-unsigned int usl_owned_decay(struct kmem_cache *s)
+unsigned int usl_owned_decay(struct kmem_cache *s, bool *pending)
 {
 	if (!s->oslots)
 		return 0;
@@ -365,6 +377,7 @@ unsigned int usl_owned_decay(struct kmem_cache *s)
 		o->slow_seen = slow;
 		visit[i] = o->idle >= IDLE_SWEEPS || avail;
 		want += visit[i];
+		*pending |= o->idle && o->idle < IDLE_SWEEPS;   /* a later sweep gives it up */
 	}
 	if (!want)
 		return 0;

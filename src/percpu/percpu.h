@@ -112,12 +112,15 @@ USL_HIDDEN void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, c
  * free ones discarded (shrink, malloc_trim, destroy). */
 USL_HIDDEN void usl_owned_flush_all(struct kmem_cache *s);
 /* The decay sweep's part for s: slots idle for two sweeps give their slabs
- * up (orphans; wholly free ones beyond the node's min_partial discarded),
+ * up (orphans; wholly free ones discarded while the node keeps another),
  * busy ones keep at most one wholly free slab. How many slots gave
- * something up. */
-USL_HIDDEN unsigned int usl_owned_decay(struct kmem_cache *s);
+ * something up; *pending set if a slot will be idle long enough at a later
+ * sweep (the decay thread keeps sweeping for it). */
+USL_HIDDEN unsigned int usl_owned_decay(struct kmem_cache *s, bool *pending);
 /* fork(): every slot of s marked (once its taker, if any, released it), so
  * no slot is taken in the child; and unmarked in both processes after. */
+USL_HIDDEN void usl_owned_fork_lock_global(void);    /* the flushers' mutex, first */
+USL_HIDDEN void usl_owned_fork_unlock_global(void);
 USL_HIDDEN void usl_owned_fork_lock(struct kmem_cache *s);
 USL_HIDDEN void usl_owned_fork_unlock(struct kmem_cache *s);
 

@@ -223,9 +223,15 @@ static bool rseq_usable(void)
 		return false;
 	if (__rseq_size < 8 || __rseq_offset == 0)
 		return false;
+	/* glibc registered its threads (__rseq_size). This one's cpu_id may
+	 * still read -2: a vfork child (platform/vfork.c marks the area it
+	 * shares with its parent) that makes the process's first allocation.
+	 * Its sections take the paths for no CPU; the process's other threads,
+	 * and its parent, have rseq. A cpu_id beyond the possible CPUs is
+	 * refused. */
 	const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
 	int cpu = (int)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
-	if (cpu < 0 || (unsigned int)cpu >= usl_nr_cpus)
+	if (cpu >= 0 ? (unsigned int)cpu >= usl_nr_cpus : cpu != (int)RSEQ_CPU_ID_REGISTRATION_FAILED)
 		return false;
 	/* Remote flushes (shrink, destroy) need to abort other CPUs' sections. */
 	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)

@@ -15,6 +15,11 @@
 #include "internal.h"
 #include "slub.h"
 
+/* Orphans with free objects a node keeps before a wholly free one is
+ * discarded: SLUB keeps min_partial partial slabs, but an owned slab is 64
+ * KiB or more (the next slot to need one adopts it). */
+#define ORPHANS_KEPT 1
+
 static void retire(struct kmem_cache_node *n, struct usl_oslab *h);
 static struct usl_oslab *retired_take(struct kmem_cache *s, unsigned int node);
 
@@ -267,7 +272,7 @@ int usl_oslab_free_orphan(struct usl_oslab *h, unsigned int idx, const void *x, 
 	}
 	h->local[k] |= b;
 	orphan_list(n, h);
-	if (n->nr_orphans > s->min_partial && wholly_free(h)) {
+	if (n->nr_orphans > ORPHANS_KEPT && wholly_free(h)) {
 		orphan_unlist(n, h);
 		h->owner = 0xffff;           /* nobody's: on its way out */
 		chunks_write(h, 0);
@@ -351,7 +356,7 @@ void usl_oslab_orphan(struct kmem_cache *s, struct usl_oslab *h, bool discard_al
 	usl_oslab_set_owner(h, 0);
 	h->listed = 0;
 	if (usl_oslab_merge(h)) {
-		if (wholly_free(h) && (discard_all || n->nr_orphans >= s->min_partial)) {
+		if (wholly_free(h) && (discard_all || n->nr_orphans >= ORPHANS_KEPT)) {
 			h->owner = 0xffff;
 			chunks_write(h, 0);
 			discard = true;

@@ -48,7 +48,12 @@ static void front(void)
 	capture_reports();
 	const char *mode = uslab_percpu_mode();
 	const char *f = uslab_front();
-	if (!strcmp(mode, "rseq")) {
+	const char *harden = getenv("USLAB_HARDEN");
+	if (harden && !strcmp(harden, "2")) {   /* its random order is the sheaves' */
+		CHECK(!strcmp(f, "sheaves"));
+		CHECK_EQ(reports(USLAB_ERR_OPTION), 1);
+		CHECK(strstr(last_report, "USLAB_HARDEN=2") != NULL || strcmp(mode, "rseq") != 0);
+	} else if (!strcmp(mode, "rseq")) {
 		CHECK(!strcmp(f, "owned"));
 		CHECK_EQ(reports(USLAB_ERR_OPTION), 0);
 	} else {
