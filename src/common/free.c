@@ -449,11 +449,14 @@ static inline __attribute__((always_inline)) void free_ptr_fast(void *x, const c
 	 * thread runs (USL_MODE_SAMPLE, one byte test). */
 	uint64_t oe = __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE);
 	if (oe) {
-		if (usl_unlikely(__atomic_load_n((const uint8_t *)&usl_opt.fast_mode + 1, __ATOMIC_RELAXED) &
-		                 (USL_MODE_SAMPLE >> 8)))
-			free_owned_sampled(x, off, oe, fn);
-		else
-			usl_owned_free_at(x, off, oe, fn);
+		/* testb on the mode's byte: one instruction (a C load would be two) */
+		__asm__ goto("testb %[bit], %[mode]\n\tjnz %l[sampled]"
+		             : : [mode] "m"(((const uint8_t *)&usl_opt.fast_mode)[1]), [bit] "i"(USL_MODE_SAMPLE >> 8)
+		             : "cc" : sampled);
+		usl_owned_free_at(x, off, oe, fn);
+		return;
+sampled:
+		free_owned_sampled(x, off, oe, fn);
 		return;
 	}
 	uint64_t w;
