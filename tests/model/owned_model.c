@@ -10,7 +10,14 @@
  * flusher (usl_owned_flush_all), a decay sweep (usl_owned_decay: idle slots
  * orphaned, or a busy slot's avail trimmed by slot_trim_empty) or a fork
  * (usl_owned_fork_lock/unlock). Discards follow wholly_free() (no bit in use,
- * not pending). Every thread runs the real code's
+ * not pending). The protocol is the current one: the take section commits
+ * with lock cmpxchg 0 -> 2; a discarded slab's metadata is retired, never
+ * freed, and reused by the cache's next new slab once its pending is clear
+ * (usl_oslab_new's reset in its steps: the retired block taken, all but
+ * pending and the inbox link zeroed, the fields set and the slab put on the
+ * node's list, then its owner); a local section that finds its bit set
+ * reports the double free there. The old behaviours are mutations
+ * (plaintake, freemeta, rerunslow). Every thread runs the real code's
  * steps with one access to a variable other actors touch concurrently per
  * step (Lipton reduction: lock acquires and releases and accesses to data a
  * held lock protects are folded into the neighbouring step).
@@ -26,7 +33,8 @@
  *
  * Exploration: breadth first over the whole state (hashed, deduplicated), so
  * each counterexample printed is a shortest one. A state that violates a
- * property is not expanded further. Memory is sequentially consistent (x86's
+ * property or hands an object out twice (accepted or not) is not expanded
+ * further; past an accepted fork-announce the parent goes on. Memory is sequentially consistent (x86's
  * store buffer is not modelled: it only widens the races found).
  *
  * Properties, after every step:
@@ -35,15 +43,31 @@
  *    bits (local | remote | bits a merge holds between its exchange and its
  *    OR) of every object must equal (free ? 1 : 0) + extra copies: nothing
  *    lost, nothing invented.
- *  - a hand-out (pop, refill, orphan allocation) of an object the spec says
- *    is allocated is a double hand-out, classified by where its extra copy
- *    came from. Accepted: a local section and a remote free of the object
- *    overlapping in time (the section read pending before the remote free
- *    stored it, or before its fetch_or; the remote free read the local word
- *    before the section's commit). A bug: frees that did not overlap; a
- *    remote free whose local-word check missed a copy that was moving from
- *    the remote word into the local one (a merge); overlapping frees of
- *    another pair (an orphan free and a remote free).
+ *  - a free that makes an extra copy is classified by why its check missed
+ *    the first copy, from what happened between its check and its set:
+ *      window         a local section and a remote free of one object
+ *                     overlapping: the remote free read the local word
+ *                     before the section's commit and set its bit after it,
+ *                     or the section read the remote word before the remote
+ *                     fetch_or, or while its pending store was still to come
+ *                     (the remote free between its fetch_or and its xchg);
+ *      remote-merge   a remote double free whose local-word read and
+ *                     fetch_or straddle a merge (xchg of the remote word,
+ *                     then OR into the local word) of the first copy;
+ *      orphan-remote  an orphan free (list_lock) and a stale remote free (it
+ *                     read the owner before the slab became an orphan)
+ *                     overlapping: the remote free read the local word
+ *                     before the orphan free's set and set its bit after it,
+ *                     or set it between the orphan free's check and its set.
+ *    These are accepted (a double free, a program bug, racing a few
+ *    instructions of uslab's own work; docs/ARCHITECTURE.md, invariant 1):
+ *    a hand-out of an object the spec says is allocated whose every extra
+ *    copy came from one of them is printed as "accepted: <name>" (its
+ *    shortest trace once per run) and does not fail the run. A double
+ *    hand-out from any other extra copy (a check that missed a copy already
+ *    visible to it, or a copy of unknown origin) is a violation, as is any
+ *    set by a free that saw its bit set before (the double free was seen:
+ *    it is reported there, never re-run).
  *  - a double-free report for an object that is allocated and never had an
  *    extra copy is a false report (the object would leak).
  *  - the slot lock: a slot held (taken) must read 2 and not be marked; a
@@ -51,24 +75,37 @@
  *    from an actor entitled to it (a section of the owner CPU with the slot
  *    neither held nor given to a flusher; the slot's holder; the flusher
  *    after membarrier; list_lock's holder for an orphan).
- *  - a slab's metadata is freed (discard) while an inbox, an avail stack or
- *    a drain still points to it, or an announce, fetch_or, drain or merge
- *    touches it after: a use after free.
- *  - fork: the child must not inherit a held slot or a slab marked pending
- *    that is on no inbox (its remote frees would never be merged there).
+ *  - slab metadata is type-stable (usl_oslab_discard retires it: owner
+ *    0xffff on the node's retired list; usl_oslab_new reuses a retired block
+ *    whose pending is clear, resetting all but pending and the inbox link):
+ *    a late announce or a drain may meet it retired or in a later life, but
+ *    must not read a field the new slab's reset has zeroed and not yet set
+ *    (slots, cache, slab), and a slab on the orphan list must be an orphan.
+ *    (-m freemeta: metadata freed at discard, and any later touch of it is a
+ *    use after free.) A discarded slab is on no avail stack or cursor.
+ *  - fork: the child must not inherit a held slot, nor a slab pending on no
+ *    inbox, except (accepted, "fork-announce": memory stranded until the
+ *    child's next flush or decay orphaning, nothing corrupted) a slab whose
+ *    announcer is between its xchg of pending and its push.
  *  - at quiescence (every thread done): no lock held, every free object is
  *    findable (its slab the cursor slab or on the avail stack of its owner,
  *    on an inbox, or an orphan on the orphan list; a remote bit only on a
  *    slab on an inbox), pending set exactly when the slab is on an inbox,
  *    listed exactly when it is the owner's cursor slab or on its avail stack;
- *    no allocated object with a latent extra copy.
+ *    a retired block pending only on an inbox; no allocated object with a
+ *    latent extra copy (classified as above).
  *  - no deadlock (threads left, none can move).
  *
  * Not modelled: the bulk paths (pop_bulk, free_mask: the same sections with
  * several bits), more than one bitmap word per slab, more than one node,
- * metadata reuse after a discard (the chunk map's ABA), the sentinel slots
- * (no rseq), the decay sweep's idleness test (its marks are tried on every
- * slot), malloc's class table.
+ * the sentinel slots (no rseq), the decay sweep's idleness test (its marks
+ * are tried on every slot), malloc's class table, the fields of line 0 other
+ * than owner that a stale double free reads while a block is being reset
+ * (start_off, the divisor: a program bug's free, at worst a report of the
+ * wrong kind), usl_new_slab failing after a retired block was taken.
+ *
+ * Candidate fixes (-x, see -l) are modelled where a finding needs one to
+ * look past it; the default is always the code as it is.
  *
  * Usage: owned_model [-s scenario] [-m mutation] [-x fix] [-A] [-q] [-c] [-l]
  *   -s NAME   one scenario (default: all)
@@ -76,12 +113,13 @@
  *   -x NAME   a candidate fix of a finding (see -l), to look past it
  *   -A        the split local word variant (allocation word A and freed word F,
  *             as tried in the working tree: F moved into A by the refill)
- *   -q        no traces (default: each violation kind's shortest trace)
+ *   -q        no traces (default: each violation kind's shortest trace per
+ *             scenario, each accepted shape's shortest trace once)
  *   -c        list the model's steps no scenario took (coverage)
  *   -l        list scenarios, mutations and fixes
- * Exit status: 0 when every property holds (a double hand-out inside the
- * accepted window is printed but does not fail), 1 on a violation, 2 on a
- * usage error or when the state space overflows. */
+ * Exit status: 0 when every property holds (the accepted shapes are printed
+ * but do not fail), 1 on a violation, 2 on a usage error or when the state
+ * space overflows. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,7 +137,8 @@ enum { NCPU = 2, NSLAB = 3, NOBJ = 4, NOBJS = NSLAB * NOBJ, MAXT = 3, NVAR = 12,
 
 /* ---------------------------------------------------------------- state -- */
 typedef struct {
-	uint8_t alive;           /* 0 never made, 1 live, 2 discarded (metadata freed) */
+	uint8_t alive;           /* 0 never made, 1 live, 2 retired, 3 freed (-m freemeta), 4 being made */
+	uint8_t init;            /* being made: slots, cache, slab zeroed by the reset, not set yet */
 	uint8_t chunk;           /* the chunk map points to it */
 	uint8_t owner;           /* 0 orphan, c + 1, GIVEN */
 	uint8_t a, f, r;         /* local word (A), freed word (F, -A only), remote word */
@@ -122,7 +161,10 @@ typedef struct {
 	uint8_t slowp;           /* the section of usl_owned_free_slow (else free_at's) */
 	uint8_t o, h, x, own;    /* slot, slab, object, owner read */
 	uint8_t w, rr, any, nx;  /* word read by a section, a merge's bits, merge result, drain's next */
-	uint8_t i, mk, mask, round, dall, ovl, mr;
+	uint8_t i, mk, mask, round, dall;
+	uint8_t cause;           /* a free: what happened to its object's first copy since its check (C_*) */
+	uint8_t saw;             /* a free that saw its bit set (-m rerunslow: and went on) */
+	uint8_t tgt;             /* usl_oslab_new: the owner the new slab gets */
 	uint8_t trim, kept, pv;  /* the decay sweep's trim: keep one wholly free slab; the avail walk */
 	uint8_t sp, stk[3];
 } Thr;
@@ -132,6 +174,7 @@ typedef struct {
 	Slot c[NCPU];
 	uint8_t llock;           /* list_lock holder */
 	uint8_t nol, olist[NSLAB];
+	uint8_t nrq, rq[NSLAB];  /* the node's retired list (metadata of discarded slabs), oldest first */
 	uint8_t var[NVAR];
 	uint8_t spec[NOBJS];     /* 0 free, 1 allocated */
 	uint8_t dup[NOBJS];      /* extra free copies (undetected double frees) */
@@ -141,7 +184,17 @@ typedef struct {
 } State;
 
 enum { SP_FREE = 0, SP_ALLOC = 1 };
-enum { DK_WINDOW = 1, DK_SEQ = 2, DK_MERGE = 4, DK_OTHER = 8 };
+/* Where an extra copy came from: the accepted shapes, or none of them. */
+enum { DK_WINDOW = 1, DK_MERGE = 2, DK_ORPHAN = 4, DK_BUG = 8 };
+/* What happened to a free's object between its check and its set (Thr.cause):
+ * C_WIN the section read the remote word before the remote fetch_or, or while
+ * the remote free's pending store was still to come; C_SECT a section set the
+ * bit after the remote free's local-word read; C_MERGE a merge moved the
+ * bit out of the remote word (or held it) across the remote free's read and
+ * fetch_or; C_ORPH an orphan free set it after the remote free's read; C_REM
+ * a remote fetch_or set it between an orphan free's check and its set;
+ * C_FTOA (-A) F moved into A between the remote free's two loads. */
+enum { C_WIN = 1, C_SECT = 2, C_MERGE = 4, C_ORPH = 8, C_REM = 16, C_FTOA = 32 };
 /* How a free set its bit: the local section, a remote fetch_or, an orphan free. */
 enum { FK_SECTION, FK_REMOTE, FK_ORPHAN };
 static const char *const fk_names[] = {"local section", "remote free", "orphan free"};
@@ -168,9 +221,12 @@ typedef struct {
 } Scenario;
 
 /* ------------------------------------------------------------- mutations -- */
-enum { M_NONE, M_NOPENDING, M_LATEPENDING, M_NOMEMBARRIER, M_NOREMOTELOCAL, M_NOOWNERCHECK, M_FORKREVERSE, M_NR };
+enum {
+	M_NONE, M_NOPENDING, M_LATEPENDING, M_NOMEMBARRIER, M_NOREMOTELOCAL, M_NOOWNERCHECK, M_FORKREVERSE,
+	M_PLAINTAKE, M_FREEMETA, M_RERUNSLOW, M_NR
+};
 static const char *const mut_names[M_NR] = {"none", "nopending", "latepending", "nomembarrier", "noremotelocal",
-                                            "noownercheck", "forkreverse"};
+                                            "noownercheck", "forkreverse", "plaintake", "freemeta", "rerunslow"};
 static const char *const mut_what[M_NR] = {
 	"",
 	"the local free section skips the pending/remote check",
@@ -179,35 +235,53 @@ static const char *const mut_what[M_NR] = {
 	"the remote free skips its (racy) read of the local word",
 	"the local free section does not check that this CPU owns the slab",
 	"fork marks the slots in the reverse order of the flusher's",
+	"the take section commits with a plain store lock = 2 after its test (the old take)",
+	"a discarded slab's metadata is freed at the discard (the old discard)",
+	"a local section that finds its bit set re-runs the slow path instead of reporting (the old dbl)",
 };
 static int mut;
 /* -x: candidate fixes, to look past a finding */
-enum { X_TAKECAS = 1, X_DEFERFREE = 2, X_NR = 2 };
-static const char *const fix_names[X_NR] = {"takecas", "deferfree"};
+enum { X_KEEPOWNER = 1, X_NEWLISTS = 2, X_NR = 2 };
+static const char *const fix_names[X_NR] = {"keepowner", "newlists"};
 static const char *const fix_what[X_NR] = {
-	"the take section commits with lock cmpxchg 0 -> 2 (a mark that landed since its test wins)",
-	"a discarded slab's metadata is freed only after every announcer and drain is done with it",
+	"usl_oslab_new's reset of a retired block leaves owner 0xffff and slots, cache, slab valid until its "
+	"owner store (a late announce, a drain, a stale free meeting it pass it by)",
+	"usl_oslab_new puts a new orphan on the orphan list under the list_lock of its owner store; "
+	"usl_oslab_alloc_orphan does not touch it after (a late announce's reannounce may list it, a discard "
+	"retire it, before)",
 };
 static int fix;                  /* -x: a mask of (1 << k) for fix_names[k] */
 static int af;                   /* -A: the local word split into A (allocation) and F (freed) */
 
 /* ------------------------------------------------------------ reporting -- */
 enum {
-	V_HANDOUT_WINDOW, V_HANDOUT_MOVED, V_HANDOUT_OTHER, V_HANDOUT, V_BITS, V_FALSE, V_UNREPORTED, V_LOCK, V_DANGLE,
-	V_FORK, V_FORK_PENDING, V_STRAND, V_DEADLOCK, V_NR
+	V_WINDOW, V_MERGE, V_ORPHAN, V_FORK_ANNOUNCE,   /* the accepted shapes */
+	V_HANDOUT, V_SEEN, V_BITS, V_FALSE, V_UNREPORTED, V_LOCK, V_DANGLE, V_REUSE, V_OLIST, V_FORK, V_FORK_PENDING,
+	V_STRAND, V_DEADLOCK, V_NR
+};
+#define V_ACCEPTED ((1 << V_WINDOW) | (1 << V_MERGE) | (1 << V_ORPHAN) | (1 << V_FORK_ANNOUNCE))
+#define V_GOES_ON (1 << V_FORK_ANNOUNCE)    /* the state is expanded further */
+static const char *const vshort[V_NR] = {
+	"window", "remote-merge", "orphan-remote", "fork-announce",
 };
 static const char *const vnames[V_NR] = {
-	"double hand-out inside the accepted window (a local section and a remote free overlapping)",
-	"double hand-out: a remote free's check missed a free copy that was moving into the local word",
-	"double hand-out: overlapping frees outside the accepted pair (an orphan free and a remote free)",
-	"double hand-out: the double free's frees did not overlap",
+	"a double hand-out of a local section and a remote free of one object overlapping",
+	"a double hand-out of a remote double free whose local-word read and fetch_or straddle the merge of the "
+	"first copy",
+	"a double hand-out of an orphan free under list_lock and a stale remote free overlapping",
+	"fork while an announce is between its xchg of pending and its push: the child's slab pending on no inbox "
+	"(its remote bits wait for the next flush or decay orphaning)",
+	"double hand-out: an extra copy that fits no accepted shape",
+	"a free that saw its bit set (a double free) set it later",
 	"free bits do not match the objects that are free",
 	"false double-free report",
 	"a double free never reported (its extra copy discarded)",
 	"slot lock discipline",
-	"slab metadata freed while still referenced",
+	"a slab discarded while listed, or (-m freemeta) its metadata freed while still referenced",
+	"a retired metadata block's reuse: a field read while the reset has it zeroed",
+	"the orphan list holds a slab that is not an orphan",
 	"fork: the child inherits a taken slot",
-	"fork: the child inherits a slab pending on no inbox",
+	"fork: the child inherits a slab pending on no inbox (no announce in flight)",
 	"quiescence: free object not findable / list flags wrong",
 	"deadlock",
 };
@@ -245,7 +319,9 @@ static void viol(int k, const char *fmt, ...)
 		size_t n = strlen(vdesc);
 		va_list ap;
 		va_start(ap, fmt);
-		n += (size_t)snprintf(vdesc + n, sizeof(vdesc) - n, "\n           <<< VIOLATION: %s: ", vnames[k]);
+		n += (size_t)snprintf(vdesc + n, sizeof(vdesc) - n, "\n           <<< %s: %s: ",
+		                      V_ACCEPTED >> k & 1 ? "accepted" : "VIOLATION",
+		                      V_ACCEPTED >> k & 1 ? vshort[k] : vnames[k]);
 		if (n < sizeof(vdesc))
 			n += (size_t)vsnprintf(vdesc + n, sizeof(vdesc) - n, fmt, ap);
 		if (n < sizeof(vdesc))
@@ -305,73 +381,105 @@ static void orphan_unlist(State *S, int h)
 	}
 }
 
-static void slab_make(State *S, int h, int owner)
+/* The node's retired list: discard appends (retire), usl_oslab_new takes
+ * the oldest block whose pending is clear (retired_take). */
+static void retire(State *S, int h)
+{
+	S->s[h].owner = GIVEN;
+	if (S->s[h].alive == 2) {
+		viol(V_REUSE, "s%d retired twice", h);
+		return;
+	}
+	S->rq[S->nrq++] = (uint8_t)h;
+	S->s[h].alive = 2;
+}
+
+static void retired_unlist(State *S, int j)
+{
+	for (; j + 1 < S->nrq; j++)
+		S->rq[j] = S->rq[j + 1];
+	S->rq[--S->nrq] = 0;
+}
+
+/* usl_oslab_new's reset of a block: all but pending and the inbox link
+ * zeroed (line 0's slots, owner, listed; line 1's cache and slab; the local
+ * and remote words). The spec forgets the slab's old objects. */
+static void slab_reset(State *S, int h)
 {
 	Slab *b = &S->s[h];
-	memset(b, 0, sizeof(*b));
-	b->alive = 1;
-	b->chunk = 1;
-	b->a = ALL;
-	b->owner = (uint8_t)owner;
-	b->inext = b->anext = NONE;
+	if (b->olisted) {
+		viol(V_REUSE, "the reset of s%d zeroes its orphan list link while it is on the orphan list", h);
+		orphan_unlist(S, h);
+	}
+	b->a = b->f = b->r = 0;
+	b->listed = b->olisted = 0;
+	b->anext = NONE;
+	b->chunk = 0;
+	if (!(fix & X_KEEPOWNER)) {
+		b->owner = 0;
+		b->init = 1;
+	}
 	for (int i = 0; i < NOBJ; i++) {
 		S->spec[h * NOBJ + i] = SP_FREE;
+		S->dup[h * NOBJ + i] = 0;
+		S->dkind[h * NOBJ + i] = 0;
 		S->maker[h * NOBJ + i] = NONE;
 	}
 }
 
-static int slab_unused(const State *S)
+static const char *dk_text(int kind)
 {
-	for (int h = 0; h < NSLAB; h++)
-		if (!S->s[h].alive)
-			return h;
-	return -1;
+	return kind == DK_WINDOW ? "window: a local section and a remote free overlapping" :
+	       kind == DK_MERGE ? "remote-merge: the first copy moved from the remote word into the local one "
+	                          "between this remote free's local-word read and its fetch_or" :
+	       kind == DK_ORPHAN ? "orphan-remote: an orphan free and a stale remote free overlapping" :
+	                           "no accepted shape: the first copy was there for its check to see";
+}
+
+/* The violation an object handed out (or left allocated) with extra copies
+ * of kinds dk is: an accepted shape when every copy came from one. */
+static int dup_viol(int dk)
+{
+	if (!dk || (dk & DK_BUG))
+		return V_HANDOUT;
+	return dk & DK_WINDOW ? V_WINDOW : dk & DK_MERGE ? V_MERGE : V_ORPHAN;
 }
 
 /* The spec's side of a free (of kind fk) whose bit has just been set (its
- * commit). A second copy is classified: the accepted window is a local
- * section and a remote free of one object overlapping in time (the section
- * read pending before the remote free stored it, so it skipped the remote
- * word; the remote free read the local word before the section's commit);
- * anything else is a bug. */
+ * commit). A second copy is classified by what happened to the first one
+ * between this free's check and its set (Thr.cause; the header's list). */
 static void spec_free(State *S, int t, int x, int fk)
 {
+	Thr *T = &S->t[t];
+	if (T->saw)
+		viol(V_SEEN, "the free of %s saw its bit set (a double free) and went on to the slow path, which sets it "
+		     "now (%s)", oname(x), S->spec[x] == SP_FREE ? "an extra copy" :
+		     "the object was handed out again meanwhile: another owner's object freed");
 	if (S->spec[x] == SP_FREE) {
-		int m = S->maker[x], overlap = S->t[t].ovl, mk = m == NONE ? -1 : m >> 6;
-		if (m != NONE && S->t[m >> 4 & 3].ip == (m & 15) && (m >> 4 & 3) != t)
-			overlap = 1;    /* the free that made it free is still running */
-		int pair = (fk == FK_SECTION && mk == FK_REMOTE) || (fk == FK_REMOTE && mk == FK_SECTION);
-		int kind = S->t[t].mr ? DK_MERGE : !overlap ? DK_SEQ : pair ? DK_WINDOW : DK_OTHER;
+		int m = S->maker[x], mk = m == NONE ? -1 : m >> 6, c = T->cause, kind;
+		if (fk == FK_SECTION)
+			kind = (c & C_WIN) && mk == FK_REMOTE ? DK_WINDOW : DK_BUG;
+		else if (fk == FK_REMOTE)
+			kind = c & C_FTOA ? DK_BUG : c & C_SECT ? DK_WINDOW : c & C_MERGE ? DK_MERGE :
+			       c & C_ORPH ? DK_ORPHAN : DK_BUG;
+		else
+			kind = c & C_REM ? DK_ORPHAN : DK_BUG;
 		S->dup[x]++;
 		S->dkind[x] |= (uint8_t)kind;
 		D(" [spec: %s was free already (by a %s): an undetected double free, 2 copies now (%s)]", oname(x),
-		  mk < 0 ? "new slab" : fk_names[mk],
-		  kind == DK_MERGE ? "the free copy moved into the local word (a merge; -A: also F into A) between "
-		                     "this free's local-word check and its fetch_or" :
-		  kind == DK_SEQ ? "the frees did not overlap" :
-		  kind == DK_WINDOW ? "the accepted window: a local section and a remote free overlapping" :
-		                      "overlapping frees, but not a local section and a remote free");
+		  mk < 0 ? "new slab" : fk_names[mk], dk_text(kind));
 	} else {
 		S->spec[x] = SP_FREE;
 		S->maker[x] = (uint8_t)(fk << 6 | t << 4 | S->t[t].ip);
 	}
 }
 
-static void spec_handout(State *S, int t, int x)
+static void spec_handout(State *S, int x)
 {
 	if (S->spec[x] == SP_ALLOC) {
-		if (S->dkind[x] & DK_MERGE)
-			viol(V_HANDOUT_MOVED, "%s handed out while allocated (its extra copy came from a remote free whose "
-			     "local-word check missed the first copy while it moved into the local word)", oname(x));
-		else if (S->dkind[x] & DK_SEQ || !S->dkind[x])
-			viol(V_HANDOUT, "%s handed out while allocated (its extra copy came from a double free %s)",
-			     oname(x), S->dkind[x] & DK_SEQ ? "whose frees did not overlap" : "of unknown origin");
-		else if (S->dkind[x] & DK_OTHER)
-			viol(V_HANDOUT_OTHER, "%s handed out while allocated (its extra copy came from overlapping frees "
-			     "that were not a local section and a remote free)", oname(x));
-		else
-			viol(V_HANDOUT_WINDOW, "%s handed out while allocated (its extra copy came from a local section "
-			     "and a remote free that overlapped)", oname(x));
+		int v = dup_viol(S->dkind[x]);
+		viol(v, "%s handed out while allocated (its extra copy: %s)", oname(x),
+		     !S->dkind[x] ? "of unknown origin" : dk_text(S->dkind[x] & DK_BUG ? DK_BUG : S->dkind[x] & -S->dkind[x]));
 		if (S->dup[x])
 			S->dup[x]--;
 	} else {
@@ -432,6 +540,7 @@ enum {
 	P_FL_MARK, P_FL_MB, P_FL_ORPH, P_FL_RESET, P_FL_UNMARK, P_DE_LOCK, P_DE_AFTER, P_TR_START, P_TR_NEXT,
 	P_FO_CHECK,
 	P_FK_MARK, P_FK_POINT, P_FK_UNMARK,
+	P_NW_TAKE, P_NW_RESET, P_NW_INIT, P_NW_OWNER,
 	P_DONE,                      /* a return target: the operation is done */
 	P_END                        /* the thread has finished */
 };
@@ -439,8 +548,8 @@ enum {
 static const char *const pc_names[] = {
 	"start", "pop section reads", "pop section commit", "take section reads", "take section commit",
 	"refill: inbox", "refill: cursor slab", "refill: avail", "adopt: lock", "adopt: after merge", "adopt: next",
-	"refill: new slab", "refill: take object", "release", "orphan alloc: lock", "orphan alloc: take_one",
-	"orphan alloc: new slab", "free: chunk map", "free section reads", "free section commit", "free: first bit",
+	"refill: new slab listed", "refill: take object", "release", "orphan alloc: lock", "orphan alloc: take_one",
+	"orphan alloc: new slab listed", "free: chunk map", "free section reads", "free section commit", "free: first bit",
 	"usl_owned_list", "free_slow: chunk map", "free_slow: owner", "free_slow: other: chunk", "free_slow: other: owner",
 	"free_remote: local", "free_remote: F (-A)", "free_remote: fetch_or", "orphan free: lock, check",
 	"orphan free: set", "orphan free: give up", "announce: pending", "announce: push", "merge: xchg", "merge: or",
@@ -450,6 +559,7 @@ static const char *const pc_names[] = {
 	"flush: reset slot", "flush: unmark", "discard_empty: lock", "discard_empty: after merge", "trim: start",
 	"trim: next avail slab", "orphan free: wholly free?", "fork: mark",
 	"fork: fork()", "fork: unmark",
+	"new slab: retired_take", "new slab: reset (reuse)", "new slab: fields, node list", "new slab: owner",
 };
 static uint64_t pc_hits[P_END];
 _Static_assert(sizeof(pc_names) / sizeof(pc_names[0]) == P_DONE, "a name for each step");
@@ -461,17 +571,6 @@ static void op_begin(State *S, int t);
 static void op_done(State *S, int t)
 {
 	Thr *T = &S->t[t];
-	const Prog *p = prog_of(t);
-	Op op = p->ops[T->ip];
-	if (op.op == OP_FREE || op.op == OP_FREE2)   /* overlapping frees of the same object */
-		for (int u = 0; u < SC->nthr; u++) {
-			const Thr *U = &S->t[u];
-			if (u == t || U->pc == P_END || U->pc == P_FR_START || U->x != T->x)
-				continue;
-			Op uo = prog_of(u)->ops[U->ip];
-			if (uo.op == OP_FREE || uo.op == OP_FREE2)
-				S->t[u].ovl = 1;
-		}
 	uint8_t ip = T->ip;
 	memset(T, 0, sizeof(*T));
 	T->ip = (uint8_t)(ip + 1);
@@ -538,6 +637,14 @@ static void call(Thr *T, int sub, int back)
 	T->pc = (uint8_t)sub;
 }
 
+/* Is thread u a remote free of object x past its local-word read, before
+ * its fetch_or? */
+static int remote_between(const State *S, int u, int x)
+{
+	const Thr *U = &S->t[u];
+	return U->x == x && (U->pc == P_FRM_OR || U->pc == P_FRM_F);
+}
+
 /* Free bits of slab h moved between words (remote into a merge's register,
  * or -A: F into A): a remote free of one of them that has checked the local
  * word but not yet done its fetch_or can no longer see that copy. */
@@ -548,7 +655,7 @@ static void moved(State *S, int h, unsigned bits, int from_f)
 		if (U->h != h || U->x == NONE || U->x >= NOBJS || !(bits >> (U->x % NOBJ) & 1))
 			continue;
 		if (U->pc == P_FRM_F || (!from_f && U->pc == P_FRM_OR))
-			U->mr = 1;   /* F into A: only one between its A and F loads misses it */
+			U->cause |= from_f ? C_FTOA : C_MERGE;   /* F into A: only one between its A and F loads misses it */
 	}
 }
 
@@ -574,7 +681,8 @@ static void ad_next(State *S, int t)
 	Thr *T = &S->t[t];
 	if (!S->nol) {
 		S->llock = NONE;
-		T->pc = P_RF_NEW;
+		T->tgt = (uint8_t)(T->o + 1);
+		call(T, P_NW_TAKE, P_RF_NEW);
 		D("adopt: no orphan; unlock");
 		return;
 	}
@@ -601,7 +709,8 @@ static void ao_next(State *S, int t)
 		op_done(S, t);
 	} else {
 		D("orphan alloc: no orphan; unlock");
-		T->pc = P_AO_NEW;
+		T->tgt = 0;
+		call(T, P_NW_TAKE, P_AO_NEW);
 	}
 }
 
@@ -655,14 +764,25 @@ static void fl_slot(State *S, int t)
 }
 
 /* A step that writes or follows slab h's metadata (an announce, a fetch_or,
- * a drain, a merge): h must not have been discarded. */
+ * a drain, a merge): -m freemeta: h's metadata must not have been freed. */
 static void live_access(State *S, int h, const char *what)
 {
-	if (S->s[h].alive == 2 && !(fix & X_DEFERFREE))
+	if (S->s[h].alive == 3)
 		viol(V_DANGLE, "%s on slab %d, whose metadata was freed (discarded)", what, h);
 }
 
-/* A discard (usl_oslab_discard): the metadata freed. */
+/* A step that reads the fields of h that usl_oslab_new's reset zeroes
+ * (slots, cache, slab): h must not be between that reset and the stores
+ * that set them again. */
+static void reset_read(State *S, int h, const char *what)
+{
+	if (S->s[h].init)
+		viol(V_REUSE, "%s of slab %d, whose retired metadata a new slab's reset has zeroed (not set again yet): "
+		     "a NULL dereference", what, h);
+}
+
+/* A discard (usl_oslab_discard): the pages back, the metadata retired
+ * (-m freemeta: freed). */
 static void discard(State *S, int t, int h)
 {
 	Slab *b = &S->s[h];
@@ -672,8 +792,8 @@ static void discard(State *S, int t, int h)
 	if (b->r)
 		viol(V_UNREPORTED, "slab %d discarded with remote bits %x beside a full local word: each an undetected "
 		     "double free, dropped without a report", h, b->r);
-	for (int c = 0; !(fix & X_DEFERFREE) && c < NCPU; c++) {
-		for (int k = S->c[c].inbox, n = 0; k != NONE && n < 8; k = S->s[k].inext, n++)
+	for (int c = 0; c < NCPU; c++) {
+		for (int k = S->c[c].inbox, n = 0; mut == M_FREEMETA && k != NONE && n < 8; k = S->s[k].inext, n++)
 			if (k == h)
 				viol(V_DANGLE, "slab %d discarded while on slot %d's inbox (its next drain reads freed "
 				     "metadata)", h, c);
@@ -683,14 +803,19 @@ static void discard(State *S, int t, int h)
 		if (S->c[c].cur == h || S->c[c].wp == h)
 			viol(V_DANGLE, "slab %d discarded while slot %d's cursor slab", h, c);
 	}
-	for (int u = 0; !(fix & X_DEFERFREE) && u < MAXT; u++) {
+	for (int u = 0; mut == M_FREEMETA && u < MAXT; u++) {
 		Thr *U = &S->t[u];
 		if (U->pc >= P_DR_PEND && U->pc <= P_RA_UNL && u != t && (U->h == h || U->nx == h))
 			viol(V_DANGLE, "slab %d discarded while T%d drains it", h, u);
 	}
-	b->alive = 2;
 	b->chunk = 0;
-	D(" [slab %d metadata freed]", h);
+	if (mut == M_FREEMETA) {
+		b->alive = 3;
+		D(" [slab %d metadata freed]", h);
+	} else {
+		retire(S, h);
+		D(" [slab %d retired: owner 0xffff, its metadata on the retired list]", h);
+	}
 }
 
 /* One step of thread t; the CPU of a section's first step is cpu. 0: t
@@ -727,7 +852,7 @@ static int step(State *S, int t, int cpu)
 		b->a = (uint8_t)(T->w & (T->w - 1));
 		int x = T->h * NOBJ + ctz(T->w);
 		D("alloc: pop section commits word %x", b->a);
-		spec_handout(S, t, x);
+		spec_handout(S, x);
 		T->insec = NONE;
 		set_var(S, t, x);
 		op_done(S, t);
@@ -750,8 +875,8 @@ static int step(State *S, int t, int cpu)
 	}
 	case P_TAKE_C: {
 		Slot *o = &S->c[T->o];
-		if ((fix & X_TAKECAS) && o->lock != 0) {
-			D("alloc slow: take section's cmpxchg fails (lock %d): busy, again", o->lock);
+		if (mut != M_PLAINTAKE && o->lock != 0) {
+			D("alloc slow: take section's lock cmpxchg 0 -> 2 fails (lock %d): busy, again", o->lock);
 			T->insec = NONE;
 			T->pc = P_TAKE_R;
 			return 1;
@@ -763,7 +888,8 @@ static int step(State *S, int t, int cpu)
 		o->holder = (uint8_t)t;
 		T->insec = NONE;
 		T->pc = P_RF_INBOX;
-		D("alloc slow: take section commits lock = 2 (slot %d taken)", T->o);
+		D("alloc slow: take section commits lock %s 2 (slot %d taken)", mut == M_PLAINTAKE ? "=" : "cmpxchg 0 ->",
+		  T->o);
 		return 1;
 	}
 	case P_RF_INBOX:
@@ -839,20 +965,17 @@ static int step(State *S, int t, int cpu)
 		ad_next(S, t);
 		return 1;
 	case P_RF_NEW: {
-		if (S->llock != NONE)
-			return 0;
-		int h = slab_unused(S);
-		if (h < 0) {
+		int h = T->h;
+		if (h == NONE) {
 			D("refill: no slab can be made: ENOMEM");
 			T->x = NULLOBJ;
 			T->pc = P_TK_REL;
 			return 1;
 		}
-		slab_make(S, h, T->o + 1);
 		S->s[h].listed = 1;
 		S->c[T->o].cur = (uint8_t)h;
 		S->c[T->o].wp = (uint8_t)h;
-		D("refill: new slab s%d owned by cpu%d, listed, the cursor slab", h, T->o);
+		D("refill: new slab s%d listed, the cursor slab", h);
 		T->pc = P_TK_OBJ;
 		return 1;
 	}
@@ -869,7 +992,7 @@ static int step(State *S, int t, int cpu)
 		S->s[h].a = (uint8_t)(w & (w - 1));
 		T->x = (uint8_t)(h * NOBJ + ctz(w));
 		D("alloc slow: takes the cursor word's lowest bit");
-		spec_handout(S, t, T->x);
+		spec_handout(S, T->x);
 		T->pc = P_TK_REL;
 		return 1;
 	}
@@ -900,11 +1023,12 @@ static int step(State *S, int t, int cpu)
 		if (w) {
 			b->a = (uint8_t)(w & (w - 1));
 			x = T->h * NOBJ + ctz(w);
-			spec_handout(S, t, x);
 		}
+		D("orphan alloc: take_one of s%d -> %s", T->h, x == NONE ? "none" : oname(x));
+		if (x != NONE)
+			spec_handout(S, x);
 		if (!w || !loc(b))
 			orphan_unlist(S, T->h);
-		D("orphan alloc: take_one of s%d -> %s", T->h, x == NONE ? "none" : oname(x));
 		if (x != NONE) {
 			S->llock = NONE;
 			set_var(S, t, x);
@@ -915,22 +1039,98 @@ static int step(State *S, int t, int cpu)
 		return 1;
 	}
 	case P_AO_NEW: {
-		if (S->llock != NONE)
-			return 0;
-		int h = slab_unused(S);
-		if (h < 0) {
+		int h = T->h;
+		if (h == NONE) {
 			D("orphan alloc: no slab can be made: ENOMEM");
 			set_var(S, t, NULLOBJ);
 			op_done(S, t);
 			return 1;
 		}
-		slab_make(S, h, 0);
+		if (fix & X_NEWLISTS) {
+			T->round = 1;
+			D("orphan alloc: new slab s%d (listed by usl_oslab_new); again", h);
+			T->pc = P_AO_LOCK;
+			return 1;
+		}
+		if (S->llock != NONE)
+			return 0;
 		orphan_list(S, h);
 		T->round = 1;
-		D("orphan alloc: new slab s%d, an orphan on the list", h);
+		D("orphan alloc: lock; new slab s%d on the orphan list; unlock", h);
 		T->pc = P_AO_LOCK;
 		return 1;
 	}
+
+	/* ---- usl_oslab_new (T->tgt the owner): T->h the new slab, or NONE --- */
+	case P_NW_TAKE: {
+		if (S->llock != NONE)
+			return 0;   /* retired_take's list_lock */
+		int h = -1;
+		for (int j = 0; j < S->nrq; j++)
+			if (!S->s[S->rq[j]].pending) {
+				h = S->rq[j];
+				retired_unlist(S, j);
+				break;
+			}
+		if (h >= 0) {
+			S->s[h].alive = 4;
+			D("new slab: lock; retired_take: s%d's metadata (pending clear), off the retired list; unlock", h);
+			T->h = (uint8_t)h;
+			T->pc = P_NW_RESET;
+			return 1;
+		}
+		for (int k = 0; k < NSLAB && h < 0; k++)
+			if (!S->s[k].alive)
+				h = k;
+		if (h < 0) {
+			D("new slab: lock; retired_take: none%s; no more metadata: NULL", S->nrq ? " with pending clear" : "");
+			T->h = NONE;
+			ret(S, t);
+			return 1;
+		}
+		/* A fresh block (pending 0, inbox link NULL): no one else reaches it
+		 * before its owner store, so its reset and fields are one step. */
+		Slab *nb = &S->s[h];
+		memset(nb, 0, sizeof(*nb));
+		nb->inext = nb->anext = NONE;
+		nb->alive = 4;
+		slab_reset(S, h);
+		nb->init = 0;
+		D("new slab: retired_take: none; fresh metadata s%d (reset)", h);
+		T->h = (uint8_t)h;
+		T->pc = P_NW_INIT;
+		return 1;
+	}
+	case P_NW_RESET:
+		slab_reset(S, T->h);
+		D("new slab s%d: reset: all but pending (%d) and the inbox link zeroed%s", T->h, b->pending,
+		  fix & X_KEEPOWNER ? " (-x keepowner: owner 0xffff, slots, cache, slab kept)" : " (owner 0, slots, cache, slab NULL)");
+		T->pc = P_NW_INIT;
+		return 1;
+	case P_NW_INIT:
+		if (S->llock != NONE)
+			return 0;
+		b->init = 0;
+		b->a = ALL;
+		D("new slab s%d: slots, cache, slab set, local words all free; lock; on the node's list; unlock", T->h);
+		T->pc = P_NW_OWNER;
+		return 1;
+	case P_NW_OWNER:
+		if ((fix & X_NEWLISTS) && !T->tgt && S->llock != NONE)
+			return 0;
+		if (b->alive != 4)
+			viol(V_REUSE, "the creator of s%d stores its owner and chunk-map entries, but s%d was discarded and "
+			     "retired meanwhile (its new pages freed under its creator)", T->h, T->h);
+		b->alive = 1;
+		b->owner = T->tgt;
+		if ((fix & X_NEWLISTS) && !T->tgt) {
+			orphan_list(S, T->h);
+			D("new slab s%d: lock; on the orphan list, owner = 0; unlock; ", T->h);
+		}
+		b->chunk = 1;
+		D("new slab s%d: owner = %d; chunk map written", T->h, T->tgt);
+		ret(S, t);
+		return 1;
 
 	/* ---- free: usl_owned_free_at, usl_owned_free_slow ------------------ */
 	case P_FR_START: {
@@ -944,7 +1144,6 @@ static int step(State *S, int t, int cpu)
 		}
 		T->x = (uint8_t)x;
 		T->h = (uint8_t)(x / NOBJ);
-		T->ovl = 0;
 		if (!S->s[T->h].chunk) {
 			D("free %s: chunk map entry 0: ", oname(x));
 			spec_report_free(S, x);
@@ -969,13 +1168,27 @@ static int step(State *S, int t, int cpu)
 		if (dbl) {
 			D("free %s: section on cpu%d: dbl (pending %d remote %x local %x)", oname(T->x), cpu, b->pending, b->r,
 			  loc(b));
-			if (T->slowp) {
+			if (T->slowp || mut != M_RERUNSLOW) {
+				D(": ");
 				spec_report_free(S, T->x);
 				op_done(S, t);
 			} else {
+				D(" -> the slow path (mutation: re-run)");
+				T->saw = 1;
 				T->pc = P_FS_CHUNK;
 			}
 			return 1;
+		}
+		/* The window: its remote-word check did not see a copy a remote free
+		 * set after this read, or set but not announced yet (its xchg of
+		 * pending still to come). */
+		T->cause = 0;
+		if (!(b->r & bit))
+			T->cause = C_WIN;
+		else if (!b->pending && S->maker[T->x] != NONE && S->maker[T->x] >> 6 == FK_REMOTE) {
+			const Thr *M = &S->t[S->maker[T->x] >> 4 & 3];
+			if (M->ip == (S->maker[T->x] & 15) && M->pc == P_AN_X && M->h == T->h)
+				T->cause = C_WIN;
 		}
 		T->w = af ? b->f : b->a;
 		T->insec = (uint8_t)cpu;
@@ -993,6 +1206,9 @@ static int step(State *S, int t, int cpu)
 			b->a = (uint8_t)(T->w | bit);
 		T->insec = NONE;
 		D("free %s: section commits %s = %x", oname(T->x), af ? "F" : "local", T->w | bit);
+		for (int u = 0; u < MAXT; u++)
+			if (u != t && remote_between(S, u, T->x))
+				S->t[u].cause |= C_SECT;
 		spec_free(S, t, T->x, FK_SECTION);
 		if (T->w == 0)
 			T->pc = P_F_FIRST;
@@ -1060,10 +1276,10 @@ static int step(State *S, int t, int cpu)
 			return 1;
 		}
 		D("free_remote %s: local%s bit clear", oname(T->x), af ? " A" : "");
-		T->mr = 0;      /* set by moved() if the copy it missed moves before the fetch_or */
+		T->cause = 0;   /* what happens to the object's bit before the fetch_or (a merge, a set) */
 		for (int u = 0; u < SC->nthr; u++)
 			if (S->t[u].pc == P_MG_OR && S->t[u].h == T->h && (S->t[u].rr & bit))
-				T->mr = 1;
+				T->cause |= C_MERGE;
 		T->pc = af ? P_FRM_F : P_FRM_OR;
 		return 1;
 	case P_FRM_F:
@@ -1087,6 +1303,9 @@ static int step(State *S, int t, int cpu)
 			return 1;
 		}
 		D("free_remote %s: fetch_or remote -> %x", oname(T->x), b->r);
+		for (int u = 0; u < MAXT; u++)
+			if (u != t && S->t[u].pc == P_FO_SET && S->t[u].x == T->x)
+				S->t[u].cause |= C_REM;
 		spec_free(S, t, T->x, FK_REMOTE);
 		call(T, P_AN_X, P_DONE);
 		return 1;
@@ -1104,6 +1323,7 @@ static int step(State *S, int t, int cpu)
 		return 1;
 	case P_AN_PUSH: {
 		live_access(S, T->h, "an announce's push on an inbox");
+		reset_read(S, T->h, "an announce's read of h->slots");
 		Slot *o = &S->c[T->own - 1];
 		b->inext = o->inbox;
 		o->inbox = T->h;
@@ -1117,6 +1337,11 @@ static int step(State *S, int t, int cpu)
 		if (b->owner != 0) {
 			D("orphan free %s: lock; owner %d now: unlock, again", oname(T->x), b->owner);
 			T->pc = P_FS_CHUNK;
+		} else if (b->alive == 4) {
+			S->llock = (uint8_t)t;
+			viol(V_REUSE, "an orphan free (a stale double free) reads owner 0 of s%d, retired metadata a new slab "
+			     "is being made in (its reset zeroed owner): it sets its bit and puts it on the orphan list", T->h);
+			T->pc = P_FO_SET;
 		} else if ((loc(b) | b->r) & bit) {
 			D("orphan free %s: lock; bit set (local %x remote %x): unlock, ", oname(T->x), loc(b), b->r);
 			spec_report_free(S, T->x);
@@ -1124,6 +1349,7 @@ static int step(State *S, int t, int cpu)
 		} else {
 			S->llock = (uint8_t)t;
 			D("orphan free %s: lock; bit clear", oname(T->x));
+			T->cause = 0;
 			T->pc = P_FO_SET;
 		}
 		return 1;
@@ -1131,6 +1357,9 @@ static int step(State *S, int t, int cpu)
 		auth_local(S, t, T->h, -1, "orphan free");
 		b->a |= (uint8_t)bit;
 		D("orphan free %s: local |= bit, on the orphan list", oname(T->x));
+		for (int u = 0; u < MAXT; u++)
+			if (u != t && remote_between(S, u, T->x))
+				S->t[u].cause |= C_ORPH;
 		spec_free(S, t, T->x, FK_ORPHAN);
 		orphan_list(S, T->h);
 		T->pc = P_FO_CHECK;
@@ -1231,8 +1460,13 @@ static int step(State *S, int t, int cpu)
 	case P_RA_LOCK: {
 		if (S->llock != NONE)
 			return 0;
+		reset_read(S, T->h, "reannounce's usl_get_node(h->cache, h->slab)");
 		S->llock = (uint8_t)t;
 		int own = b->owner;
+		if (own == 0 && b->alive == 4)
+			viol(V_REUSE, "reannounce reads owner 0 of s%d, retired metadata a new slab is being made in (its "
+			     "reset zeroed owner; the creator's owner store is still to come): it merges it and puts it on "
+			     "the orphan list", T->h);
 		if (own == 0) {
 			D("reannounce s%d: lock; an orphan: merge", T->h);
 			call(T, P_MG_X, P_RA_ORPH);
@@ -1477,15 +1711,23 @@ static int step(State *S, int t, int cpu)
 				viol(V_FORK, "the child inherits slot %d taken (lock %d, held by T%d)", c, S->c[c].lock,
 				     S->c[c].holder == NONE ? -1 : S->c[c].holder);
 		for (int h = 0; h < NSLAB; h++) {
-			if (S->s[h].alive != 1 || !S->s[h].pending)
+			if (!S->s[h].alive || S->s[h].alive == 3 || !S->s[h].pending)
 				continue;
-			int on = 0;
+			int on = 0, an = -1;
 			for (int c = 0; c < NCPU; c++)
 				for (int k = S->c[c].inbox, n = 0; k != NONE && n < 8; k = S->s[k].inext, n++)
 					on |= k == h;
-			if (!on)
-				viol(V_FORK_PENDING, "the child inherits s%d pending but on no inbox (another thread was between "
-				     "its xchg of pending and its push): its remote frees are never merged there", h);
+			for (int u = 0; u < SC->nthr; u++)
+				if (S->t[u].pc == P_AN_PUSH && S->t[u].h == h)
+					an = u;
+			if (on)
+				continue;
+			if (an >= 0)
+				viol(V_FORK_ANNOUNCE, "the child inherits s%d%s pending on no inbox: T%d was between its xchg of "
+				     "pending and its push; in the child its remote bits wait for a flush or a decay orphaning", h,
+				     S->s[h].alive == 2 ? " (retired)" : "", an);
+			else
+				viol(V_FORK_PENDING, "the child inherits s%d pending on no inbox, and no announce is in flight", h);
 		}
 		T->pc = P_FK_UNMARK;
 		return 1;
@@ -1500,7 +1742,7 @@ static int step(State *S, int t, int cpu)
 		return 1;
 	}
 	}
-	fprintf(stderr, "model: bad pc %d\n", T->pc);
+	fprintf(stderr, "model: bad pc %d (T%d op %d sp %d h %d)\n", T->pc, t, T->ip, T->sp, T->h);
 	exit(2);
 }
 
@@ -1536,6 +1778,9 @@ static void check_state(const State *S)
 	}
 	for (int h = 0; h < NSLAB; h++) {
 		const Slab *b = &S->s[h];
+		if (b->olisted && b->owner != 0)
+			viol(V_OLIST, "s%d is on the orphan list with owner %d%s", h, b->owner,
+			     b->owner == GIVEN ? " (0xffff)" : "");
 		if (b->alive != 1)
 			continue;
 		for (int i = 0; i < NOBJ; i++) {
@@ -1560,6 +1805,8 @@ static void check_end(const State *S)
 			viol(V_STRAND, "slot %d's lock is %d at the end", c, S->c[c].lock);
 	for (int h = 0; h < NSLAB; h++) {
 		const Slab *b = &S->s[h];
+		if (b->alive == 2 && b->pending && !on_inbox(S, h))
+			viol(V_STRAND, "retired s%d pending but on no inbox: its metadata is never reused", h);
 		if (b->alive != 1)
 			continue;
 		int inb = on_inbox(S, h);
@@ -1578,22 +1825,10 @@ static void check_end(const State *S)
 			viol(V_STRAND, "orphan s%d still listed", h);
 		for (int i = 0; i < NOBJ; i++) {
 			int x = h * NOBJ + i;
-			if (S->spec[x] == SP_ALLOC && S->dup[x]) {
-				if (S->dkind[x] & DK_MERGE)
-					viol(V_HANDOUT_MOVED, "%s is allocated and also has a free bit left (handed out "
-					     "again later); a remote free's local-word check missed the first copy while it "
-					     "moved into the local word", oname(x));
-				else if (S->dkind[x] & DK_SEQ)
-					viol(V_HANDOUT, "%s is allocated and also has a free bit left (handed out again "
-					     "later); its double free's frees did not overlap", oname(x));
-				else if (S->dkind[x] & DK_OTHER)
-					viol(V_HANDOUT_OTHER, "%s is allocated and also has a free bit left (handed out "
-					     "again later); overlapping frees that were not a local section and a remote "
-					     "free", oname(x));
-				else
-					viol(V_HANDOUT_WINDOW, "%s is allocated and also has a free bit left (it would be "
-					     "handed out again; a local section and a remote free that overlapped)", oname(x));
-			}
+			if (S->spec[x] == SP_ALLOC && S->dup[x])
+				viol(dup_viol(S->dkind[x]), "%s is allocated and also has a free bit left (it would be handed "
+				     "out again; its extra copy: %s)", oname(x), !S->dkind[x] ? "of unknown origin" :
+				     dk_text(S->dkind[x] & DK_BUG ? DK_BUG : S->dkind[x] & -S->dkind[x]));
 			if (S->spec[x] != SP_FREE)
 				continue;
 			int found = inb;
@@ -1839,7 +2074,8 @@ static void explore(Space *sp, Result *R)
 							R->endstate[v] = 0;
 							memcpy(R->msg[v], vmsg[v], sizeof(vmsg[v]));
 						}
-					continue;    /* not expanded further */
+					if (vflag & ~V_GOES_ON)
+						continue;    /* not expanded further */
 				}
 				space_add(sp, &S, k, label, &isnew);
 			}
@@ -1880,8 +2116,9 @@ static const char *thread_name(int t)
 	return b[k];
 }
 
-/* Replay the path to state index k (and one more step, label, if last >= 0). */
-static void print_trace(Space *sp, uint32_t k, int last)
+/* Replay the path to state index k (and one more step, label, if last >= 0)
+ * to out; its number of steps. */
+static uint32_t print_trace(FILE *out, Space *sp, uint32_t k, int last)
 {
 	uint32_t n = 0;
 	for (uint32_t j = k; PARENT(sp, j) != UINT32_MAX; j = PARENT(sp, j))
@@ -1895,10 +2132,10 @@ static void print_trace(Space *sp, uint32_t k, int last)
 	State S;
 	initial(&S);
 	run_setup(&S);
-	printf("    threads:");
+	fprintf(out, "    threads:");
 	for (int t = 0; t < SC->nthr; t++)
-		printf("%s %s", t ? ";" : "", thread_name(t));
-	printf("\n    (sN.i: object i of slab N; words are hex bitmaps, bit i set: object i free)\n");
+		fprintf(out, "%s %s", t ? ";" : "", thread_name(t));
+	fprintf(out, "\n    (sN.i: object i of slab N; words are hex bitmaps, bit i set: object i free)\n");
 	tracing = 1;
 	for (uint32_t i = 0; i < n; i++) {
 		int t = labels[i] / 4, c = labels[i] % 4;
@@ -1908,12 +2145,13 @@ static void print_trace(Space *sp, uint32_t k, int last)
 		step(&S, t, c);
 		check_state(&S);
 		if (sec)
-			printf("    %3u  %-22s [cpu%d] %s%s\n", i + 1, thread_name(t), c, desc, vdesc);
+			fprintf(out, "    %3u  %-22s [cpu%d] %s%s\n", i + 1, thread_name(t), c, desc, vdesc);
 		else
-			printf("    %3u  %-22s        %s%s\n", i + 1, thread_name(t), desc, vdesc);
+			fprintf(out, "    %3u  %-22s        %s%s\n", i + 1, thread_name(t), desc, vdesc);
 	}
 	tracing = 0;
 	free(labels);
+	return n;
 }
 
 /* ------------------------------------------------------------ scenarios -- */
@@ -2084,7 +2322,12 @@ int main(int argc, char **argv)
 	printf("\n");
 	uint64_t total = 0;
 	double secs = 0;
-	int ran = 0, bad = 0, window = 0;
+	int ran = 0, bad = 0, acc = 0;
+	static char *acc_trace[V_NR];            /* each accepted shape's shortest trace, and where from */
+	static uint32_t acc_len[V_NR];
+	static const Scenario *acc_sc[V_NR];
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
 	for (int k = 0; k < NSCEN; k++) {
 		if (only && strcmp(only, scenarios[k].name))
 			continue;
@@ -2096,23 +2339,47 @@ int main(int argc, char **argv)
 		total += R.states;
 		secs += R.secs;
 		printf("%-14s %9llu states %10llu steps %6.2fs  %s\n", SC->name, (unsigned long long)R.states,
-		       (unsigned long long)R.edges, R.secs, R.found ? "" : "ok");
+		       (unsigned long long)R.edges, R.secs, R.found & ~V_ACCEPTED ? "FAIL" : "ok");
 		for (int v = 0; v < V_NR; v++) {
 			if (!(R.found >> v & 1))
 				continue;
-			int fatal = v != V_HANDOUT_WINDOW;
-			bad += fatal;
-			window += !fatal;
-			printf("  %s: %s\n    %s\n", fatal ? "VIOLATION" : "accepted window", vnames[v], R.msg[v]);
-			if (!quiet) {
-				printf("    shortest trace (%s):\n", SC->what);
-				print_trace(&sp, R.from[v], R.endstate[v] ? -1 : R.lastlabel[v]);
-				if (R.endstate[v])
-					printf("         (%s)\n", v == V_DEADLOCK ? "threads left, none can move" :
-					       "all threads done: the quiescence check fails");
+			int fatal = !(V_ACCEPTED >> v & 1);
+			if (fatal)
+				bad++;
+			else
+				acc |= 1 << v;
+			if (fatal)
+				printf("  VIOLATION: %s\n    %s\n", vnames[v], R.msg[v]);
+			else
+				printf("  accepted: %s\n    %s\n", vshort[v], R.msg[v]);
+			if (quiet)
+				continue;
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *out = fatal ? stdout : open_memstream(&buf, &len);
+			if (!out) {
+				fprintf(stderr, "model: out of memory\n");
+				return 2;
+			}
+			if (fatal)
+				fprintf(out, "    shortest trace (%s):\n", SC->what);
+			uint32_t n = print_trace(out, &sp, R.from[v], R.endstate[v] ? -1 : R.lastlabel[v]);
+			if (R.endstate[v])
+				fprintf(out, "         (%s)\n", v == V_DEADLOCK ? "threads left, none can move" :
+				        "all threads done: the quiescence check fails");
+			if (fatal)
+				continue;
+			fclose(out);
+			if (!acc_trace[v] || n < acc_len[v]) {
+				free(acc_trace[v]);
+				acc_trace[v] = buf;
+				acc_len[v] = n;
+				acc_sc[v] = SC;
+			} else {
+				free(buf);
 			}
 		}
-		if (R.found & ~(1 << V_HANDOUT_WINDOW))
+		if (R.found & ~V_ACCEPTED)
 			t_fail++;
 		else
 			t_pass++;
@@ -2122,8 +2389,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "owned_model: no scenario %s (-l lists them)\n", only);
 		return 2;
 	}
-	printf("%llu states in %.2fs; %d violation kinds%s\n", (unsigned long long)total, secs, bad,
-	       window ? ", and double hand-outs inside the accepted window (printed above)" : "");
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	for (int v = 0; v < V_NR; v++) {
+		if (!(acc >> v & 1))
+			continue;
+		printf("accepted: %s: %s\n", vshort[v], vnames[v]);
+		if (acc_trace[v]) {
+			printf("    shortest trace (%u steps; scenario %s: %s):\n%s", acc_len[v], acc_sc[v]->name,
+			       acc_sc[v]->what, acc_trace[v]);
+			free(acc_trace[v]);
+		}
+	}
+	printf("%llu states in %.2fs (%.2fs wall); %d violation kinds", (unsigned long long)total, secs,
+	       (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9, bad);
+	for (int v = 0, first = 1; v < V_NR; v++)
+		if (acc >> v & 1) {
+			printf("%s%s", first ? "; accepted: " : ", ", vshort[v]);
+			first = 0;
+		}
+	printf("\n");
 	if (cover) {
 		printf("steps never taken:");
 		int none = 1;
