@@ -21,6 +21,7 @@
 #define ORPHANS_KEPT 1
 
 static void retire(struct kmem_cache_node *n, struct usl_oslab *h);
+static void orphan_list(struct kmem_cache_node *n, struct usl_oslab *h);
 static struct usl_oslab *retired_take(struct kmem_cache *s, unsigned int node);
 
 /* Write h's chunk-map entries: h, or 0 once it is given up. */
@@ -48,6 +49,9 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 			return NULL;
 		h->pending = 0;
 		h->inbox_next = NULL;
+		h->owner = 0xffff;
+		h->slots = s->oslots;
+		h->cache = s;
 	}
 	void *fl;
 	struct slab *slab = usl_new_slab(s, &fl, node);
@@ -62,30 +66,35 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 	slab->counters = usl_counters_make(objects, objects, true);
 	usl_slab_carved(s, slab, slab->counters);
 	slab->unused = h;
-	/* All but pending and the inbox link: a retired metadata block's late
-	 * announce may hold them (retire). */
-	memset(h, 0, offsetof(struct usl_oslab, pending));
-	memset(&h->avail_next, 0, usl_oslab_bytes((objects + 63) / 64) - offsetof(struct usl_oslab, avail_next));
+	/* A retired block keeps what a late announce of its old life reads
+	 * (retire): pending and the inbox link, its slots and cache (the same
+	 * cache's), and owner 0xffff, which a drain passes by, until the new
+	 * owner is stored last, under list_lock. */
+	h->listed = 0;
+	h->orphan_listed = 0;
+	h->avail_next = NULL;
 	h->start = usl_slab_address(slab);
 	h->start_off = (uint32_t)((uintptr_t)h->start - usl_base);
-	h->slots = s->oslots;
 	h->div_inv = s->div_inv;
 	h->div_shift = s->div_shift;
 	h->objects = objects;
 	h->nwords = (objects + 63) / 64;
 	h->roff = (uint32_t)USL_ALIGN((size_t)h->nwords * 8, USL_CACHELINE);
-	h->cache = s;
 	h->slab = slab;
 	usl_list_init(&h->all);
 	usl_list_init(&h->orphans);
-	for (unsigned int k = 0; k < h->nwords; k++)
+	for (unsigned int k = 0; k < h->nwords; k++) {
 		h->local[k] = objects - k * 64 >= 64 ? ~0UL : (1UL << (objects - k * 64)) - 1;
+		__atomic_store_n(&usl_oslab_remote(h)[k], 0, __ATOMIC_RELAXED);
+	}
 	struct kmem_cache_node *n = usl_get_node(s, slab);
 	usl_lock(&n->list_lock);
 	usl_list_add_tail(&h->all, &n->owned);
 	n->nr_owned++;
-	usl_unlock(&n->list_lock);
+	if (!owner)                          /* a new orphan: listed where its owner is stored */
+		orphan_list(n, h);
 	usl_oslab_set_owner(h, owner);
+	usl_unlock(&n->list_lock);
 	chunks_write(h, (uintptr_t)h);
 	return h;
 }
@@ -303,7 +312,9 @@ void *usl_oslab_alloc_orphan(struct kmem_cache *s, unsigned int node)
 	struct kmem_cache_node *n = s->node[node];
 	void *obj = NULL;
 
-	for (int round = 0; round < 2 && !obj; round++) {
+	/* A new orphan goes on the list with its owner (usl_oslab_new) and is
+	 * found there: a shrink may discard it meanwhile, so a few rounds. */
+	for (int round = 0; round < 4 && !obj; round++) {
 		usl_lock(&n->list_lock);
 		while (!obj && !usl_list_empty(&n->orphans)) {
 			struct usl_oslab *h = usl_container_of(n->orphans.next, struct usl_oslab, orphans);
@@ -313,14 +324,8 @@ void *usl_oslab_alloc_orphan(struct kmem_cache *s, unsigned int node)
 				orphan_unlist(n, h);
 		}
 		usl_unlock(&n->list_lock);
-		if (obj || round)
-			break;
-		struct usl_oslab *h = usl_oslab_new(s, node, 0);
-		if (!h)
+		if (!obj && !usl_oslab_new(s, node, 0))
 			return NULL;
-		usl_lock(&n->list_lock);
-		orphan_list(n, h);
-		usl_unlock(&n->list_lock);
 	}
 	return obj;
 }

@@ -104,13 +104,14 @@
  * (start_off, the divisor: a program bug's free, at worst a report of the
  * wrong kind), usl_new_slab failing after a retired block was taken.
  *
- * Candidate fixes (-x, see -l) are modelled where a finding needs one to
- * look past it; the default is always the code as it is.
+ * The fixes of the model's findings in the metadata reuse (keepowner,
+ * newlists) are the code as it is, on by default; -x turns one off, to show
+ * the model still finds what it fixed.
  *
  * Usage: owned_model [-s scenario] [-m mutation] [-x fix] [-A] [-q] [-c] [-l]
  *   -s NAME   one scenario (default: all)
  *   -m NAME   a deliberately broken protocol (see -l); the run must fail
- *   -x NAME   a candidate fix of a finding (see -l), to look past it
+ *   -x NAME   turn off a fix the model found (see -l): the code before it
  *   -A        the split local word variant (allocation word A and freed word F,
  *             as tried in the working tree: F moved into A by the refill)
  *   -q        no traces (default: each violation kind's shortest trace per
@@ -240,7 +241,9 @@ static const char *const mut_what[M_NR] = {
 	"a local section that finds its bit set re-runs the slow path instead of reporting (the old dbl)",
 };
 static int mut;
-/* -x: candidate fixes, to look past a finding */
+/* The fixes of the metadata reuse the model found, in src/ since: on by
+ * default; -x NAME turns one off (the code before it), for the mutation
+ * test that shows the model still catches it. */
 enum { X_KEEPOWNER = 1, X_NEWLISTS = 2, X_NR = 2 };
 static const char *const fix_names[X_NR] = {"keepowner", "newlists"};
 static const char *const fix_what[X_NR] = {
@@ -250,7 +253,7 @@ static const char *const fix_what[X_NR] = {
 	"usl_oslab_alloc_orphan does not touch it after (a late announce's reannounce may list it, a discard "
 	"retire it, before)",
 };
-static int fix;                  /* -x: a mask of (1 << k) for fix_names[k] */
+static int fix = X_KEEPOWNER | X_NEWLISTS;   /* -x clears (1 << k) for fix_names[k] */
 static int af;                   /* -A: the local word split into A (allocation) and F (freed) */
 
 /* ------------------------------------------------------------ reporting -- */
@@ -2293,7 +2296,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "owned_model: no fix %s (-l lists them)\n", m);
 				return 2;
 			}
-			fix |= 1 << k;
+			fix &= ~(1 << k);
 		} else if (!strcmp(argv[i], "-A")) {
 			af = 1;
 		} else if (!strcmp(argv[i], "-c")) {
