@@ -29,6 +29,7 @@
 #define SMALL_BULK 3
 #define SMALL_BULK_ALLOC 4
 #define SMALL_BULK_CPU 8
+#define SMALL_BULK_OWNED 4       /* the owned front end: its single paths below this */
 
 static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
 {
@@ -97,6 +98,53 @@ slow:
 	return alloc_bulk_small_rest(s, gfp, nr, p, i, NULL);
 }
 
+/* A few objects of an owned cache: the pop section inlined per object;
+ * an empty cursor word takes the slow path for that one. */
+static inline __attribute__((always_inline)) int alloc_bulk_small_owned(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                                                        void **p)
+{
+	/* One section takes what the cursor word has of them. */
+	for (size_t i = usl_rseq_owned_pop_bulk(s->oslots, nr, p); i < nr; i++)
+		if (!(p[i] = usl_owned_alloc_slow(s->oslots))) {
+			usl_owned_free_bulk(s, i, p, "kmem_cache_alloc_bulk");
+			return alloc_bulk_failed(s, gfp, i, nr);
+		}
+	return (int)nr;
+}
+
+/* A few objects of an owned cache: those of the first one's local word in
+ * one section (a mask), the rest by free's owned path. */
+static inline __attribute__((always_inline)) void free_bulk_small_owned(struct kmem_cache *s, size_t nr, void **p)
+{
+	const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
+	uintptr_t off = (uintptr_t)p[0] - usl_base;
+	uint64_t e = off < top ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
+	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
+	size_t done = 0;
+	if (usl_likely(e && h->slots == s->oslots)) {
+		uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);
+		uint64_t mask = idx < h->objects ? 1UL << (idx & 63) : 0;
+		size_t j = 1;
+		for (; mask && j < nr; j++) {
+			uintptr_t o2 = (uintptr_t)p[j] - usl_base;
+			uint32_t i2 = usl_obj_index((uint32_t)o2 - h->start_off, h->div_inv, h->div_shift);
+			if (o2 >= top || __atomic_load_n(&usl_ochunk[o2 >> USL_OCHUNK_SHIFT], __ATOMIC_RELAXED) != e ||
+			    i2 >= h->objects || i2 >> 6 != idx >> 6 || (mask & (1UL << (i2 & 63))))
+				break;
+			mask |= 1UL << (i2 & 63);
+		}
+		uint64_t was;
+		if (mask && usl_rseq_owned_free_mask(h, &h->local[idx >> 6], mask, &was) == USL_RS_OK) {
+			if (!was && !__atomic_load_n(&h->listed, __ATOMIC_RELAXED))
+				usl_owned_list(h);
+			done = j;
+		}
+	}
+	for (size_t i = done; i < nr; i++)
+		if (p[i])
+			kmem_cache_free(s, p[i]);       /* checked and reported there */
+}
+
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	if (usl_unlikely(!s || (!p && nr) || nr > (size_t)INT32_MAX)) {
@@ -107,6 +155,8 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	if (!nr)
 		return 0;
 	if (s->fast == USL_FAST_OWNED && !(gfp & __GFP_ZERO)) {
+		if (nr <= SMALL_BULK_OWNED)      /* the single pop, inlined, is cheaper */
+			return alloc_bulk_small_owned(s, gfp, nr, p);
 		if (usl_owned_alloc_bulk(s, nr, p))
 			return (int)nr;
 		return alloc_bulk_failed(s, gfp, 0, nr);
@@ -387,6 +437,11 @@ static inline __attribute__((always_inline)) void free_bulk_small_cpu(struct kme
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
 	if (s && p && s->fast == USL_FAST_OWNED) {
+		if (nr <= SMALL_BULK_OWNED) {
+			if (nr)
+				free_bulk_small_owned(s, nr, p);
+			return;
+		}
 		usl_owned_free_bulk(s, nr, p, "kmem_cache_free_bulk");
 		return;
 	}
