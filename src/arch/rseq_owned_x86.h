@@ -17,19 +17,7 @@
 /* Arm the section, then %[sl] = this CPU's slot (slots + cpu_id * 128, tag
  * included) and to `fail` if its lock is not 0 (marked, taken, a sentinel). */
 #define USL_OWNED_PROLOGUE(tag, fail)                                              \
-	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
-	".balign 32\n"                                                           \
-	"3:\n\t"                                                                 \
-	".long 0, 0\n\t"                                                         \
-	".quad 1f, 2f - 1f, 4f\n\t"                                              \
-	".popsection\n\t"                                                        \
-	".pushsection __rseq_failure, \"ax\"\n\t"                                \
-	".byte 0x0f, 0xb9, 0x3d\n\t"                                             \
-	".long 0x53053053\n"                                                     \
-	"4:\n\t"                                                                 \
-	"jmp 0f\n\t"                                                             \
-	".popsection\n"                                                          \
-	"0:\n\t"                                                                 \
+	USL_RSEQ_DESCRIPTOR                                                      \
 	"leaq 3b(%%rip), %[sl]\n\t"                                              \
 	"movq %[sl], %%fs:%c[o_cs](%[rs])\n"                                     \
 	"1:\n\t"                                                                 \

@@ -23,8 +23,9 @@
 /* Descriptor (struct rseq_cs: version, flags, start, post-commit offset, abort) in
  * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
  * handler jumps back to label 0, which re-arms rseq_cs and starts again.
- * Labels: 0 arm, 1 start, 2 post-commit, 3 descriptor, 4 abort. */
-#define USL_RSEQ_PROLOGUE_TO(nocpu, marked)                                          \
+ * Labels: 0 arm, 1 start, 2 post-commit, 3 descriptor, 4 abort. Every
+ * section's prologue (this file's and rseq_owned_x86.h's) begins with it. */
+#define USL_RSEQ_DESCRIPTOR                                                            \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                     \
 	".balign 32\n"                                                           \
 	"3:\n\t"                                                                 \
@@ -37,7 +38,10 @@
 	"4:\n\t"                                                                 \
 	"jmp 0f\n\t"                                                             \
 	".popsection\n"                                                          \
-	"0:\n\t"                                                                 \
+	"0:\n\t"
+
+#define USL_RSEQ_PROLOGUE_TO(nocpu, marked)                                          \
+	USL_RSEQ_DESCRIPTOR                                                      \
 	"leaq 3b(%%rip), %%rax\n\t"                                              \
 	"movq %%rax, %%fs:%c[o_cs](%[rs])\n"                                            \
 	"1:\n\t"                                                                 \

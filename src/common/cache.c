@@ -323,13 +323,15 @@ static bool id_assign(struct kmem_cache *s)
 
 static void cache_struct_free(struct kmem_cache *s)
 {
-	/* A destroyed cache's fast paths must not reach its freed owned slots:
-	 * its kind becomes the cpu slab's, whose slots (by id) stay mapped and
-	 * empty, so a use after destroy reaches a slow path that reports it. */
-	__atomic_store_n(&s->fast, USL_FAST_CPU_SLAB, __ATOMIC_RELEASE);
-	if (s->oslots)
+	/* A destroyed owned cache's fast paths must not reach its freed owned
+	 * slots: its kind becomes the cpu slab's, whose slots (by id) stay
+	 * mapped and empty, so a use after destroy reaches a slow path that
+	 * reports it. */
+	if (s->oslots) {
+		__atomic_store_n(&s->fast, USL_FAST_CPU_SLAB, __ATOMIC_RELEASE);
 		usl_oslab_free_retired(s);
-	usl_owned_cache_free(s);
+		usl_owned_cache_free(s);
+	}
 	if (usl_is_slab(s))
 		usl_slab_cache_free(s);
 	for (unsigned int nid = 0; nid < USL_MAX_NODES && s->node[nid]; nid++)

@@ -133,6 +133,19 @@ static void unknown_options(void)
  * with a '/' (counters, slabinfo written there at exit). */
 static char stats_path[512];
 
+/* A value as a report shows it: its first 64 characters, printable, then
+ * "..." if it goes on. buf: 68 bytes. */
+static const char *shown_value(char *buf, const char *v)
+{
+	size_t k = 0;
+	for (; k < 64 && v[k]; k++)
+		buf[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
+	if (v[k])
+		buf[k++] = '.', buf[k++] = '.', buf[k++] = '.';
+	buf[k] = 0;
+	return buf;
+}
+
 void usl_stats_parse(const char *v)
 {
 	usl_opt.stats = 0;
@@ -151,13 +164,9 @@ void usl_stats_parse(const char *v)
 		n++;
 	}
 	if (!slash || n >= sizeof(stats_path)) {
-		char shown[68];          /* at most 64 bytes of it, unprintable ones as '?' */
-		size_t k = 0;
-		for (; k < 64 && v[k]; k++)
-			shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
-		shown[k] = 0;
-		usl_report(USLAB_ERR_OPTION, "USLAB_STATS='%s%s' is neither 0, 1 nor a path (with a '/', under %zu bytes); "
-		           "statistics stay off", shown, v[k] ? "..." : "", sizeof(stats_path));
+		char shown[68];
+		usl_report(USLAB_ERR_OPTION, "USLAB_STATS='%s' is neither 0, 1 nor a path (with a '/', under %zu bytes); "
+		           "statistics stay off", shown_value(shown, v), sizeof(stats_path));
 		return;
 	}
 	for (size_t i = 0; i <= n; i++)
@@ -180,12 +189,8 @@ void usl_allocator_parse(const char *v)
 	if (v[0] == 's' && v[1] == 'l' && v[2] == 'u' && v[3] == 'b' && !v[4])
 		return;
 	char shown[68];
-	size_t k = 0;
-	for (; k < 64 && v[k]; k++)
-		shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
-	shown[k] = 0;
-	usl_report(USLAB_ERR_OPTION, "USLAB_ALLOCATOR='%s%s' is neither slub nor slab; keeping the default (slub)", shown,
-	           v[k] ? "..." : "");
+	usl_report(USLAB_ERR_OPTION, "USLAB_ALLOCATOR='%s' is neither slub nor slab; keeping the default (slub)",
+	           shown_value(shown, v));
 }
 
 void usl_front_parse(const char *v)
@@ -205,12 +210,8 @@ void usl_front_parse(const char *v)
 			return;
 		}
 	char shown[68];
-	size_t k = 0;
-	for (; k < 64 && v[k]; k++)
-		shown[k] = v[k] >= ' ' && v[k] < 0x7f ? v[k] : '?';
-	shown[k] = 0;
-	usl_report(USLAB_ERR_OPTION, "USLAB_FRONT='%s%s' is none of owned, sheaves and cpuslab; keeping the default (%s)",
-	           shown, v[k] ? "..." : "", names[usl_opt.front]);
+	usl_report(USLAB_ERR_OPTION, "USLAB_FRONT='%s' is none of owned, sheaves and cpuslab; keeping the default (%s)",
+	           shown_value(shown, v), names[usl_opt.front]);
 }
 
 void usl_read_options(void)
