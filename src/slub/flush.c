@@ -42,12 +42,12 @@ void usl_slub_flush_cpus(struct kmem_cache *s)
 			partial = c->partial;
 			c->freelist = NULL;
 			c->slab = NULL;
-			c->partial = NULL;
+			__atomic_store_n(&c->partial, NULL, __ATOMIC_RELAXED);
 		} else {
 			usl_spin_lock(&c->lock);
 			usl_locked_detach(c, &fl, &slab);
 			partial = c->partial;
-			c->partial = NULL;
+			__atomic_store_n(&c->partial, NULL, __ATOMIC_RELAXED);
 		}
 		/* An unfrozen slab with free objects is placed like a cpu partial
 		 * slab (put_partials); a full one stays on no list. */

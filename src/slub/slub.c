@@ -468,8 +468,9 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 		cnt = 1;
 	}
 	slab->next = head;
-	slab->slabs = cnt;
-	c->partial = slab;
+	__atomic_store_n(&slab->slabs, cnt, __ATOMIC_RELAXED);
+	/* Read racily by the statistics (usl_slub_cpu_counts): atomic stores. */
+	__atomic_store_n(&c->partial, slab, __ATOMIC_RELEASE);
 	usl_spin_unlock(&c->lock);
 	if (drain) {
 		usl_stat(s, USL_CPU_PARTIAL_DRAIN);
@@ -697,7 +698,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		if (lc) {
 			slab = lc->partial;
 			if (slab)
-				lc->partial = slab->next;
+				__atomic_store_n(&lc->partial, slab->next, __ATOMIC_RELAXED);
 		} else {
 			int r = usl_rseq_partial_take(s, &slab, 0);
 			if (r == USL_RS_MARKED) {
@@ -744,7 +745,7 @@ static struct slab *refill(struct kmem_cache *s, struct kmem_cache_cpu *lc, void
 		if (lc) {
 			e->next = lc->partial;
 			e->slabs = lc->partial ? lc->partial->slabs + 1 : 1;
-			lc->partial = e;
+			__atomic_store_n(&lc->partial, e, __ATOMIC_RELEASE);
 		} else {
 			int r;
 			while ((r = usl_rseq_partial_push(s, e, ~0u)) == USL_RS_MARKED)
