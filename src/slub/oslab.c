@@ -87,6 +87,11 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 		h->local[k] = objects - k * 64 >= 64 ? ~0UL : (1UL << (objects - k * 64)) - 1;
 		__atomic_store_n(&usl_oslab_remote(h)[k], 0, __ATOMIC_RELAXED);
 	}
+	/* The chunk map first (owner 0xffff: a stale free finding it is
+	 * refused), then the lists and the owner: a new orphan is on the list,
+	 * where another thread may adopt it or take its objects, only once
+	 * frees can find it. */
+	chunks_write(h, (uintptr_t)h);
 	struct kmem_cache_node *n = usl_get_node(s, slab);
 	usl_lock(&n->list_lock);
 	usl_list_add_tail(&h->all, &n->owned);
@@ -95,7 +100,6 @@ struct usl_oslab *usl_oslab_new(struct kmem_cache *s, unsigned int node, unsigne
 		orphan_list(n, h);
 	usl_oslab_set_owner(h, owner);
 	usl_unlock(&n->list_lock);
-	chunks_write(h, (uintptr_t)h);
 	return h;
 }
 
