@@ -237,9 +237,17 @@ void usl_slub_cpu_counts(struct kmem_cache *s, unsigned int cpu, bool *has_slab,
 	/* Racy reads, as the kernel's: a slab is never freed under a reader
 	 * (struct slab entries are permanent), and the chain's head holds its
 	 * length. */
+	/* In locked mode the slot's lock guards the chain: held for the two
+	 * reads (a head that left the chain has its count overwritten by a
+	 * list link). */
+	bool locked = !usl_rseq_mode;
+	if (locked)
+		usl_spin_lock(&c->lock);
 	*has_slab = __atomic_load_n(&c->slab, __ATOMIC_RELAXED) != NULL;
 	struct slab *p = __atomic_load_n(&c->partial, __ATOMIC_RELAXED);
 	*partial_slabs = p ? __atomic_load_n(&p->slabs, __ATOMIC_RELAXED) : 0;
+	if (locked)
+		usl_spin_unlock(&c->lock);
 }
 
 void usl_slub_state_counts(struct kmem_cache *s, struct usl_state_counts *out)
