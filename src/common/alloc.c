@@ -43,9 +43,20 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 		/* A debug cache has no cpu slab: every allocation comes here. Reached
 		 * by tail calls from kmem_cache_alloc, so the return address is its
 		 * caller's (the owner track). */
-		if (s->flags & USL_SLAB_DEBUG_FLAGS)
-			return usl_debug_alloc(s, gfp, 0, (uintptr_t)__builtin_return_address(0));
-		obj = usl_slub_alloc_slow(s, gfp);
+		if (s->flags & USL_SLAB_DEBUG_FLAGS) {
+			uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+			void *o = usl_debug_alloc(s, gfp | __GFP_NOWARN, 0, caller);
+			if (usl_unlikely(!o)) {
+				usl_reclaim_for_retry();
+				o = usl_debug_alloc(s, gfp, 0, caller);
+			}
+			return o;
+		}
+		obj = usl_slub_alloc_slow(s, gfp | __GFP_NOWARN);
+		if (usl_unlikely(!obj)) {    /* once more, with what uslab held free given back */
+			usl_reclaim_for_retry();
+			obj = usl_slub_alloc_slow(s, gfp);
+		}
 	}
 	usl_marker_clear(obj, s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
@@ -62,7 +73,12 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
 		return NULL;
 	}
-	void *obj = usl_marker_clear(usl_sheaf_alloc(s, gfp), s->offset);
+	void *obj = usl_sheaf_alloc(s, gfp | __GFP_NOWARN);
+	if (usl_unlikely(!obj)) {        /* once more, with what uslab held free given back */
+		usl_reclaim_for_retry();
+		obj = usl_sheaf_alloc(s, gfp);
+	}
+	obj = usl_marker_clear(obj, s->offset);
 	if ((gfp & __GFP_ZERO) && obj)
 		return zero_object(s, obj);
 	return obj;

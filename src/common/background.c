@@ -43,6 +43,10 @@
 enum bg_state { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
 
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the thread across each sweep and publication (a plain mutex, not
+ * counted as a uslab lock): a fork whose thread was interrupted inside uslab
+ * takes it to keep the thread out of the locks it cannot take itself. */
+static pthread_mutex_t bg_gate = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_cond;
 static enum bg_state bg_state;       /* atomic reads outside bg_lock */
 static bool bg_parked;               /* under bg_lock: the sweeps are parked */
@@ -134,7 +138,9 @@ static void *bg_main(void *unused)
 		uint64_t now = usl_now_ms();
 		if (sweeping && now >= next_sweep) {
 			size_t dirty = 0;
+			pthread_mutex_lock(&bg_gate);
 			quiet = bg_sweep(now, &dirty) != 0 ? 0 : quiet + 1;   /* (busy: not quiet) */
+			pthread_mutex_unlock(&bg_gate);
 			now = usl_now_ms();
 			next_sweep = now + half;
 			if (quiet >= QUIET_SWEEPS && dirty == 0)
@@ -142,7 +148,9 @@ static void *bg_main(void *unused)
 		}
 		uint64_t wait = sweeping ? next_sweep - now : FOREVER;
 		if (usl_opt.stats) {
+			pthread_mutex_lock(&bg_gate);
 			unsigned int view = __atomic_load_n(&usl_stats_tick, __ATOMIC_ACQUIRE)(true);
+			pthread_mutex_unlock(&bg_gate);
 			if (view && view < wait)
 				wait = view;
 		}
@@ -272,14 +280,48 @@ void usl_background_start(void)
 	background_start();
 }
 
-void usl_background_after_fork(void)
+/* A fork whose thread holds a uslab lock (a signal handler's, which
+ * interrupted an allocation) takes none of them, so the thread must not be
+ * inside a sweep that waits for one: the gate, if the thread leaves it soon.
+ * A sweep blocked on the lock the interrupted thread holds never does; then
+ * the fork goes on after about 50 ms without it (docs/ARCHITECTURE.md,
+ * "fork"). */
+static __thread bool gate_held;
+
+void usl_background_fork_hold(void)
+{
+	gate_held = false;
+	if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) != BG_RUNNING)
+		return;
+	for (int i = 0; i < 500; i++) {
+		if (pthread_mutex_trylock(&bg_gate) == 0) {
+			gate_held = true;
+			return;
+		}
+		struct timespec ts = { 0, 100 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void usl_background_fork_unhold(void)
+{
+	if (gate_held)
+		pthread_mutex_unlock(&bg_gate);
+	gate_held = false;
+}
+
+void usl_background_after_fork(bool locks_held)
 {
 	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
 	bg_pid = getpid();
-	pthread_mutex_init(&bg_lock, NULL);
+	pthread_mutex_init(&bg_gate, NULL);
+	gate_held = false;
 	bg_parked = bg_kicked = false;
 	if (__atomic_load_n(&bg_state, __ATOMIC_RELAXED) != BG_FAILED)
 		__atomic_store_n(&bg_state, BG_NONE, __ATOMIC_RELAXED);
+	if (locks_held)
+		return;                          /* bg_lock may be the interrupted code's; its next tick samples */
+	pthread_mutex_init(&bg_lock, NULL);
 	sampling_update();                   /* no thread here (yet): frees count if the heap is large */
 }
 

@@ -28,9 +28,11 @@ static pthread_mutex_t walk_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t walk_done = PTHREAD_COND_INITIALIZER;
 static unsigned int walkers;         /* under walk_lock */
 
-static void walks_wait(void)         /* walk_lock held */
+static __thread unsigned int walks_here;   /* this thread's walks in progress */
+
+static void walks_wait(void)         /* walk_lock held: all but this thread's own */
 {
-	while (walkers)
+	while (walkers > walks_here)
 		pthread_cond_wait(&walk_done, &walk_lock);
 }
 static struct usl_list cache_list = { &cache_list, &cache_list };
@@ -47,10 +49,43 @@ static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_
  * sheaf locks and barn lock, its slot locks and list_lock, start_lock,
  * pages_lock, mappings_lock, then the platform's init_lock, report_lock and the
  * report queue's lock), so the child of a multithreaded parent finds them all
- * free. */
+ * free.
+ *
+ * Two exceptions (docs/ARCHITECTURE.md, "fork"):
+ * - C stdio's list lock comes first, as in glibc's own fork, which takes it
+ *   before its malloc locks: a thread in fflush(NULL) holds it while it waits
+ *   for a stream whose holder is inside malloc (getline), so a fork that held
+ *   the allocator's locks while it waited for the list lock would close a
+ *   circle. glibc resets the lock in the child of a multithreaded parent
+ *   itself; otherwise the child handler lets go of it.
+ * - A thread that forks while it holds a uslab lock (its signal handler
+ *   interrupted an allocation) takes nothing: it cannot take what it holds,
+ *   and the code it interrupted goes on in the parent and in the child alike,
+ *   releasing what it holds. The decay thread is kept out of its sweeps
+ *   meanwhile. glibc does the same for a process with one thread. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+
+static __thread bool fork_locks_held;   /* this fork takes nothing */
+static __thread bool fork_stdio;        /* this fork took stdio's list lock */
+static __thread bool fork_stdio_reset;  /* and glibc resets it in the child */
+
 static void fork_prepare(void)
 {
-	usl_lock(&walk_lock);            /* and no walk in progress (outermost: a walk allocates) */
+	fork_locks_held = usl_report_holds != 0;
+	fork_stdio = false;
+	if (fork_locks_held) {
+		usl_mutex_fork_prepare();
+		usl_background_fork_hold();
+		return;
+	}
+	if (_IO_list_lock && _IO_list_unlock && &__libc_single_threaded) {
+		fork_stdio_reset = !__libc_single_threaded;   /* glibc's own test, made just after this */
+		_IO_list_lock();
+		fork_stdio = true;
+	}
+	usl_lock(&walk_lock);            /* and no walk in progress (a walk allocates) */
 	walks_wait();
 	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
 	usl_lock(&classes_lock);
@@ -96,23 +131,36 @@ static void fork_release(void)
 	usl_unlock(&sheaf_classes_lock);
 	usl_unlock(&classes_lock);
 	usl_stack_fork_unlock();
+	usl_unlock(&walk_lock);
 }
 
 static void fork_release_parent(void)
 {
+	if (fork_locks_held) {
+		usl_background_fork_unhold();
+		return;
+	}
 	fork_release();
-	usl_unlock(&walk_lock);
+	if (fork_stdio)
+		_IO_list_unlock();
 }
 
 static void fast_after_fork(void);
+static void reclaim_after_fork(void);
 
 /* The child has no decay thread (fork copies only the calling thread). */
 static void fork_release_child(void)
 {
+	if (fork_locks_held) {
+		usl_background_after_fork(true);
+		return;
+	}
 	fork_release();
-	usl_unlock(&walk_lock);
+	if (fork_stdio && !fork_stdio_reset)
+		_IO_list_unlock();
 	fast_after_fork();
-	usl_background_after_fork();
+	reclaim_after_fork();
+	usl_background_after_fork(false);
 }
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
@@ -125,6 +173,7 @@ static void common_init(void)
 	usl_background_init(usl_decay_sweep, usl_fast_mode_sample);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
+	__atomic_store_n(&usl_percpu_oom, usl_reclaim_for_retry, __ATOMIC_RELEASE);
 }
 
 __thread int usl_registry_held __attribute__((tls_model("initial-exec")));
@@ -281,7 +330,12 @@ static bool slots_map(void)
 	if (!(lines & 1))
 		lines++;
 	usl_slot_stride = lines * sizeof(struct kmem_cache_cpu);
-	for (size_t n = USL_MAX_CACHES; n >= 256; n /= 2) {
+	/* Under RLIMIT_AS at most a 64th of the limit, and the least where the
+	 * limit leaves less than a region (the range grows in pieces). */
+	size_t n = USL_MAX_CACHES, limit = usl_pages_limit();
+	while (n > 256 && (usl_pages_pieces() || (limit && n * usl_slot_stride > limit / 64)))
+		n /= 2;
+	for (; n >= 256; n /= 2) {
 		void *p = usl_map_guarded(USL_ALIGN(n * usl_slot_stride, USL_PAGE_SIZE), PROT_READ | PROT_WRITE);
 		if (p) {
 			usl_slots = p;
@@ -806,6 +860,7 @@ int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 	int r = 0;
 	usl_lock(&walk_lock);
 	walkers++;
+	walks_here++;
 	usl_unlock(&walk_lock);
 	/* Up to the highest id given, not the table's 64Ki entries (512 KiB a
 	 * walk: most of a live-view publication's time); a cache made while
@@ -816,6 +871,7 @@ int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 			r = fn(s, arg);
 	}
 	usl_lock(&walk_lock);
+	walks_here--;
 	if (!--walkers)
 		pthread_cond_broadcast(&walk_done);
 	usl_unlock(&walk_lock);
@@ -1101,6 +1157,54 @@ int usl_decay_sweep(uint64_t now)
 	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_SEQ_CST);
 	errno = saved_errno;
 	return sw.flushed || purged || sw.pending;
+}
+
+/* An allocation found no memory: what uslab holds free goes back, as
+ * malloc_trim gives it (every cache's per-CPU caches, barns and empty slabs,
+ * the free page blocks, the kept mappings), and the caller tries once more.
+ * Only with no uslab lock held on this thread (a nested allocation, or one
+ * under a slot, cannot flush) and not from inside a reclaim. One thread at a
+ * time; those that waited for it try again at once. True when the caller
+ * should retry. */
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;   /* a leaf */
+static pthread_cond_t reclaim_done = PTHREAD_COND_INITIALIZER;
+static bool reclaim_busy;            /* under reclaim_lock: a reclaim runs */
+static unsigned long reclaims;       /* under reclaim_lock: reclaims done */
+static __thread bool reclaiming;
+
+bool usl_reclaim_for_retry(void)
+{
+	if (usl_report_holds || reclaiming || !__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE))
+		return false;
+	int saved_errno = errno;
+	usl_lock(&reclaim_lock);
+	unsigned long seen = reclaims;
+	while (reclaim_busy && reclaims == seen)
+		pthread_cond_wait(&reclaim_done, &reclaim_lock);
+	if (reclaims == seen) {              /* else another thread's reclaim just ended */
+		reclaim_busy = reclaiming = true;
+		usl_unlock(&reclaim_lock);
+		cache_lock();
+		each_cache_own_last(release_one, NULL);
+		cache_unlock();
+		usl_pages_release();
+		usl_map_purge(true);
+		usl_lock(&reclaim_lock);
+		reclaim_busy = reclaiming = false;
+		reclaims++;
+		pthread_cond_broadcast(&reclaim_done);
+	}
+	usl_unlock(&reclaim_lock);
+	errno = saved_errno;
+	return true;
+}
+
+/* A fork's child: no reclaim runs (its thread may have been another). */
+static void reclaim_after_fork(void)
+{
+	pthread_mutex_init(&reclaim_lock, NULL);
+	pthread_cond_init(&reclaim_done, NULL);
+	reclaim_busy = false;
 }
 
 /* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its

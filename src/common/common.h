@@ -142,9 +142,18 @@ USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(b
  * sweeps, or, without the thread, sweeps every cache and the page provider
  * itself. */
 USL_HIDDEN void usl_decay_tick(void);
+/* An allocation that found no memory: what uslab holds free given back
+ * (malloc_trim's release), unless this thread holds a uslab lock; true when
+ * the caller should try once more (cache.c). */
+USL_HIDDEN bool usl_reclaim_for_retry(void);
 /* fork()'s child: no thread, and its first tick sweeps whatever the parent's
- * clock said. */
-USL_HIDDEN void usl_background_after_fork(void);
+ * clock said. locks_held: the forking thread holds uslab locks (a signal
+ * handler's fork), so the thread's lock is left as it is. */
+USL_HIDDEN void usl_background_after_fork(bool locks_held);
+/* A fork whose thread holds uslab locks: the decay thread kept out of its
+ * sweeps (bounded wait), and let go in the parent. */
+USL_HIDDEN void usl_background_fork_hold(void);
+USL_HIDDEN void usl_background_fork_unhold(void);
 /* Start the decay thread now if it may run at all (USLAB_BACKGROUND, not a
  * vfork child, a thread not started yet); with USLAB_STATS whatever the
  * heap's size: the statistics layer's constructor, whose live view it keeps

@@ -298,6 +298,8 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp, int
 	unsigned int order = usl_bytes_order(size);
 	if (order > USL_MAX_ORDER) {
 		p = usl_map_alloc(size, USL_PAGE_SIZE, gfp & __GFP_ZERO);
+		if (!p && usl_reclaim_for_retry())   /* once more, with uslab's free memory given back */
+			p = usl_map_alloc(size, USL_PAGE_SIZE, gfp & __GFP_ZERO);
 		if (!p && !(gfp & __GFP_NOWARN))
 			usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (a direct mapping)", size);
 		return p;
@@ -308,7 +310,10 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp, int
 		           node, usl_nr_nodes - 1);
 		node = NUMA_NO_NODE;
 	}
-	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, node == NUMA_NO_NODE ? usl_this_node() : (unsigned int)node, &zeroed);
+	unsigned int nid = node == NUMA_NO_NODE ? usl_this_node() : (unsigned int)node;
+	p = usl_pages_alloc_z(order, USL_PAGE_LARGE, nid, &zeroed);
+	if (!p && usl_reclaim_for_retry())
+		p = usl_pages_alloc_z(order, USL_PAGE_LARGE, nid, &zeroed);
 	if (!p && !(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmalloc: out of memory for %zu bytes (order %u)", size, order);
 	if (p && (gfp & __GFP_ZERO) && !zeroed)   /* a clean block is zero already, */

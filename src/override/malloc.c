@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,8 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
 	} else {
 		p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
+		if (!p && usl_reclaim_for_retry())   /* once more, with uslab's free memory given back */
+			p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
 	}
 	if (!p)
 		errno = ENOMEM;
@@ -294,11 +297,9 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t n)
 {
 	if (!align || (align & (align - 1)) || align % sizeof(void *))
 		return EINVAL;
-	int e = errno;
 	void *p = alloc_aligned(align, n, GFP_KERNEL);
-	errno = e;                           /* the result is the return value */
 	if (!p)
-		return ENOMEM;
+		return errno = ENOMEM;           /* errno too, as glibc sets it */
 	*memptr = p;
 	return 0;
 }
@@ -436,17 +437,31 @@ EXPORT struct mallinfo mallinfo(void)
 	return mi;
 }
 
+/* glibc's lines first, as tools parse them (uslab has one "arena": the
+ * range), then uslab's own. Not a cancellation point: cancellation is off
+ * for the call, as glibc's is. */
 EXPORT void malloc_stats(void)
 {
+	int cancel;
 	struct heap h;
+	size_t max_maps, max_map_bytes;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	heap_read(&h);
+	usl_map_peaks(&max_maps, &max_map_bytes);
+	size_t inuse = h.objects + h.large;
 	/* glibc's layout, not a report's "uslab: " prefix (that one means a problem). */
+	fprintf(stderr, "Arena 0:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+	        "Total (incl. mmap):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+	        "max mmap regions = %10zu\nmax mmap bytes   = %10zu\n",
+	        h.committed, inuse, h.committed + usl_map_bytes(), inuse + usl_map_bytes(), max_maps, max_map_bytes);
 	fprintf(stderr, "uslab malloc_stats\ncommitted bytes    = %10zu\nin use bytes       = %10zu\n"
 	        "  in objects       = %10zu   (slabinfo: active_objs * objsize)\n"
 	        "  in large blocks  = %10zu\nslab bytes         = %10zu   (slabinfo: num_slabs * pagesperslab pages)\n"
 	        "free bytes         = %10zu\nreturned to the OS = %10zu\nmmap regions       = %10zu\n"
-	        "mmap bytes         = %10zu\n", h.committed, h.objects + h.large, h.objects, h.large, h.slabs,
+	        "mmap bytes         = %10zu\n", h.committed, inuse, h.objects, h.large, h.slabs,
 	        heap_free(&h), h.free_clean, usl_map_count(), usl_map_bytes());
+	pthread_setcancelstate(cancel, NULL);
 }
 
 EXPORT int malloc_info(int options, FILE *fp)

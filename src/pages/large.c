@@ -24,6 +24,15 @@ struct huge_entry {
 };
 static struct huge_entry *huge_tab;
 static size_t huge_cap, huge_used, huge_live, huge_bytes;
+static size_t huge_max_live, huge_max_bytes;   /* their peaks (malloc_stats' "max mmap" lines) */
+
+static void huge_peaks(void)        /* mappings_lock held */
+{
+	if (huge_live > huge_max_live)
+		__atomic_store_n(&huge_max_live, huge_live, __ATOMIC_RELAXED);
+	if (huge_bytes > huge_max_bytes)
+		__atomic_store_n(&huge_max_bytes, huge_bytes, __ATOMIC_RELAXED);
+}
 static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 #define HUGE_DELETED ((uintptr_t)1)
 
@@ -98,6 +107,7 @@ static bool huge_record(void *p, size_t len)
 		huge_insert_locked(p, len);
 		__atomic_store_n(&huge_live, huge_live + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&huge_bytes, huge_bytes + len, __ATOMIC_RELAXED);
+		huge_peaks();
 	}
 	usl_unlock(&mappings_lock);
 	return ok;
@@ -314,6 +324,12 @@ size_t usl_map_count(void)
 	return __atomic_load_n(&huge_live, __ATOMIC_RELAXED);
 }
 
+void usl_map_peaks(size_t *count, size_t *bytes)
+{
+	*count = __atomic_load_n(&huge_max_live, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&huge_max_bytes, __ATOMIC_RELAXED);
+}
+
 /* The length of the direct mapping starting at p, 0 if there is none. */
 static size_t huge_size(const void *p)
 {
@@ -353,6 +369,7 @@ void *usl_map_resize(void *p, size_t n)
 			__atomic_store_n(&huge_bytes, huge_bytes - e->len + len, __ATOMIC_RELAXED);
 			e->len = len;
 		}
+		huge_peaks();
 	}
 	usl_unlock(&mappings_lock);
 	return q;

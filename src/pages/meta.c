@@ -23,12 +23,15 @@
  * region fits (a half would cover a guard), an unaligned one of half. */
 #define META_ALIGNED_MAX (META_PAGES / 4)
 #define META_RUN_MAX (META_PAGES / 2)
+#define META_MIN_ORDER 6
 
 struct meta_region {
 	uintptr_t base;
+	unsigned int pages;          /* META_PAGES, or fewer where the limit allows no more */
 	unsigned int free_pages;
-	uint64_t used[META_WORDS];   /* a bit per page: in a block, or a guard */
+	uint64_t used[META_WORDS];   /* a bit per page: in a block, a guard, or beyond pages */
 };
+static size_t meta_bytes;            /* atomic: the regions' bytes */
 static struct meta_region regions[META_MAX];
 static unsigned int nr_meta;
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -65,12 +68,19 @@ static struct meta_region *region_add(void)
 	usl_assert_held(&meta_lock);
 	if (nr_meta == META_MAX)
 		return NULL;
-	char *base = usl_pages_alloc(USL_MAX_ORDER, USL_PAGE_INTERNAL, 0);
+	/* A largest block; where RLIMIT_AS leaves less (the page provider maps
+	 * regions in pieces), 64 pages: a 16-page block fits aligned inside
+	 * its guards. */
+	unsigned int order = usl_pages_pieces() ? META_MIN_ORDER : USL_MAX_ORDER;
+	char *base = usl_pages_alloc(order, USL_PAGE_INTERNAL, 0);
+	if (!base && order > META_MIN_ORDER && usl_pages_pieces())   /* refused just now */
+		base = usl_pages_alloc(order = META_MIN_ORDER, USL_PAGE_INTERNAL, 0);
 	if (!base)
 		return NULL;
+	size_t pages = (size_t)1 << order;
 	int saved_errno = errno;
 	if (mprotect(base, USL_PAGE_SIZE, PROT_NONE) != 0 ||
-	    mprotect(base + usl_order_bytes(USL_MAX_ORDER) - USL_PAGE_SIZE, USL_PAGE_SIZE, PROT_NONE) != 0) {
+	    mprotect(base + (pages << USL_PAGE_SHIFT) - USL_PAGE_SIZE, USL_PAGE_SIZE, PROT_NONE) != 0) {
 		/* (vm.max_map_count reached: the split mappings are refused.) */
 		if (!guard_failed) {
 			guard_failed = true;
@@ -82,8 +92,10 @@ static struct meta_region *region_add(void)
 	struct meta_region *r = &regions[nr_meta];
 	memset(r->used, 0, sizeof(r->used));
 	run_mark(r->used, 0, 1, true);
-	run_mark(r->used, META_PAGES - 1, 1, true);
-	r->free_pages = META_PAGES - 2;
+	run_mark(r->used, pages - 1, META_PAGES - (pages - 1), true);
+	r->pages = (unsigned int)pages;
+	r->free_pages = (unsigned int)pages - 2;
+	__atomic_fetch_add(&meta_bytes, pages << USL_PAGE_SHIFT, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->base, (uintptr_t)base, __ATOMIC_RELEASE);
 	__atomic_store_n(&nr_meta, nr_meta + 1, __ATOMIC_RELEASE);
 	return r;
@@ -127,11 +139,13 @@ void *usl_meta_block(unsigned int order, bool aligned, enum usl_page_kind kind)
 /* The region holding addr, or NULL. */
 static struct meta_region *region_of(const void *addr)
 {
-	uintptr_t base = (uintptr_t)addr - (((uintptr_t)addr - usl_base) & (usl_order_bytes(USL_MAX_ORDER) - 1));
+	uintptr_t a = (uintptr_t)addr;
 	unsigned int n = __atomic_load_n(&nr_meta, __ATOMIC_ACQUIRE);
-	for (unsigned int i = 0; i < n; i++)
-		if (__atomic_load_n(&regions[i].base, __ATOMIC_ACQUIRE) == base)
+	for (unsigned int i = 0; i < n; i++) {
+		uintptr_t base = __atomic_load_n(&regions[i].base, __ATOMIC_ACQUIRE);
+		if (a >= base && a < base + ((uintptr_t)regions[i].pages << USL_PAGE_SHIFT))
 			return &regions[i];
+	}
 	return NULL;
 }
 
@@ -165,7 +179,7 @@ void *usl_meta_alloc(size_t size)
 
 size_t usl_meta_reserved(void)
 {
-	return (size_t)__atomic_load_n(&nr_meta, __ATOMIC_ACQUIRE) << (USL_PAGE_SHIFT + USL_MAX_ORDER);
+	return __atomic_load_n(&meta_bytes, __ATOMIC_RELAXED);
 }
 
 void usl_meta_fork_lock(void) { usl_lock(&meta_lock); }

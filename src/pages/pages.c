@@ -39,6 +39,7 @@ __thread bool usl_pages_aging;
 
 static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 uintptr_t usl_top;               /* bytes of the range carved so far */
+static size_t limit_bytes;           /* RLIMIT_AS at start-up (0: none) */
 static size_t free_dirty_pages, free_clean_pages;   /* under pages_lock; peeked by usl_pages_short */
 static inline void count_add(size_t *c, long d) { __atomic_store_n(c, *c + (size_t)d, __ATOMIC_RELAXED); }
 static size_t nr_free_blocks[USL_MAX_NODES][USL_MAX_ORDER + 1];    /* per node and order, under pages_lock; peeked */
@@ -294,7 +295,8 @@ static size_t as_limit(size_t max_block)
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= USL_RANGE_MAX)
 		return 0;
-	return (size_t)rl.rlim_cur / max_block * max_block;
+	size_t limit = (size_t)rl.rlim_cur / max_block * max_block;
+	return limit ? limit : max_block;    /* a limit below one region: one, mapped in part */
 }
 
 /* Under RLIMIT_AS: a range of up to the limit, of which only the first
@@ -318,6 +320,17 @@ static bool range_unreserved(size_t limit, size_t max_block)
 		}
 		if (r)
 			munmap(r, max_block);
+		/* The limit leaves less than a region: the address checked free
+		 * with one page, and the first region mapped in part (grow). */
+		r = map_anon((void *)at, USL_PAGE_SIZE, PROT_NONE, MAP_FIXED_NOREPLACE);
+		if (r)
+			munmap(r, USL_PAGE_SIZE);
+		if (r == (void *)at) {
+			usl_base = at;
+			usl_range = limit;
+			reserved_end = 0;
+			return true;
+		}
 	}
 	for (int i = 0; i < 5; i++)
 		usl_unmap_guarded(side_maps[i], side_bytes[i]);
@@ -355,6 +368,7 @@ static int pages_init(void)
 	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER, limit = as_limit(max_block);
 	if (!(limit && range_unreserved(limit, max_block)) && !range_reserved(max_block))
 		return -1;
+	limit_bytes = limit;
 	epoch_start = last_decay_check = usl_now_ms();
 	return 0;
 }
@@ -417,13 +431,65 @@ static void bind_region(void *at, size_t bytes, unsigned int node)
 		(void)usl_numa_bind_range(at, bytes, node);
 }
 
-static bool grow(unsigned int node)
+/* Under RLIMIT_AS the kernel may refuse a whole region while smaller
+ * mappings still fit: from then on the top region is mapped in pieces, each
+ * as large as the block asked for (at least 64 KiB) and aligned to its size,
+ * after smaller pieces that bring what is mapped to that alignment (so every
+ * piece is a buddy block, and neighbours merge). top_mapped: the top region's
+ * pages mapped so far, while top_partial. Under pages_lock. */
+#define PIECE_MIN_ORDER 4
+static bool top_partial, pieces;     /* pieces: a region was refused once (sticky) */
+static size_t top_region_pfn, top_mapped;
+
+static bool map_piece(unsigned int k)
+{
+	size_t n = (size_t)1 << k;
+	void *at = (void *)(usl_base + ((top_region_pfn + top_mapped) << USL_PAGE_SHIFT));
+	void *r = map_anon(at, n << USL_PAGE_SHIFT, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
+	if (r != at) {
+		if (r)
+			munmap(r, n << USL_PAGE_SHIFT);
+		return false;
+	}
+	bind_region(at, n << USL_PAGE_SHIFT, usl_region_node[top_region_pfn >> USL_MAX_ORDER]);
+	mark_free(top_region_pfn + top_mapped, k, false, 0);
+	top_mapped += n;
+	if (top_mapped == (size_t)1 << USL_MAX_ORDER)
+		top_partial = false;             /* whole now: the next grow maps a region */
+	return true;
+}
+
+static bool grow_piece(unsigned int order)
+{
+	unsigned int want = order < PIECE_MIN_ORDER ? PIECE_MIN_ORDER : order;
+	if (want >= USL_MAX_ORDER)
+		return false;                    /* a whole region was refused already */
+	while (top_partial && top_mapped & (((size_t)1 << want) - 1))
+		if (!map_piece((unsigned int)__builtin_ctzl(top_mapped)))
+			return false;
+	return top_partial ? map_piece(want) : true;
+}
+
+bool usl_pages_pieces(void)
+{
+	return __atomic_load_n(&pieces, __ATOMIC_RELAXED);
+}
+
+size_t usl_pages_limit(void)
+{
+	return limit_bytes;
+}
+
+static bool grow(unsigned int node, unsigned int order)
 {
 	size_t bytes = USL_PAGE_SIZE << USL_MAX_ORDER;
 	size_t npages = (size_t)1 << USL_MAX_ORDER;
 	size_t region = usl_top >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	struct slab *e;
+	bool part = false;
 
+	if (top_partial)
+		return grow_piece(order);
 	if (usl_top + bytes > usl_range)
 		return false;
 	/* Its bits, table and page-map slices first, then the region itself: a
@@ -443,18 +509,34 @@ static bool grow(unsigned int node)
 		 * address is still free and the limit allows. */
 		void *r = map_anon(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
 		if (r != at) {
-			if (r)
+			if (r) {                 /* elsewhere: the address is taken */
 				munmap(r, bytes);
-			return false;
+				return false;
+			}
+			if (errno == EEXIST)
+				return false;
+			/* Refused for its size (the limit): its first piece. */
+			part = true;
+			__atomic_store_n(&pieces, true, __ATOMIC_RELAXED);
+			usl_region_node[region] = (uint8_t)node;
+			top_region_pfn = pfn;
+			top_mapped = 0;
+			top_partial = true;
+			if (!grow_piece(order)) {
+				top_partial = false;
+				return false;
+			}
 		}
 	}
 	/* Fresh pages read as zeros, the state of every entry of a free block: the
 	 * slices are touched only as blocks are handed out, not 72 KiB at once. */
-	bind_region(at, bytes, node);
+	if (!part)
+		bind_region(at, bytes, node);
 	usl_region_node[region] = (uint8_t)node;
 	node_regions[node]++;
 	__atomic_store_n(&usl_top, usl_top + bytes, __ATOMIC_RELEASE);
-	mark_free(pfn, USL_MAX_ORDER, false, 0);
+	if (!part)
+		mark_free(pfn, USL_MAX_ORDER, false, 0);
 	return true;
 }
 
@@ -519,7 +601,7 @@ void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, unsigned in
 		fail_after--;
 	}
 	while ((found = find_block(order, &k, node)) < 0)
-		if (!grow(node)) {
+		if (!grow(node, order)) {
 			usl_unlock(&pages_lock);
 			return NULL;
 		}
@@ -790,8 +872,8 @@ size_t usl_pages_purge(bool all)
 void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean)
 {
 	usl_lock(&pages_lock);
-	if (committed)
-		*committed = usl_top;
+	if (committed)                       /* (a region mapped in part: its mapped pages) */
+		*committed = usl_top - (top_partial ? (((size_t)1 << USL_MAX_ORDER) - top_mapped) << USL_PAGE_SHIFT : 0);
 	if (free_dirty)
 		*free_dirty = free_dirty_pages << USL_PAGE_SHIFT;
 	if (free_clean)

@@ -95,6 +95,10 @@ extern __thread bool usl_pages_aging USL_HIDDEN;
 USL_HIDDEN size_t usl_pages_purge(bool all);    /* madvise free blocks; bytes */
 USL_HIDDEN size_t usl_pages_release(void);      /* init if needed, purge all */
 USL_HIDDEN bool usl_pages_short(unsigned int order, unsigned int node); /* no free block that size (racy) */
+/* The range grows in pieces smaller than a region (RLIMIT_AS refused one). */
+USL_HIDDEN bool usl_pages_pieces(void);
+/* RLIMIT_AS as it was at start-up, rounded down to a region (0: none). */
+USL_HIDDEN size_t usl_pages_limit(void);
 USL_HIDDEN void usl_pages_stats(size_t *committed, size_t *free_dirty, size_t *free_clean);
 /* Bytes of the range made for the node's regions (metadata regions count on
  * node 0); a racy read. */
@@ -239,6 +243,8 @@ USL_HIDDEN size_t usl_map_kept_bytes(void);     /* bytes in kept freed mappings 
 USL_HIDDEN void *usl_map_resize(void *p, size_t n);
 USL_HIDDEN size_t usl_map_bytes(void);          /* bytes in direct mappings */
 USL_HIDDEN size_t usl_map_count(void);
+/* The most direct mappings and bytes in them at any one time. */
+USL_HIDDEN void usl_map_peaks(size_t *count, size_t *bytes);
 USL_HIDDEN void usl_map_fork_lock(void);        /* mappings_lock, after pages_lock */
 USL_HIDDEN void usl_map_fork_unlock(void);
 /* The usable bytes of the large block (a USL_PAGE_LARGE page block, or a

@@ -84,13 +84,19 @@ void usl_owned_cache_free(struct kmem_cache *s)
 static void slot_release(struct usl_oslot *o)
 {
 	__atomic_store_n(&o->lock, 0, __ATOMIC_RELEASE);
+	usl_report_release();
 }
 
 /* This CPU's slot of slots, taken: USL_RS_OK with *o, or the section's
- * refusal (USL_RS_MARKED: marked or taken; USL_RS_NOCPU). */
+ * refusal (USL_RS_MARKED: marked or taken; USL_RS_NOCPU). A taken slot counts
+ * as a lock held (reports wait for its release; fork knows of it). */
 static int slot_take(struct usl_oslot *slots, struct usl_oslot **o)
 {
-	return usl_rseq_oslot_take(slots, o);
+	usl_report_hold();               /* before: a signal never finds it taken and not counted */
+	int r = usl_rseq_oslot_take(slots, o);
+	if (r != USL_RS_OK)
+		usl_report_release();
+	return r;
 }
 
 /* One flusher at a time (shrink, trim, destroy, the decay's orphaning):
@@ -197,9 +203,20 @@ static bool refill(struct kmem_cache *s, struct usl_oslot *o)
 	return cursor_set(o, h);
 }
 
+/* No memory for a refill: once, the common layer gives back what uslab
+ * holds free (usl_percpu_oom) and the caller tries again. */
+static bool oom_retry(bool *retried)
+{
+	if (*retried || !__atomic_load_n(&usl_percpu_oom, __ATOMIC_ACQUIRE)())
+		return false;
+	*retried = true;
+	return true;
+}
+
 void *usl_owned_alloc_slow(struct usl_oslot *slots)
 {
 	struct kmem_cache *s = slots->cache;
+	bool retried = false;
 	for (int tries = 0;; tries++) {
 		struct usl_oslot *o;
 		int r = slot_take(slots, &o);
@@ -212,15 +229,23 @@ void *usl_owned_alloc_slow(struct usl_oslot *slots)
 			}
 			slot_release(o);
 			__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
-			if (usl_unlikely(!obj))
+			if (usl_unlikely(!obj)) {
+				if (oom_retry(&retried)) {
+					tries = 0;
+					continue;
+				}
 				errno = ENOMEM;
+			}
 			return obj;
 		}
 		if (usl_rseq_cpu() < 0 || tries >= 8) {   /* no rseq here, or the slot stays busy */
 			void *obj = usl_oslab_alloc_orphan(s, 0);
 			__atomic_load_n(&usl_percpu_slow_tick, __ATOMIC_ACQUIRE)();
-			if (usl_unlikely(!obj))
+			if (usl_unlikely(!obj)) {
+				if (oom_retry(&retried))
+					continue;
 				errno = ENOMEM;
+			}
 			return obj;
 		}
 		sched_yield();           /* another thread of this CPU refills, or a flusher */

@@ -13,6 +13,8 @@
 
 static void no_tick(void) {}
 void (*usl_percpu_slow_tick)(void) = no_tick;
+static bool no_oom(void) { return false; }
+bool (*usl_percpu_oom)(void) = no_oom;
 
 /* ===========================================================================
  * The slot's sheaves, taken private by a slow path (struct usl_pcs, internal.h)

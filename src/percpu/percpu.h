@@ -24,6 +24,9 @@ extern struct slab_sheaf usl_empty_sheaf USL_HIDDEN;
  * (an allocation from an empty main, a free into a full one). The common layer
  * sets it to its decay tick; a no-op until then. */
 extern void (*usl_percpu_slow_tick)(void) USL_HIDDEN;
+/* Hook: an owned refill found no memory; true when the common layer gave
+ * memory back and the refill should be tried once more (false until set). */
+extern bool (*usl_percpu_oom)(void) USL_HIDDEN;
 
 /* ---- set-up (prefill.c) ---- */
 /* The kernel's calculate_sheaf_capacity: by object size, at least what the

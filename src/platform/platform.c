@@ -48,14 +48,26 @@ int usl_spin_holder_slow(void)
 /* glibc records the owner's thread id in every mutex it locks, as its thread
  * descriptor has it: a mutex of our own, locked here, says which that is (a
  * vfork child, on its parent's descriptor, is its parent; gettid would not). */
-bool usl_mutex_held(pthread_mutex_t *m)
+static int mutex_self(void)
 {
 	pthread_mutex_t probe = PTHREAD_MUTEX_INITIALIZER;
 	pthread_mutex_lock(&probe);
 	int me = probe.__data.__owner;
 	pthread_mutex_unlock(&probe);
 	pthread_mutex_destroy(&probe);
-	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == me;
+	return me;
+}
+
+/* A fork that took no locks (its thread held some: common/cache.c): in the
+ * child, mutexes the thread held before the fork name its parent's id. */
+static __thread int mutex_self_before_fork;
+
+void usl_mutex_fork_prepare(void) { mutex_self_before_fork = mutex_self(); }
+
+bool usl_mutex_held(pthread_mutex_t *m)
+{
+	int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+	return owner == mutex_self() || (mutex_self_before_fork && owner == mutex_self_before_fork);
 }
 
 void usl_assert_fail(const char *cond, const char *file, int line, const char *fn)

@@ -76,7 +76,8 @@ USL_HIDDEN void usl_report(enum uslab_error kind, const char *fmt, ...)
  * Made with no uslab lock held. */
 USL_HIDDEN void usl_report_text(enum uslab_error kind, const char *text);
 /* A report made while its thread holds any uslab lock (counted by usl_lock and
- * usl_spin_lock: locks, slot locks, flush marks under flush_mutex) is queued and
+ * the spin locks: locks, slot locks, flush marks under flush_mutex, an owned
+ * slot taken) is queued and
  * delivered when the thread's last lock is released, so a report handler may
  * call into uslab, malloc included. */
 extern __thread unsigned int usl_report_holds USL_HIDDEN __attribute__((tls_model("initial-exec")));
@@ -99,17 +100,22 @@ static inline void usl_report_release(void)
 		usl_report_deliver_queued();
 }
 
-/* uslab's mutexes: pthread's, with reports held while one is held. */
+/* uslab's mutexes: pthread's, with reports held while one is held. The
+ * count goes up before the lock is taken and down after it is released, so
+ * a signal handler never finds a lock of its thread held and not counted
+ * (a fork there must know: common/cache.c, fork_prepare). */
 static inline void usl_lock(pthread_mutex_t *m)
 {
-	pthread_mutex_lock(m);
 	usl_report_hold();
+	pthread_mutex_lock(m);
 }
 static inline bool usl_trylock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_trylock(m) != 0)
-		return false;
 	usl_report_hold();
+	if (pthread_mutex_trylock(m) != 0) {
+		usl_report_release();
+		return false;
+	}
 	return true;
 }
 static inline void usl_unlock(pthread_mutex_t *m)
@@ -198,7 +204,11 @@ static inline int usl_spin_holder(void)
 	return usl_likely(usl_spin_self) ? usl_spin_self : usl_spin_holder_slow();
 }
 USL_HIDDEN bool usl_mutex_held(pthread_mutex_t *m);
+/* A fork whose thread holds mutexes and takes none: in its child they still
+ * count as this thread's. */
+USL_HIDDEN void usl_mutex_fork_prepare(void);
 #else
+static inline void usl_mutex_fork_prepare(void) {}
 #define usl_assert(c) ((void)sizeof(!(c)))
 static inline int usl_spin_holder(void) { return 1; }
 static inline bool usl_mutex_held(pthread_mutex_t *m) { (void)m; return true; }
@@ -227,9 +237,9 @@ USL_HIDDEN void usl_spin_lock_slow(int *lock);
 /* A spin-then-yield lock: one exchange when free (inlined), else the slow loop. */
 static inline void usl_spin_lock(int *lock)
 {
+	usl_report_hold();
 	if (usl_unlikely(!usl_spin_try(lock)))
 		usl_spin_lock_slow(lock);
-	usl_report_hold();
 }
 static inline void usl_spin_unlock(int *lock)
 {
@@ -238,9 +248,12 @@ static inline void usl_spin_unlock(int *lock)
 	usl_report_release();
 }
 /* The same for a leaf lock held only for a copy or a pointer swap, under which
- * nothing can be reported (a slot's sheaf_lock): reports are not held. */
+ * nothing is reported (a slot's sheaf_lock). It is counted all the same: a
+ * fork from a signal handler must know whether its thread holds any lock
+ * (common/cache.c, fork_prepare). */
 static inline void usl_spin_lock_leaf(int *lock)
 {
+	usl_report_holds++;
 	if (usl_unlikely(!usl_spin_try(lock)))
 		usl_spin_lock_slow(lock);
 }
@@ -248,6 +261,7 @@ static inline void usl_spin_unlock_leaf(int *lock)
 {
 	usl_assert_held(lock);
 	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+	usl_report_holds--;
 }
 
 #endif /* USL_PLATFORM_H */
