@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../arch/arch.h"
@@ -179,6 +180,8 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
  * the table around entry i: walked from i both ways, a few entries per class
  * (scanning the whole table, with a division an entry, for every class had
  * cost python3 a quarter of a millisecond at start-up). */
+static void malloc_class_nomem(struct kmem_cache *s);
+
 static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
 {
 	size_t i = n ? (n + 15) >> 4 : 1;
@@ -188,6 +191,8 @@ static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size
 		return kmalloc_cache(n ? n : 1);
 	if (!kmalloc_cache(1))
 		return NULL;
+	/* The owned front end's malloc pops report their failures here. */
+	__atomic_store_n(&usl_percpu_malloc_nomem, malloc_class_nomem, __ATOMIC_RELEASE);
 	usl_cache_classes_lock();
 	s = usl_malloc_tab[i];
 	if (!s) {
@@ -216,22 +221,42 @@ static inline struct kmem_cache *malloc_cache(size_t n)
 	return usl_likely(s != NULL) ? s : malloc_make_class(n);
 }
 
+void usl_malloc_nomem(const char *fn, size_t n)
+{
+	if (usl_opt.oom != USL_OOM_NULL) {
+		const char *then = usl_opt.oom == USL_OOM_ABORT ? "aborting (USLAB_OOM=abort)" : "NULL returned (USLAB_OOM=report)";
+		if (n == SIZE_MAX)
+			usl_report(USLAB_ERR_NOMEM, "%s: the size overflows; %s", fn, then);
+		else
+			usl_report(USLAB_ERR_NOMEM, "%s(%zu): out of memory; %s", fn, n, then);
+		if (usl_opt.oom == USL_OOM_ABORT)
+			abort();
+	}
+	errno = ENOMEM;
+}
+
+/* A class's allocation failed (its size stands for the size asked for). */
+static void malloc_class_nomem(struct kmem_cache *s)
+{
+	usl_malloc_nomem("malloc", s ? usl_cache_ksize(s) : 0);
+}
+
 void *usl_malloc_slow(const struct usl_malloc_class *c)
 {
 	struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[c - usl_malloc_classes], __ATOMIC_ACQUIRE);
 	void *p = kmem_cache_alloc(s, GFP_KERNEL | __GFP_NOWARN);
 	if (usl_unlikely(!p))
-		errno = ENOMEM;
+		malloc_class_nomem(s);
 	return p;
 }
 
 void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj)
 {
 	size_t i = (size_t)(c - usl_malloc_classes);
-	void *p = usl_pop_refused(__atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE), GFP_KERNEL | __GFP_NOWARN,
-	                          obj, "malloc");
+	struct kmem_cache *s = __atomic_load_n(&usl_malloc_tab[i], __ATOMIC_ACQUIRE);
+	void *p = usl_pop_refused(s, GFP_KERNEL | __GFP_NOWARN, obj, "malloc");
 	if (!p)
-		errno = ENOMEM;
+		malloc_class_nomem(s);
 	return p;
 }
 

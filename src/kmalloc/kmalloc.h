@@ -45,6 +45,10 @@ USL_HIDDEN void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj)
  * sheaf, a marked slot, locked mode): kmem_cache_alloc of the class, errno
  * ENOMEM if it fails. */
 USL_HIDDEN void *usl_malloc_slow(const struct usl_malloc_class *c);
+/* A malloc-family call (fn) for n bytes failed: errno ENOMEM, and with
+ * USLAB_OOM a report (report) or a report and abort() (abort). n SIZE_MAX: a
+ * size that overflows. */
+USL_HIDDEN void usl_malloc_nomem(const char *fn, size_t n) __attribute__((cold));
 
 /* The class entry at table index i (for n <= 8 KiB, i = (n + 15) >> 4); its
  * slots are NULL until the class is published: not made yet, a debug class,

@@ -85,7 +85,7 @@ static __attribute__((noinline, cold)) void *not_ready(size_t n, size_t align)
 {
 	void *b = in_startup ? boot_alloc(n ? n : 1, align) : NULL;
 	if (!b)
-		errno = ENOMEM;
+		usl_malloc_nomem("malloc", n);
 	return b;
 }
 
@@ -103,7 +103,7 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 			                                      (uintptr_t)__builtin_return_address(0))
 			                  : kmem_cache_alloc(s, gfp | __GFP_NOWARN);
 			if (usl_unlikely(!p))
-				errno = ENOMEM;
+				usl_malloc_nomem("malloc", n);
 			return p;
 		}
 	}
@@ -112,7 +112,7 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 	void *p = usl_malloc_bytes(n < MALLOC_ALIGN ? MALLOC_ALIGN : n, gfp | __GFP_NOWARN,
 	                           (uintptr_t)__builtin_return_address(0));
 	if (usl_unlikely(!p))
-		errno = ENOMEM;
+		usl_malloc_nomem(gfp & __GFP_ZERO ? "calloc" : "malloc", n);
 	return p;
 }
 
@@ -128,7 +128,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		return not_ready(n, align);
 	size_t want = n > align ? n : align;
 	if (want > PTRDIFF_MAX) {
-		errno = ENOMEM;
+		usl_malloc_nomem("an aligned allocation", n);
 		return NULL;
 	}
 	void *p;
@@ -158,7 +158,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 			p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
 	}
 	if (!p)
-		errno = ENOMEM;
+		usl_malloc_nomem("an aligned allocation", n);
 	return p;
 }
 
@@ -209,7 +209,7 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 {
 	size_t n;
 	if (__builtin_mul_overflow(nmemb, size, &n)) {
-		errno = ENOMEM;
+		usl_malloc_nomem("calloc", SIZE_MAX);
 		return NULL;
 	}
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
@@ -287,7 +287,7 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 {
 	size_t n;
 	if (__builtin_mul_overflow(nmemb, size, &n)) {
-		errno = ENOMEM;
+		usl_malloc_nomem("reallocarray", SIZE_MAX);
 		return NULL;
 	}
 	return realloc(p, n);
@@ -299,7 +299,7 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t n)
 		return EINVAL;
 	void *p = alloc_aligned(align, n, GFP_KERNEL);
 	if (!p)
-		return errno = ENOMEM;           /* errno too, as glibc sets it */
+		return ENOMEM;                   /* errno ENOMEM too, as glibc sets it */
 	*memptr = p;
 	return 0;
 }
@@ -341,7 +341,7 @@ EXPORT void *pvalloc(size_t n)
 	size_t ps = usl_os_page_size();
 	size_t r = USL_ALIGN(n ? n : 1, ps);
 	if (r < n) {
-		errno = ENOMEM;
+		usl_malloc_nomem("pvalloc", SIZE_MAX);
 		return NULL;
 	}
 	return alloc_aligned(ps, r, GFP_KERNEL);

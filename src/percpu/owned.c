@@ -252,6 +252,17 @@ void *usl_owned_alloc_slow(struct usl_oslot *slots)
 	}
 }
 
+static void no_nomem(struct kmem_cache *s) { (void)s; }
+void (*usl_percpu_malloc_nomem)(struct kmem_cache *s) = no_nomem;
+
+void *usl_owned_alloc_slow_malloc(struct usl_oslot *slots)
+{
+	void *obj = usl_owned_alloc_slow(slots);
+	if (usl_unlikely(!obj))
+		__atomic_load_n(&usl_percpu_malloc_nomem, __ATOMIC_ACQUIRE)(slots->cache);
+	return obj;
+}
+
 /* ===========================================================================
  * Frees the local section did not end
  */

@@ -97,6 +97,10 @@ USL_HIDDEN void usl_owned_cache_free(struct kmem_cache *s);
  * inbox merged, the avail stack, an orphan adopted, a new slab), one object
  * taken; the node's orphans when the slot cannot be taken. NULL: no memory. */
 USL_HIDDEN void *usl_owned_alloc_slow(struct usl_oslot *slots);
+/* The same for a malloc class (the tagged pop): a failure also goes to
+ * usl_percpu_malloc_nomem, the malloc layer's hook (USLAB_OOM). */
+USL_HIDDEN void *usl_owned_alloc_slow_malloc(struct usl_oslot *slots);
+extern void (*usl_percpu_malloc_nomem)(struct kmem_cache *s) USL_HIDDEN;
 /* free of x, whose chunk-map entry is not 0, when the local section did not
  * end it: again from the chunk map, then a remote or orphan free, or a report
  * under fn (a double free, not an object start, a slab given up). */
@@ -147,7 +151,7 @@ static inline __attribute__((always_inline)) void *usl_owned_pop_tagged(uintptr_
 	USL_RSEQ_OWNED_POP(tagged, "1", obj, slow);
 	return obj;
 slow:
-	return usl_owned_alloc_slow((struct usl_oslot *)(tagged - 1));
+	return usl_owned_alloc_slow_malloc((struct usl_oslot *)(tagged - 1));
 }
 
 /* free's fast path for x (at offset off in the range), whose chunk-map

@@ -68,7 +68,7 @@ static const struct option options[] = {
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */
 static const char *const text_options[] = { "USLAB_DEBUG", "USLAB_QUARANTINE", "USLAB_STATS", "USLAB_ALLOCATOR",
-                                            "USLAB_FRONT" };
+                                            "USLAB_FRONT", "USLAB_OOM" };
 #define NR_TEXT_OPTIONS (sizeof(text_options) / sizeof(text_options[0]))
 
 static void option_int(const struct option *o)
@@ -214,6 +214,22 @@ void usl_front_parse(const char *v)
 	           shown_value(shown, v), names[usl_opt.front]);
 }
 
+void usl_oom_parse(const char *v)
+{
+	static const char *const names[] = { "null", "report", "abort" };
+	usl_opt.oom = USL_OOM_NULL;
+	if (!v)
+		return;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i])) {
+			usl_opt.oom = i;
+			return;
+		}
+	char shown[68];
+	usl_report(USLAB_ERR_OPTION, "USLAB_OOM='%s' is none of null, report and abort; keeping the default (null)",
+	           shown_value(shown, v));
+}
+
 void usl_read_options(void)
 {
 	decay_opt = (int)usl_opt.decay_ms;
@@ -231,6 +247,7 @@ void usl_read_options(void)
 	usl_stats_parse(getenv("USLAB_STATS"));
 	usl_allocator_parse(getenv("USLAB_ALLOCATOR"));
 	usl_front_parse(getenv("USLAB_FRONT"));
+	usl_oom_parse(getenv("USLAB_OOM"));
 	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0) |
 	                    (!usl_opt.background && usl_opt.decay_ms ? USL_MODE_SAMPLE : 0);   /* common/background.c */
 	unknown_options();

@@ -33,6 +33,7 @@ struct usl_options {
 	int bulk_lookahead;          /* USLAB_BULK_LOOKAHEAD: objects of other slabs a detached freelist's scan
 	                                passes before it stops (1: consecutive objects only) */
 	int stack_depth;             /* USLAB_STACK_DEPTH: frames an owner track keeps (0: the caller alone) */
+	int oom;                     /* USLAB_OOM: enum usl_oom, what a failed malloc does besides NULL */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
@@ -47,6 +48,12 @@ extern struct usl_options usl_opt USL_HIDDEN;
  * decay thread runs. Above the low byte, which malloc's fast path reads. */
 #define USL_MODE_SAMPLE 0x100u
 enum usl_front { USL_FRONT_SHEAVES = 0, USL_FRONT_CPUSLAB = 1, USL_FRONT_OWNED = 2 };
+/* A malloc-family call that fails: NULL and ENOMEM alone (glibc's), and a
+ * report, or a report and abort() (jemalloc's xmalloc). */
+enum usl_oom { USL_OOM_NULL = 0, USL_OOM_REPORT = 1, USL_OOM_ABORT = 2 };
+/* USLAB_OOM (v NULL: unset) into usl_opt.oom; a bad value is reported and
+ * leaves the default (null). */
+USL_HIDDEN void usl_oom_parse(const char *v);
 USL_HIDDEN void usl_read_options(void);
 /* USLAB_FRONT (v NULL: unset) into usl_opt.front; a bad value is reported
  * and leaves the default (sheaves, or cpuslab with USLAB_SHEAVES=0). */

@@ -16,6 +16,8 @@
  *             allocation: uslab runs in what it gets, then NULL and ENOMEM
  *   refill    memory filled with 4 KiB blocks and freed, then larger blocks:
  *             served from what uslab held free (no decay needed)
+ *   lowmem    less than 1 MiB of address space left: NULL and ENOMEM for
+ *             every kind of request, reports only with USLAB_OOM=report
  *   stats     malloc_stats under deferred cancellation prints glibc's lines
  * An optional second argument: seconds to run the loops (the stress label). */
 #define _GNU_SOURCE
@@ -529,6 +531,56 @@ static void test_aslimit(void)
 	printf("aslimit: %zu blocks of 4 KiB, then %zu\n", n, again);
 }
 
+/* Less than 1 MiB left: every kind of request fails cleanly (NULL, ENOMEM),
+ * silently unless USLAB_OOM asks for a report, and the program goes on. */
+static void test_lowmem(void)
+{
+	as_limit(768u << 10);                /* before uslab starts */
+	const char *oom = getenv("USLAB_OOM");
+	bool report = oom && !strcmp(oom, "report");
+	size_t sizes[] = { 24, 700, 4096, 20000, 300000, 3000000 };
+	size_t got[6];
+	int errs[6];
+	for (unsigned int k = 0; k < 6; k++) {
+		got[k] = fill(blocks, FILL_MAX, sizes[k], &errs[k]);
+		for (size_t i = 0; i < got[k]; i++)
+			vfree(blocks[i]);
+	}
+	void *p;
+	errno = 0;
+	int pm = vposix_memalign(&p, 4096, 1u << 20);
+	int pm_errno = errno;
+	/* A cache of its own, asked without a warning: NULL, no report. */
+	struct kmem_cache *c = kmem_cache_create("lowmem", 1000, 0, 0, NULL);
+	size_t objs = 0;
+	if (c) {
+		while (objs < FILL_MAX && (blocks[objs] = kmem_cache_alloc(c, GFP_KERNEL | __GFP_NOWARN)))
+			objs++;
+		for (size_t i = 0; i < objs; i++)
+			kmem_cache_free(c, blocks[i]);
+		kmem_cache_destroy(c);
+	}
+	unsigned long reports = uslab_error_count();
+	/* The limit lifted: the program goes on. */
+	struct rlimit rl;
+	getrlimit(RLIMIT_AS, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_AS, &rl);
+	for (unsigned int k = 0; k < 6; k++) {
+		CHECK_EQ(errs[k], ENOMEM);
+		printf("lowmem: %zu blocks of %zu bytes\n", got[k], sizes[k]);
+	}
+	CHECK(pm == ENOMEM && pm_errno == ENOMEM);
+	printf("lowmem: %zu objects of a cache (%s), %lu reports\n", objs, c ? "made" : "not made", reports);
+	if (report)
+		CHECK(reports >= 6);
+	else
+		CHECK_EQ(reports, 0);
+	p = vmalloc(100);
+	CHECK(p != NULL);
+	vfree(p);
+}
+
 static void test_refill(void)
 {
 	as_limit(64u << 20);                 /* before uslab starts, as in aslimit */
@@ -619,7 +671,7 @@ static void test_stats(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: test_corners sigfork|stdio|mtfork|spawn|errno|aslimit|refill|stats [seconds]\n");
+		fprintf(stderr, "usage: test_corners sigfork|stdio|mtfork|spawn|errno|aslimit|refill|lowmem|stats [seconds]\n");
 		return 2;
 	}
 	if (argc > 2)
@@ -629,6 +681,8 @@ int main(int argc, char **argv)
 		test_aslimit();                  /* first: before stdio allocates */
 	else if (!strcmp(t, "refill"))
 		test_refill();
+	else if (!strcmp(t, "lowmem"))
+		test_lowmem();
 	else if (!strcmp(t, "sigfork"))
 		test_sigfork();
 	else if (!strcmp(t, "stdio"))

@@ -3,8 +3,8 @@
  * NAME=VALUE lines, then usl_read_options), an option's number
  * (usl_parse_int), a sysfs CPU list (usl_cpu_list_parse) and USLAB_DEBUG's
  * blocks (usl_debug_parse, usl_debug_flags_for) and USLAB_STATS
- * (usl_stats_parse), USLAB_ALLOCATOR (usl_allocator_parse) and USLAB_FRONT
- * (usl_front_parse). Each result is
+ * (usl_stats_parse), USLAB_ALLOCATOR (usl_allocator_parse), USLAB_FRONT
+ * (usl_front_parse) and USLAB_OOM (usl_oom_parse). Each result is
  * checked against what the parser promises; reports go to a handler that
  * checks they are one line. Built with clang -fsanitize=fuzzer,address in the
  * AddressSanitizer build (tests/CMakeLists.txt). */
@@ -103,6 +103,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	usl_front_parse(NULL);
 	if (usl_opt.front != (sheaves == 0 ? USL_FRONT_CPUSLAB : USL_FRONT_SHEAVES))
 		abort();
+
+	/* The whole input as USLAB_OOM: one of the three names, else null. */
+	usl_oom_parse(buf);
+	int oom = strcmp(buf, "report") == 0 ? USL_OOM_REPORT : strcmp(buf, "abort") == 0 ? USL_OOM_ABORT : USL_OOM_NULL;
+	if (usl_opt.oom != oom)
+		abort();
+	usl_oom_parse(NULL);
+	if (usl_opt.oom != USL_OOM_NULL)
+		abort();
+	usl_opt.oom = USL_OOM_NULL;          /* (the lines below must not abort on a failed malloc) */
 
 	/* NAME=VALUE lines into the environment, read as start-up reads them. */
 	char *names[16];
