@@ -488,8 +488,14 @@ static size_t vm_bytes(void)
 	return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Under the stress label the out-of-memory tests repeat for run_seconds,
+ * under the limit set in their first round. */
+static int round_nr;
+
 static void as_limit(size_t extra)
 {
+	if (round_nr > 0)
+		return;
 	struct rlimit rl;
 	getrlimit(RLIMIT_AS, &rl);
 	rl.rlim_cur = vm_bytes() + extra;
@@ -528,7 +534,8 @@ static void test_aslimit(void)
 	void *p = vmalloc(100);              /* the program goes on */
 	CHECK(p != NULL);
 	vfree(p);
-	printf("aslimit: %zu blocks of 4 KiB, then %zu\n", n, again);
+	if (round_nr == 0)
+		printf("aslimit: %zu blocks of 4 KiB, then %zu\n", n, again);
 }
 
 /* Less than 1 MiB left: every kind of request fails cleanly (NULL, ENOMEM),
@@ -561,22 +568,28 @@ static void test_lowmem(void)
 		kmem_cache_destroy(c);
 	}
 	unsigned long reports = uslab_error_count();
-	/* The limit lifted: the program goes on. */
-	struct rlimit rl;
-	getrlimit(RLIMIT_AS, &rl);
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_AS, &rl);
 	for (unsigned int k = 0; k < 6; k++) {
 		CHECK_EQ(errs[k], ENOMEM);
-		printf("lowmem: %zu blocks of %zu bytes\n", got[k], sizes[k]);
+		if (round_nr == 0)
+			printf("lowmem: %zu blocks of %zu bytes\n", got[k], sizes[k]);
 	}
 	CHECK(pm == ENOMEM && pm_errno == ENOMEM);
-	printf("lowmem: %zu objects of a cache (%s), %lu reports\n", objs, c ? "made" : "not made", reports);
+	if (round_nr == 0)
+		printf("lowmem: %zu objects of a cache (%s), %lu reports\n", objs, c ? "made" : "not made", reports);
 	if (report)
 		CHECK(reports >= 6);
 	else
 		CHECK_EQ(reports, 0);
-	p = vmalloc(100);
+}
+
+/* After the rounds: the limit lifted, the program goes on. */
+static void lowmem_after(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_AS, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_AS, &rl);
+	void *p = vmalloc(100);
 	CHECK(p != NULL);
 	vfree(p);
 }
@@ -611,7 +624,8 @@ static void test_refill(void)
 	CHECK(small * 256 >= (16u << 20));
 	for (size_t i = 0; i < small; i++)
 		vfree(blocks[i]);
-	printf("refill: %zu pages, %zu of 6 sizes, %zu blocks of 300 KB, %zu of 256 B\n", n, got, big, small);
+	if (round_nr == 0)
+		printf("refill: %zu pages, %zu of 6 sizes, %zu blocks of 300 KB, %zu of 256 B\n", n, got, big, small);
 }
 
 /* ===========================================================================
@@ -677,13 +691,21 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		run_seconds = atoi(argv[2]);
 	const char *t = argv[1];
-	if (!strcmp(t, "aslimit"))
-		test_aslimit();                  /* first: before stdio allocates */
-	else if (!strcmp(t, "refill"))
-		test_refill();
-	else if (!strcmp(t, "lowmem"))
-		test_lowmem();
-	else if (!strcmp(t, "sigfork"))
+	/* The out-of-memory tests first: their limit is set before anything
+	 * (stdio) allocates; repeated for run_seconds under the stress label. */
+	void (*oom_test)(void) = !strcmp(t, "aslimit") ? test_aslimit : !strcmp(t, "refill") ? test_refill
+	                       : !strcmp(t, "lowmem") ? test_lowmem : NULL;
+	if (oom_test) {
+		double start = now_s();
+		do {
+			oom_test();
+			round_nr++;
+		} while (run_seconds && now_s() - start < run_seconds);
+		if (oom_test == test_lowmem)
+			lowmem_after();
+		if (run_seconds)
+			printf("%s: %d rounds\n", t, round_nr);
+	} else if (!strcmp(t, "sigfork"))
 		test_sigfork();
 	else if (!strcmp(t, "stdio"))
 		test_stdio();
