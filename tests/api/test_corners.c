@@ -227,6 +227,21 @@ static void test_stdio(void)
 		fprintf(w, " line %d\n", i);
 	}
 	fclose(w);
+	/* First a fork while the process has one thread: the child's stdio
+	 * list lock is free for a new thread there (released by the child
+	 * handler, as glibc resets it only for a multithreaded parent). */
+	pid_t first = fork();
+	if (first == 0) {
+		alarm(20);
+		pthread_t ct;
+		bool ok = pthread_create(&ct, NULL, flush_loop, NULL) == 0;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+		if (ok)
+			pthread_join(ct, NULL);
+		FILE *f = fopen(stdio_path, "r");
+		_exit(ok && f ? 0 : 3);
+	}
+	CHECK(first > 0 && child_status(first) == 0);
 	pthread_t t[4];
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, getline_loop, NULL);
