@@ -13,8 +13,9 @@
  * without the libraries at run time, a track keeps its caller's address and
  * names come from dladdr. USLAB_STACK_DEPTH frames are kept (0: the caller
  * alone, no unwinding). Locks: depot_lock (a leaf spin lock over the depot's
- * insertions; lookups take none), sym_lock (libdw's session; never held while
- * uslab reports). */
+ * insertions; lookups take none), sym_lock (libdw's session; counted as a
+ * uslab lock, so a report made under it waits for its release, and a fork
+ * from a signal handler knows it is held). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -327,7 +328,7 @@ static bool symbolize_dw(uintptr_t addr, char *buf, size_t n)
 		return false;             /* a report made while symbolizing */
 	in_symbolize = true;
 	bool done = false;
-	pthread_mutex_lock(&sym_lock);
+	usl_lock(&sym_lock);
 	/* Loaded by usl_stack_init only: a dlopen here could run inside the
 	 * loader's own allocations. */
 	if (__atomic_load_n(&dw.tried, __ATOMIC_ACQUIRE) && dw.ok) {
@@ -348,7 +349,7 @@ static bool symbolize_dw(uintptr_t addr, char *buf, size_t n)
 			done = true;
 		}
 	}
-	pthread_mutex_unlock(&sym_lock);
+	usl_unlock(&sym_lock);
 	in_symbolize = false;
 	return done;
 }
@@ -361,14 +362,14 @@ static bool dw_load(void)
 
 void usl_stack_fork_lock(void)
 {
-	pthread_mutex_lock(&sym_lock);
+	usl_lock(&sym_lock);
 	usl_spin_lock_leaf(&depot_lock);
 }
 
 void usl_stack_fork_unlock(void)
 {
 	usl_spin_unlock_leaf(&depot_lock);
-	pthread_mutex_unlock(&sym_lock);
+	usl_unlock(&sym_lock);
 }
 
 void usl_symbolize(uintptr_t addr, char *buf, size_t n)
