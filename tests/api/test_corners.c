@@ -242,11 +242,9 @@ static void test_stdio(void)
 		_exit(ok && f ? 0 : 3);
 	}
 	CHECK(first > 0 && child_status(first) == 0);
-	pthread_t t[4];
-	for (int i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, getline_loop, NULL);
-	for (int i = 2; i < 4; i++)
-		pthread_create(&t[i], NULL, flush_loop, NULL);
+	pthread_t t[2];
+	pthread_create(&t[0], NULL, getline_loop, NULL);
+	pthread_create(&t[1], NULL, flush_loop, NULL);
 	double start = now_s();
 	int forks = 0, bad = 0;
 	for (int i = 0; more(i, 100, start); i++) {
@@ -274,7 +272,7 @@ static void test_stdio(void)
 		}
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	unlink(stdio_path);
 	CHECK(forks > 0);
