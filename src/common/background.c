@@ -27,7 +27,9 @@
  * ever. All signals are blocked in it.
  *
  * Locks: bg_lock (its state and condition variable; never held across a
- * sweep, a publication or pthread_create). The sweep takes the registry's and
+ * sweep, a publication or pthread_create); bg_gate (held by the thread
+ * across a sweep or a publication, and by a fork whose thread holds uslab
+ * locks; a plain mutex, not counted as a uslab lock). The sweep takes the registry's and
  * the layers' locks as any slow path does; the publication, the statistics
  * layer's (stats/live.c). */
 #define _GNU_SOURCE

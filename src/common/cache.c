@@ -1,11 +1,13 @@
 /* cache.c - the cache registry: kmem_cache_create checks and merging, the
  * cache ids and the slot area they index (usl_slots), the sheaf class caches,
  * destroy ("Objects remaining"), shrink, the decay sweep, malloc_trim's
- * release, and the fork handlers, which take every lock of the library.
+ * release and the out-of-memory reclaim, and the fork handlers, which take
+ * every lock of the library (C stdio's list lock first).
  * Locks: classes_lock (held by a layer above across its usl_cache_create
  * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
  * a sheaf class cache or of the kmem_cache cache), then slab_mutex; fast_lock
- * (the fast flags and the mode) is a leaf. */
+ * (the fast flags and the mode) and reclaim_lock (the reclaim's state, never
+ * held across it) are leaves. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
