@@ -61,6 +61,18 @@ typedef unsigned int gfp_t;
 #define SLAB_STORE_USER         0x00010000U /* debug: record last alloc/free owner (U) */
 #define SLAB_PANIC              0x00040000U /* abort if kmem_cache_create fails */
 #define SLAB_TRACE              0x00200000U /* debug: trace every alloc/free (T) */
+/* uslab's own: the kernel's deterministic order for this cache, whatever
+ * USLAB_RANDOM says: objects handed out lowest address first, a freed one
+ * first again (no random order, no delayed reuse). Never merged. */
+#define SLAB_ORDERED            0x00000001U
+/* uslab's own, after the kernel's SLAB_VIRTUAL proposal: type isolation. The
+ * cache's slabs never share their addresses with another cache: an empty
+ * slab's pages go back to the OS, but its address range stays the cache's,
+ * for its next slabs, for ever (after kmem_cache_destroy too). A dangling
+ * pointer into it can only ever meet an object of the same type. Costs
+ * address space (the cache's peak) and page tables (docs/GUIDE.md). Never
+ * merged; always on SLUB. */
+#define SLAB_VIRTUAL            0x00000002U
 
 /* Allocation flags. GFP_KERNEL, GFP_ATOMIC and GFP_NOWAIT are accepted and have
  * no effect in user space; __GFP_ZERO zeroes the object; __GFP_NOWARN silences the

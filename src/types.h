@@ -145,10 +145,16 @@ struct kmem_cache_cpu {
 	int lock;                    /* 32: locked mode: slow-path lock; rseq mode: flush mark */
 	int sheaf_lock;              /* 36: locked mode: guards main_size, main and spare */
 	struct slab_sheaf *spare;    /* 40: empty, full, or NULL */
-	uint32_t main_size;          /* 48: main's object count while it is attached (its
+	uint16_t main_size;          /* 48: main's object count while it is attached (its
 	                                own size field is stale then); 0 for usl_empty_sheaf */
-	uint32_t main_cap;           /* 52: main's capacity (0 for usl_empty_sheaf): a push
+	uint16_t main_lo;            /* 50: main_delay > 0: the oldest object, the next a pop
+	                                takes (objects[0..main_lo) were handed out); else 0 */
+	uint16_t main_cap;           /* 52: main's capacity (0 for usl_empty_sheaf): a push
 	                                compares its count with it in this line */
+	uint16_t main_delay;         /* 54: the cache's reuse_delay: 0, pops take the newest
+	                                (the kernel's order); else the oldest, and only while
+	                                more than main_delay objects wait (delayed reuse:
+	                                docs/ARCHITECTURE.md, "Hardening") */
 	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
 	                                in a cache without sheaves) */
 	/* 64..127: nothing. A slot fills its line and the next: Intel's L2 fetches
@@ -165,7 +171,7 @@ _Static_assert(offsetof(struct kmem_cache_cpu, slab) == offsetof(struct kmem_cac
                "freelist and slab: one 16-byte store");
 _Static_assert(offsetof(struct kmem_cache_cpu, main) == offsetof(struct kmem_cache_cpu, main_size) + 8 &&
                offsetof(struct kmem_cache_cpu, main_cap) == offsetof(struct kmem_cache_cpu, main_size) + 4,
-               "{main_size, main_cap} and main: one 16-byte store");
+               "{main_size, main_lo, main_cap, main_delay} and main: one 16-byte store");
 
 /* A sheaf: an array of object pointers. The cache pointer
  * sits just before objects[], so objects[-1] of an empty sheaf is never an object
@@ -305,6 +311,13 @@ struct kmem_cache {
 	unsigned int min_partial;    /* node partial slabs kept before empties are freed */
 	unsigned int cpu_partial;    /* objects the cpu partial lists aim for */
 	unsigned int cpu_partial_slabs;
+	int virt_lock;               /* SLAB_VIRTUAL: guards virt_free (a leaf) */
+	struct slab *virt_free;      /* SLAB_VIRTUAL: its empty slabs' blocks, pages given back,
+	                                kept for its next slabs (chained by ->next; slub/slub.c) */
+	unsigned int reuse_delay;    /* sheaves: objects handed out on a CPU before one freed there
+	                                again (0: the newest first; percpu/pcs.c) */
+	bool random;                 /* an unpredictable layout (USLAB_RANDOM, no SLAB_ORDERED):
+	                                random carving and refill order */
 	unsigned int barn_max_full;  /* barn limits (the kernel's 10 and 10) */
 	unsigned int barn_max_empty;
 	struct kmem_cache *sheaf_cache; /* where this cache's sheaves come from */

@@ -20,6 +20,12 @@
 #define USL_RS_DOUBLE 4   /* usl_rseq_free_chain: the chain's head is already the freelist head */
 #define USL_RS_DOUBLE_TAIL 5 /* usl_rseq_free_chain: the chain's tail is already the freelist head */
 
+/* main_lo and main_delay are addressed from main_size (an asm takes at most
+ * 30 operands). */
+_Static_assert(offsetof(struct kmem_cache_cpu, main_lo) == offsetof(struct kmem_cache_cpu, main_size) + 2 &&
+               offsetof(struct kmem_cache_cpu, main_delay) == offsetof(struct kmem_cache_cpu, main_size) + 6,
+               "main_lo at main_size + 2, main_delay at + 6");
+
 /* Descriptor (struct rseq_cs: version, flags, start, post-commit offset, abort) in
  * __rseq_cs; the abort handler, preceded by the signature, in __rseq_failure. The
  * handler jumps back to label 0, which re-arms rseq_cs and starts again.
@@ -367,37 +373,64 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 }
 
 /* ---------------------------------------------------------------------------
- * Sheaf sections: spare (offset 40), main_size (48), main_cap (52) and main
- * (56) of the slot. A sheaf is {size @16, capacity @20, objects[] @32}; while
- * it is a slot's main its count is the slot's main_size and its capacity is
- * copied to main_cap, so a pop or push reads one line of the slot and touches
- * the sheaf only at its top. Each section commits by storing main_size,
- * {main_size, main_cap, main} with one 16-byte store (both 0 whenever main is
- * usl_empty_sheaf), or spare.
+ * Sheaf sections: spare (offset 40), main_size (48), main_lo (50), main_cap
+ * (52), main_delay (54) and main (56) of the slot. A sheaf is {size @16,
+ * capacity @20, objects[] @32}; while it is a slot's main its count is the
+ * slot's main_size and its capacity is copied to main_cap, so a pop or push
+ * reads one line of the slot and touches the sheaf only at one end. A push
+ * adds at the top; a pop takes the top (main_delay 0: the kernel's order) or,
+ * with main_delay > 0, the oldest object, objects[main_lo], and only while
+ * more than main_delay wait, so an object freed on a CPU is handed out again
+ * only after main_delay others (delayed reuse; main_lo is 0 or below
+ * main_size, the top is a waiting object). Each section commits by storing
+ * main_size, main_lo, {main_size .. main_delay, main} with one 16-byte store
+ * (all 0 whenever main is usl_empty_sheaf), or spare.
  */
 
-/* Pop the top object of this CPU's main sheaf (of the cache whose slots are
- * slots_) into obj, or jump to `slow` (empty sheaf, marked slot, no CPU,
- * locked mode, a cache without sheaves: its main is usl_empty_sheaf). */
+/* Pop the next object of this CPU's main sheaf (of the cache whose slots are
+ * slots_) into obj, or jump to `slow` (empty sheaf, or no more than
+ * main_delay objects waiting; marked slot, no CPU, locked mode, a cache
+ * without sheaves: its main is usl_empty_sheaf). One commit store for both
+ * orders: the new count or main_lo, through a computed address. */
 #define USL_RSEQ_SHEAF_POP(slots_, obj, slow)                                              \
 	do {                                                                       \
-		unsigned long sh_, n_;                                             \
+		unsigned long sh_, n_, d_, v_, at_;                                \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
-			"movl %c[o_msize](%%rax), %k[n]\n\t"                                 \
-			"movq %c[o_main](%%rax), %[sh]\n\t"                                 \
+			"movzwl %c[o_msize]+6(%%rax), %k[d]\n\t"                      \
+			"movzwl %c[o_msize](%%rax), %k[n]\n\t"                       \
+			"movq %c[o_main](%%rax), %[sh]\n\t"                         \
+			"testl %k[d], %k[d]\n\t"                                   \
+			"jnz 8f\n\t"                                               \
 			"subl $1, %k[n]\n\t"                                        \
 			"jb %l[" #slow "]\n\t"                                      \
-			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                           \
-			"movl %k[n], %c[o_msize](%%rax)\n"                                   \
+			"movl %k[n], %k[v]\n\t"                                     \
+			"leaq %c[o_msize](%%rax), %[at]\n\t"                        \
+			"jmp 9f\n"                                                  \
+			"8:\n\t"                                                    \
+			"movzwl %c[o_msize]+2(%%rax), %k[v]\n\t"                        \
+			"subl %k[v], %k[n]\n\t"                                     \
+			"cmpl %k[d], %k[n]\n\t"                                     \
+			"jbe %l[" #slow "]\n\t"                                     \
+			"movl %k[v], %k[n]\n\t"                                     \
+			"addl $1, %k[v]\n\t"                                        \
+			"leaq %c[o_msize]+2(%%rax), %[at]\n"                             \
+			"9:\n\t"                                                    \
+			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                   \
+			"movw %w[v], (%[at])\n"                                      \
 			"2:\n\t"                                                    \
 			/* After the commit: the object the next pop returns, on   \
 			 * its way to the cache (objects[-1] of an emptied sheaf is \
 			 * its cache pointer; a prefetch never faults, and a stale  \
 			 * entry costs nothing). */                                  \
-			"movq %c[o_top](%[sh],%[n],8), %%rax\n\t"                  \
+			"testl %k[d], %k[d]\n\t"                                   \
+			"leaq %c[o_top](%[sh],%[v],8), %%rax\n\t"                  \
+			"leaq %c[o_objs](%[sh],%[v],8), %[at]\n\t"                 \
+			"cmovnzq %[at], %%rax\n\t"                                 \
+			"movq (%%rax), %%rax\n\t"                                   \
 			"prefetcht0 (%%rax)\n"                                     \
-			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_)            \
+			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [d] "=&r"(d_), \
+			  [v] "=&r"(v_), [at] "=&r"(at_)                             \
 			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
 			: slow);                                                    \
@@ -415,15 +448,15 @@ static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movl %c[o_msize](%%rax), %k[n]\n\t"
-		"cmpl %c[o_mcap](%%rax), %k[n]\n\t"
+		"movzwl %c[o_msize](%%rax), %k[n]\n\t"
+		"cmpw %c[o_mcap](%%rax), %w[n]\n\t"
 		"jae %l[slow]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"cmpq %[obj], %c[o_top](%[sh],%[n],8)\n\t"
 		"je %l[dbl]\n\t"
 		"movq %[obj], %c[o_objs](%[sh],%[n],8)\n\t"
 		"addl $1, %k[n]\n\t"
-		"movl %k[n], %c[o_msize](%%rax)\n"
+		"movw %w[n], %c[o_msize](%%rax)\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
@@ -478,7 +511,7 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 	 * are) needs nothing back. Inputs are never written. */
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl %c[o_msize](%%rax), %k[size]\n\t"
+		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
@@ -488,7 +521,42 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 		"subq %[cnt], %[size]\n\t"
 		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("base", "p")
-		"movl %k[size], %c[o_msize](%%rax)\n"
+		"movw %w[size], %c[o_msize](%%rax)\n"
+		USL_RSEQ_RET_EPILOGUE
+		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
+		  [base] "=&r"(base)
+		: USL_RSEQ_COMMON_IN, [n] "r"(n), [p] "r"(p)
+		: "rax", "xmm0", "memory", "cc");
+	*status = ret;
+	return ret == USL_RS_OK ? cnt : 0;
+}
+
+/* The same for a cache with delayed reuse (main_delay > 0): up to n of the
+ * oldest objects, objects[main_lo..], leaving main_delay waiting; main_lo
+ * is the commit. */
+static inline unsigned long usl_rseq_sheaf_pop_bulk_oldest(struct kmem_cache *s, unsigned long n, void **p,
+                                                           int *status)
+{
+	int ret;
+	unsigned long sh, size, cnt, i, base;
+
+	__asm__ __volatile__(
+		USL_RSEQ_PROLOGUE
+		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
+		"movzwl %c[o_msize]+2(%%rax), %k[base]\n\t"
+		"movq %c[o_main](%%rax), %[sh]\n\t"
+		"subq %[base], %[size]\n\t"
+		"movzwl %c[o_msize]+6(%%rax), %k[cnt]\n\t"
+		"subq %[cnt], %[size]\n\t"      /* what may go: waiting - delay */
+		"movl $0, %k[cnt]\n\t"
+		"jbe 2f\n\t"           /* nothing to take (or usl_empty_sheaf): no store */
+		"movq %[n], %[cnt]\n\t"
+		"cmpq %[size], %[cnt]\n\t"
+		"cmovaq %[size], %[cnt]\n\t"
+		"leaq (%[base],%[cnt]), %[size]\n\t"
+		"leaq %c[o_objs](%[sh],%[base],8), %[base]\n\t"
+		USL_RSEQ_COPY("base", "p")
+		"movw %w[size], %c[o_msize]+2(%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -508,9 +576,9 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl %c[o_msize](%%rax), %k[size]\n\t"
+		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"movl %c[o_mcap](%%rax), %k[cnt]\n\t"
+		"movzwl %c[o_mcap](%%rax), %k[cnt]\n\t"
 		"subq %[size], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
 		"cmovaq %[n], %[cnt]\n\t"
@@ -519,7 +587,7 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
 		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
-		"movl %k[size], %c[o_msize](%%rax)\n"
+		"movw %w[size], %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -529,10 +597,11 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 	return ret == USL_RS_OK ? cnt : 0;
 }
 
-/* Take {main_size, main} out of this CPU's slot, leaving {0, empty} (one
- * 16-byte store); empty is the per-CPU layer's "no sheaf". */
+/* Take {main_size .. main_delay, main} out of this CPU's slot, leaving all 0
+ * and empty (one 16-byte store); empty is the per-CPU layer's "no sheaf".
+ * *word: main_size in bits 0-15, main_lo in 16-31. */
 static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *empty, struct slab_sheaf **main,
-                                      unsigned long *size)
+                                      unsigned long *word)
 {
 	int ret;
 	struct slab_sheaf *m;
@@ -540,7 +609,7 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *e
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movl %c[o_msize](%%rax), %k[n]\n\t"
+		"movq %c[o_msize](%%rax), %[n]\n\t"
 		"movq %c[o_main](%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
 		"pslldq $8, %%xmm0\n\t"
@@ -550,7 +619,7 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *e
 		: USL_RSEQ_COMMON_IN, [empty] "r"(empty)
 		: "rax", "xmm0", "memory", "cc");
 	*main = m;
-	*size = n;
+	*word = n;
 	return ret;
 }
 
@@ -573,14 +642,15 @@ static inline int usl_rseq_spare_take(struct kmem_cache *s, struct slab_sheaf **
 	return ret;
 }
 
-/* Make main, holding size objects, this CPU's main if the slot has none (its
- * main is empty) (USL_RS_OTHER: it has: another thread on this CPU, or we
- * migrated). */
+/* Make main, holding size objects from objects[0] on, this CPU's main if the
+ * slot has none (its main is empty) (USL_RS_OTHER: it has: another thread on
+ * this CPU, or we migrated). */
 static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf *empty, struct slab_sheaf *main,
                                          unsigned long size)
 {
 	int ret;
-	struct usl_pair pair = { size | (unsigned long)main->capacity << 32, (unsigned long)main };
+	struct usl_pair pair = { size | (unsigned long)main->capacity << 32 | (unsigned long)s->reuse_delay << 48,
+	                         (unsigned long)main };
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE

@@ -42,7 +42,8 @@ static struct kmem_cache *cache_cache;          /* holds the other caches' struc
 static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its creation */
 
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
-                              SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE)
+                              SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE | SLAB_ORDERED | \
+                              SLAB_VIRTUAL)
 
 static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_sheaf_class_caches[] */
 
@@ -153,6 +154,7 @@ static void reclaim_after_fork(void);
 /* The child has no decay thread (fork copies only the calling thread). */
 static void fork_release_child(void)
 {
+	usl_random_fork_child();         /* a layout of its own (from a signal handler too) */
 	if (fork_locks_held) {
 		usl_background_after_fork(true);
 		return;
@@ -430,7 +432,7 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
  * as the object, and with hardened usercopy (distributions' kernels) a cache
  * with one is unmergeable, so a program's caches never share slabs with
  * kmalloc's and malloc's objects (docs/ARCHITECTURE.md, "Merging"). */
-#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | USL_SLAB_INTERNAL)
+#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | SLAB_ORDERED | SLAB_VIRTUAL | USL_SLAB_INTERNAL)
 
 static bool cache_unmergeable(const struct kmem_cache *s)
 {
@@ -738,7 +740,8 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	}
 	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
 	 * and uslab's own (docs/ARCHITECTURE.md, "SLAB: the second engine"). */
-	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal && !(s->flags & SLAB_DEBUG_FLAGS);
+	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal &&
+	                   !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_VIRTUAL));   /* (SLAB_VIRTUAL: slub/slub.c) */
 	/* (A creator that placed the free pointer chose the one word uslab may
 	 * write in a free object: one word.) Before SLAB places its arrays. */
 	s->foff = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
@@ -770,13 +773,20 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	/* The owned front end (USLAB_FRONT=owned): every cache of a user or of
 	 * kmalloc but debug caches, SLAB's and caches whose creator asked for
 	 * sheaves. */
-	bool owned = !internal && !slab_engine && !(s->flags & USL_SLAB_DEBUG_FLAGS) && !s->stats &&
+	bool owned = !internal && !slab_engine && !(s->flags & (USL_SLAB_DEBUG_FLAGS | SLAB_VIRTUAL)) && !s->stats &&
 	             !(args && args->sheaf_capacity) && usl_owned_front();
 	if (owned) {
 		if (!owned_setup(s, err))
 			return false;
 		sheaf_capacity = 0;
 	}
+	/* An unpredictable layout (docs/ARCHITECTURE.md, "Hardening"): a random
+	 * carving and refill order, and delayed reuse in SLUB's sheaves. Not in
+	 * uslab's own caches, nor in debug caches (their frees are checked, and
+	 * a quarantine is theirs to ask for). */
+	s->random = usl_opt.random && !internal && !(s->flags & (SLAB_ORDERED | USL_SLAB_DEBUG_FLAGS));
+	s->reuse_delay = s->random && !slab_engine && sheaf_capacity
+	                 ? usl_reuse_delay_for(sheaf_capacity) : 0;
 	fast_entry_set(s);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
@@ -833,7 +843,8 @@ struct kmem_cache *usl_cache_create(const char *name, unsigned int size, unsigne
 	 * (default on). */
 	if (!internal && !(flags & SLAB_DEBUG_FLAGS)) {
 		unsigned int want = args ? args->sheaf_capacity : 0;
-		if ((want || usl_opt.sheaves != 0) && !(sheaf_capacity = usl_sheaf_capacity_for(size, want))) {
+		bool delayed = usl_opt.random && !(flags & SLAB_ORDERED) && usl_opt.allocator != USL_ENGINE_SLAB;
+		if ((want || usl_opt.sheaves != 0) && !(sheaf_capacity = usl_sheaf_capacity_for(size, want, delayed))) {
 			step_failed(&err, "sheaf_capacity too large", want);
 			goto fail;
 		}

@@ -614,7 +614,7 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
-	return __atomic_load_n(&c->main_size, __ATOMIC_RELAXED) ||
+	return usl_slot_main_objects(c) ||
 	       (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
 }
 
@@ -917,7 +917,7 @@ void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
 		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_ACQUIRE);
 		if (m && m != &usl_empty_sheaf) {
 			out->cpu_sheaves++;
-			out->cpu_objects += __atomic_load_n(&c->main_size, __ATOMIC_RELAXED);
+			out->cpu_objects += usl_slot_main_objects(c);
 		}
 		if (sp) {
 			out->cpu_sheaves++;

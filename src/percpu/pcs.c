@@ -1,7 +1,9 @@
 /* pcs.c - a slot's sheaves (the kernel's per-CPU sheaves): taken private by a
  * slow path and put back, in both per-CPU modes, and the slow paths behind
  * the sheaf sections: an empty main refilled or replaced, a full main
- * replaced, and bulk copies between an array and the sheaves. Locks: a slot's
+ * replaced, and bulk copies between an array and the sheaves; with delayed
+ * reuse each keeps the main a queue whose last frees wait behind the rest
+ * (docs/ARCHITECTURE.md, "Hardening"). Locks: a slot's
  * sheaf_lock (locked mode; held for a copy or a swap, never across a call
  * out); the barn's through barn.c. */
 #define _GNU_SOURCE
@@ -32,9 +34,9 @@ bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b)
 		usl_spin_unlock_leaf(&c->sheaf_lock);
 		b->lc = c;
 	} else {
-		unsigned long size;
+		unsigned long word;
 		for (;;) {
-			int r = usl_rseq_sheaf_take(s, &usl_empty_sheaf, &b->main, &size);
+			int r = usl_rseq_sheaf_take(s, &usl_empty_sheaf, &b->main, &word);
 			if (r == USL_RS_OK)
 				break;
 			if (r == USL_RS_NOCPU)
@@ -42,7 +44,7 @@ bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b)
 			sched_yield();     /* a flusher holds the slot */
 		}
 		if (b->main != &usl_empty_sheaf)
-			b->main->size = (uint32_t)size;
+			usl_sheaf_detached(b->main, (uint16_t)word, (uint16_t)(word >> 16));
 		/* A section of its own: meanwhile another thread on this CPU may
 		 * take the spare (then we have none), or we may migrate (then it
 		 * is this CPU's: a sheaf of s all the same). */
@@ -54,6 +56,52 @@ bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b)
 	return true;
 }
 
+#define USL_SHEAF_HELD 64
+
+/* Delayed reuse: a sheaf that found its place in the slot taken holds this
+ * CPU's frees, the last ones too, which their slabs would hand out again in
+ * any order (a full one goes to the barn, where it waits behind others): its
+ * objects onto the slot's main, behind what waits there, as far as it has
+ * room; the rest filled up from slabs, in front of them, for the barn. */
+static void hand_over(struct kmem_cache *s, struct kmem_cache_cpu *lc, struct slab_sheaf *sh)
+{
+	unsigned int done = 0;
+	if (!s->reuse_delay || !sh->size || sh->size == sh->capacity)
+		return;
+	if (lc) {
+		usl_spin_lock_leaf(&lc->sheaf_lock);
+		if (lc->main != &usl_empty_sheaf) {
+			unsigned int room = (unsigned int)lc->main_cap - lc->main_size;
+			done = room < sh->size ? room : sh->size;
+			memcpy(&lc->main->objects[lc->main_size], sh->objects, done * sizeof(void *));
+			lc->main_size += done;
+		}
+		usl_spin_unlock_leaf(&lc->sheaf_lock);
+	} else {
+		while (done < sh->size) {
+			int st;
+			unsigned int want = sh->size - done < 64 ? sh->size - done : 64;
+			unsigned long k = usl_rseq_sheaf_push_bulk(s, want, sh->objects + done, &st);
+			if (!k)
+				break;
+			done += (unsigned int)k;
+		}
+	}
+	memmove(sh->objects, sh->objects + done, (sh->size - done) * sizeof(void *));
+	sh->size -= done;
+	unsigned int late = sh->size;
+	if (!late || usl_sheaf_refill(s, sh, sh->capacity, GFP_NOWAIT) != 0)
+		return;                     /* (no memory: their slabs after all) */
+	void *held[USL_SHEAF_HELD];
+	while (late) {                      /* rotate: the new ones first */
+		unsigned int k = late < USL_SHEAF_HELD ? late : USL_SHEAF_HELD;
+		memcpy(held, sh->objects, k * sizeof(void *));
+		memmove(sh->objects, sh->objects + k, (sh->size - k) * sizeof(void *));
+		memcpy(sh->objects + sh->size - k, held, k * sizeof(void *));
+		late -= k;
+	}
+}
+
 void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 {
 	bool main_done = !b->main, spare_done = !b->spare;
@@ -63,8 +111,10 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 		usl_spin_lock_leaf(&c->sheaf_lock);
 		usl_assert(!b->main || b->main->size <= b->main->capacity);
 		if (!main_done && c->main == &usl_empty_sheaf) {
-			c->main_size = b->main->size;
-			c->main_cap = b->main->capacity;
+			c->main_size = (uint16_t)b->main->size;
+			c->main_lo = 0;
+			c->main_cap = (uint16_t)b->main->capacity;
+			c->main_delay = (uint16_t)s->reuse_delay;
 			c->main = b->main;
 			main_done = true;
 		}
@@ -89,10 +139,14 @@ void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)
 	}
 	/* The slot was filled meanwhile (or we migrated): keep its sheaves,
 	 * give ours back. */
-	if (!main_done)
+	if (!main_done) {
+		hand_over(s, b->lc, b->main);
 		usl_sheaf_give_back(s, b->main);
-	if (!spare_done)
+	}
+	if (!spare_done) {
+		hand_over(s, b->lc, b->spare);
 		usl_sheaf_give_back(s, b->spare);
+	}
 }
 
 static inline void swap_sheaves(struct usl_pcs *b)
@@ -102,16 +156,11 @@ static inline void swap_sheaves(struct usl_pcs *b)
 	b->spare = t;
 }
 
-/* Make b->main non-empty: the spare, a full sheaf from the barn, a packed one
- * unpacked, or a refill from slabs (filling the empty main, the spare, a barn
- * empty, or a new sheaf).
- * False when out of memory. */
-static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
+/* Make b->main (empty or NULL) non-empty: the spare, a full sheaf from the
+ * barn, a packed one unpacked, or a refill from slabs (filling the empty
+ * main, the spare, a barn empty, or a new sheaf). False when out of memory. */
+static bool fill_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 {
-	if (b->main && b->main->size)
-		return true;
-	if (usl_is_slab(s))
-		return usl_array_refill(s, b, gfp);
 	if (b->spare && b->spare->size) {
 		swap_sheaves(b);
 		return true;
@@ -161,6 +210,109 @@ static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gf
 	return usl_sheaf_refill(s, b->main, want, gfp) == 0;
 }
 
+/* Delayed reuse (s->reuse_delay > 0): b->main holds no more than delay
+ * objects, the last freed on this CPU, which a pop may not take yet. The
+ * objects found go in front of them, main = [found, then them], copied from
+ * the front of the spare, of a full barn sheaf (which becomes the spare), of
+ * a packed one unpacked into the spare, or refilled from slabs. What does not
+ * fit stays in the spare, to come out after them: an object may wait longer
+ * than in a queue, never less. So an object freed here is handed out only
+ * after every object queued ahead of it when it was freed, at least delay of
+ * them. False when out of memory (main keeps them). */
+static bool fill_behind(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp, unsigned int limit)
+{
+	struct slab_sheaf *m = b->main;
+	unsigned int late = m->size, front = 0, d = s->reuse_delay;
+	usl_assert(late <= d && d <= USL_REUSE_DELAY_MAX && d < limit && limit <= m->capacity);
+	struct usl_barn *barn = usl_get_barn(s);
+	/* Until more than the delay wait (a push then has that many ahead of it). */
+	for (int tries = 0; front + late <= d && tries < 4; tries++) {
+		struct slab_sheaf *src = NULL;
+		if (b->spare && b->spare->size) {
+			src = b->spare;
+		} else if (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED)) {
+			b->spare = usl_barn_visit(s, b->spare, 1);   /* our empty spare for a full one */
+			src = b->spare;
+		} else if (usl_barn_has_full(s)) {
+			/* The barn's packed sheaves, into the empty spare. */
+			if (!b->spare && !(b->spare = usl_barn_get(s, false)))
+				b->spare = usl_sheaf_new(s, s->sheaf_capacity, GFP_NOWAIT);
+			if (b->spare && usl_barn_unpack(s, b->spare))
+				src = b->spare;
+		}
+		if (!src)
+			break;
+		unsigned int room = limit - late - front, k = src->size < room ? src->size : room;
+		memmove(m->objects + front + k, m->objects + front, late * sizeof(void *));
+		memcpy(m->objects + front, src->objects, k * sizeof(void *));
+		memmove(src->objects, src->objects + k, (src->size - k) * sizeof(void *));
+		src->size -= k;
+		front += k;
+		m->size = front + late;
+	}
+	if (front + late > d)
+		return true;
+	usl_stat(s, USL_BARN_GET_FAIL);
+	/* From slabs, as fill_empty_main refills (small after a sweep's flush,
+	 * but enough for the delay). */
+	usl_barn_dry_refill(s);
+	unsigned int room = limit - late - front, want = room;
+	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);
+	if (usl_unlikely(shift)) {
+		want = want >> shift ? want >> shift : 1;
+		__atomic_store_n(&barn->refill_shift, shift - 1, __ATOMIC_RELAXED);
+	}
+	if (front + want + late <= d)
+		want = d + 1 - late - front < room ? d + 1 - late - front : room;
+	void *held[USL_REUSE_DELAY_MAX];
+	memcpy(held, m->objects + front, late * sizeof(void *));
+	m->size = front;
+	bool ok = usl_sheaf_refill(s, m, front + want, gfp) == 0;
+	if (!ok)
+		m->size = front;
+	memcpy(m->objects + m->size, held, late * sizeof(void *));
+	m->size += late;
+	return ok || front;
+}
+
+/* Make b->main hold an object a pop may take: more than s->reuse_delay. */
+static bool replace_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
+{
+	if (b->main && b->main->size > s->reuse_delay)
+		return true;
+	if (usl_is_slab(s))
+		return usl_array_refill(s, b, gfp);
+	if (s->reuse_delay) {
+		/* (No main: another thread of this CPU has it; an empty one of
+		 * our own, filled the same way.) */
+		if (!b->main && !(b->main = usl_barn_get(s, false)) &&
+		    !(b->main = usl_sheaf_new(s, s->sheaf_capacity, gfp)))
+			return false;
+		return fill_behind(s, b, gfp, b->main->capacity);
+	}
+	return fill_empty_main(s, b, gfp);
+}
+
+/* Delayed reuse: a main that takes frees holds more than the delay ahead of
+ * them (fill_behind): up to that, the spare's oldest objects go into it,
+ * behind its own, with room left for the free. */
+static void hold_ahead(struct kmem_cache *s, struct usl_pcs *b)
+{
+	struct slab_sheaf *m = b->main, *sp = b->spare;
+	unsigned int d = s->reuse_delay;
+	if (!d || !m || !sp || !sp->size || m->size > d)
+		return;
+	unsigned int k = d + 1 - m->size;
+	if (k > sp->size)
+		k = sp->size;
+	if (k > m->capacity - 1 - m->size)
+		k = m->capacity - 1 - m->size;
+	memcpy(m->objects + m->size, sp->objects, k * sizeof(void *));
+	memmove(sp->objects, sp->objects + k, (sp->size - k) * sizeof(void *));
+	sp->size -= k;
+	m->size += k;
+}
+
 /* Make room in b->main: the spare if it has room, else an empty sheaf for main,
  * the full one kept as the spare, or the full spare put in the barn (the
  * kernel flushes the spare when the barn holds ten; here the barn packs it,
@@ -173,6 +325,7 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
 		return usl_array_make_room(s, b, gfp);
 	if (b->spare && b->spare->size < b->spare->capacity) {
 		swap_sheaves(b);
+		hold_ahead(s, b);
 		return true;
 	}
 	if (b->main && !b->spare) {             /* full: keep it as the spare */
@@ -193,7 +346,21 @@ static bool replace_full_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp
 	b->main = usl_barn_visit(s, b->main, 0);
 	if (!b->main)
 		b->main = usl_sheaf_new(s, s->sheaf_capacity, gfp);
+	hold_ahead(s, b);
 	return b->main != NULL;
+}
+
+/* The same for a free: room for it, and with delayed reuse more than the
+ * delay ahead of it (what hold_ahead could not give, fill_behind finds: the
+ * main's few go behind it, which only delays them more). */
+static bool make_room(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
+{
+	if (!replace_full_main(s, b, gfp))
+		return false;
+	unsigned int d = s->reuse_delay;
+	if (d && b->main->size <= d && !usl_is_slab(s))
+		fill_behind(s, b, gfp, d + 1);
+	return true;
 }
 
 /* ===========================================================================
@@ -216,6 +383,17 @@ static bool pop_ok(struct kmem_cache *s, void *obj)
 	return false;
 }
 
+/* The object a pop takes from a private sheaf: the newest, or with delayed
+ * reuse the oldest. */
+static void *sheaf_take_one(struct kmem_cache *s, struct slab_sheaf *m)
+{
+	if (!s->reuse_delay)
+		return m->objects[--m->size];
+	void *obj = m->objects[0];
+	memmove(m->objects, m->objects + 1, --m->size * sizeof(void *));
+	return obj;
+}
+
 /* The pop section failed (empty main, marked slot, locked mode, no CPU). */
 void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp)
 {
@@ -228,7 +406,10 @@ again:
 		/* Locked mode's fast path: pop under the slot's sheaf lock. */
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 		usl_spin_lock_leaf(&c->sheaf_lock);
-		obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
+		if (!c->main_delay)
+			obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
+		else
+			obj = c->main_size - c->main_lo > c->main_delay ? c->main->objects[c->main_lo++] : NULL;
 		usl_spin_unlock_leaf(&c->sheaf_lock);
 		if (obj) {
 			if (!pop_ok(s, obj))
@@ -240,7 +421,7 @@ again:
 	if (!usl_pcs_take(s, &b))
 		return usl_engine_alloc(s, gfp);
 	if ((popped = replace_empty_main(s, &b, gfp))) {
-		obj = b.main->objects[--b.main->size];
+		obj = sheaf_take_one(s, b.main);
 	} else {
 		/* No memory for a whole sheaf: try for one object. */
 		obj = usl_engine_alloc(s, gfp);
@@ -266,7 +447,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		usl_spin_lock_leaf(&c->sheaf_lock);
 		struct slab_sheaf *m = c->main;
 		if (c->main_size < m->capacity) {
-			if (c->main_size && m->objects[c->main_size - 1] == x) {
+			if (c->main_size > c->main_lo && m->objects[c->main_size - 1] == x) {
 				r = USL_RS_OTHER;
 			} else {
 				m->objects[c->main_size++] = x;
@@ -292,7 +473,7 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		usl_report_double_free(s, x, "kmem_cache_free");
 		return;
 	}
-	if (replace_full_main(s, &b, GFP_NOWAIT)) {
+	if (make_room(s, &b, GFP_NOWAIT)) {
 		b.main->objects[b.main->size++] = x;
 		usl_stat(s, USL_FREE_PCS);
 	} else
@@ -321,7 +502,8 @@ static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_c
 		do {
 			size_t want = n - done < SHEAF_SECTION_MAX ? n - done : SHEAF_SECTION_MAX;
 			k = push ? usl_rseq_sheaf_push_bulk(s, want, p + done, &st)
-			         : usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
+			    : s->reuse_delay ? usl_rseq_sheaf_pop_bulk_oldest(s, want, p + done, &st)
+			                     : usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
 			done += k;
 		} while (k == SHEAF_SECTION_MAX && done < n);
 		usl_stat_add(s, push ? USL_FREE_PCS : USL_ALLOC_PCS, done);
@@ -330,12 +512,16 @@ static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_c
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock_leaf(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
-	size_t k = push ? m->capacity - c->main_size : c->main_size;
+	unsigned int waiting = c->main_size - c->main_lo;
+	size_t k = push ? m->capacity - c->main_size : waiting > c->main_delay ? waiting - c->main_delay : 0;
 	if (k > n)
 		k = n;
 	if (k && push) {      /* never a store to usl_empty_sheaf, which all slots share */
 		memcpy(&m->objects[c->main_size], p, k * sizeof(void *));
 		c->main_size += k;
+	} else if (k && c->main_delay) {
+		memcpy(p, &m->objects[c->main_lo], k * sizeof(void *));
+		c->main_lo += k;
 	} else if (k) {
 		c->main_size -= k;
 		memcpy(p, &m->objects[c->main_size], k * sizeof(void *));
@@ -358,14 +544,21 @@ int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 
 	if (i < nr && usl_pcs_take(s, &b)) {
 		/* Whole sheaves first (main, spare, the barn's full ones) ... */
+		unsigned int d = s->reuse_delay;
 		while (i < nr) {
-			if (!(b.main && b.main->size) && !(b.spare && b.spare->size) && !usl_barn_has_full(s))
+			if (!(b.main && b.main->size > d) && !(b.spare && b.spare->size) && !usl_barn_has_full(s))
 				break;
-			if (!replace_empty_main(s, &b, gfp))
+			if (!replace_empty_main(s, &b, gfp) || b.main->size <= d)
 				break;
-			size_t k = nr - i < b.main->size ? nr - i : b.main->size;
-			b.main->size -= (uint32_t)k;
-			memcpy(p + i, &b.main->objects[b.main->size], k * sizeof(void *));
+			size_t k = nr - i < b.main->size - d ? nr - i : b.main->size - d;
+			if (d) {          /* the oldest, as pops take them */
+				memcpy(p + i, b.main->objects, k * sizeof(void *));
+				memmove(b.main->objects, b.main->objects + k, (b.main->size - k) * sizeof(void *));
+				b.main->size -= (uint32_t)k;
+			} else {
+				b.main->size -= (uint32_t)k;
+				memcpy(p + i, &b.main->objects[b.main->size], k * sizeof(void *));
+			}
 			usl_stat_add(s, USL_ALLOC_PCS, k);
 			i += k;
 		}
@@ -406,7 +599,7 @@ void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		return;
 	}
 	while (i < nr) {
-		if (!replace_full_main(s, &b, GFP_NOWAIT)) {
+		if (!make_room(s, &b, GFP_NOWAIT)) {
 			usl_engine_free_bulk(s, nr - i, p + i);
 			break;
 		}

@@ -29,14 +29,23 @@ extern void (*usl_percpu_slow_tick)(void) USL_HIDDEN;
 extern bool (*usl_percpu_oom)(void) USL_HIDDEN;
 
 /* ---- set-up (prefill.c) ---- */
-/* The kernel's calculate_sheaf_capacity: by object size, at least what the
- * creator asked for, rounded up so the sheaf fills its size class; 0 if no
- * class holds it. */
-USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested);
+/* The kernel's calculate_sheaf_capacity: by object size (with delayed reuse,
+ * 60 up to 1 KiB: room for the delay), at least what the creator asked for,
+ * rounded up so the sheaf fills its size class; 0 if no class holds it. */
+USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested, bool delayed);
 /* Sheaf structures come in USL_SHEAF_CLASSES sizes, each an internal cache of
  * the common layer: the class of a sheaf of this capacity (-1: none), and its
  * bytes. */
 #define USL_SHEAF_CLASSES 16
+/* Delayed reuse: the most objects a freed one waits behind (s->reuse_delay:
+ * usl_reuse_delay_for). */
+#define USL_REUSE_DELAY_MAX 32
+/* The delay for sheaves of this capacity: 32, at most half of them (a pop
+ * takes the oldest, and only while more than the delay wait: pcs.c). */
+static inline unsigned int usl_reuse_delay_for(unsigned int capacity)
+{
+	return capacity / 2 < USL_REUSE_DELAY_MAX ? capacity / 2 : USL_REUSE_DELAY_MAX;
+}
 /* The largest sheaf (a prefilled one of its own): 512 KiB. */
 #define USL_SHEAF_MAX_CAPACITY ((524288u - (unsigned int)offsetof(struct slab_sheaf, objects)) / 8u)
 USL_HIDDEN int usl_sheaf_class(unsigned int capacity);

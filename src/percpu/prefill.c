@@ -180,7 +180,7 @@ unsigned int uslab_sheaf_capacity(struct kmem_cache *s)
 
 /* The kernel's calculate_sheaf_capacity: by object size, at least what the
  * creator asked for, rounded up so the sheaf fills its size class. */
-unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
+unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested, bool delayed)
 {
 	unsigned int cap;
 
@@ -189,7 +189,7 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested)
 	else if (size >= 1024)
 		cap = 12;
 	else if (size >= 256)
-		cap = 26;
+		cap = delayed ? 60 : 26;    /* room for delayed reuse's 30 waiting */
 	else
 		cap = 60;
 	if (requested > cap)

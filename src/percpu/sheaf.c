@@ -1,6 +1,7 @@
 /* sheaf.c - sheaf structures (arrays of free object pointers) and their size
  * classes: made from their class's cache or a page block, refilled from and flushed to the
- * slabs with the engine's bulk paths; the empty sheaf; the slow-path hook.
+ * slabs with the engine's bulk paths (a refill in a random order with an
+ * unpredictable layout); the empty sheaf; the slow-path hook.
  * No locks. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,6 +78,32 @@ void usl_sheaf_dispose(struct kmem_cache *s, struct slab_sheaf *sh)
  */
 
 /* Fill sh up to want objects. All or nothing: 0, or -ENOMEM with sh unchanged. */
+/* An unpredictable layout (s->random): a refill's objects in a random order
+ * (Fisher-Yates), wherever they came from: carved, or a slab's free list,
+ * whose objects would otherwise come out in the slab's order, neighbours
+ * side by side. Then no two consecutive ones within two strides of each
+ * other where a later one can take the place (a random order of k carved
+ * objects puts neighbours side by side 2 / k of the time). */
+static void shuffle(void **p, unsigned int n, unsigned int stride)
+{
+	for (unsigned int i = n; i > 1; i--) {
+		unsigned int j = usl_rand_below((uint32_t)usl_rand64(), i);
+		void *t = p[i - 1];
+		p[i - 1] = p[j];
+		p[j] = t;
+	}
+	uintptr_t near = 2 * (uintptr_t)stride;
+	for (unsigned int i = 1; i + 1 < n; i++) {
+		uintptr_t a = (uintptr_t)p[i - 1], b = (uintptr_t)p[i];
+		if ((a > b ? a - b : b - a) > near)
+			continue;
+		unsigned int j = i + 1 + usl_rand_below((uint32_t)usl_rand64(), n - i - 1);
+		void *t = p[i];
+		p[i] = p[j];
+		p[j] = t;
+	}
+}
+
 int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int want, gfp_t gfp)
 {
 	usl_assert(want <= sh->capacity);
@@ -103,7 +130,10 @@ int usl_sheaf_refill(struct kmem_cache *s, struct slab_sheaf *sh, unsigned int w
 	}
 	if (!usl_engine_alloc_bulk(s, gfp | __GFP_NOWARN, want - sh->size, &sh->objects[sh->size]))
 		return -ENOMEM;
-	usl_sheaf_reverse(&sh->objects[sh->size], want - sh->size);
+	if (s->random)
+		shuffle(&sh->objects[sh->size], want - sh->size, s->size);
+	else
+		usl_sheaf_reverse(&sh->objects[sh->size], want - sh->size);
 	/* Hardening: every object in a sheaf carries its free marker (its word
 	 * decodes to itself, freestate.h), checked when a pop hands it out. */
 	if (usl_opt.harden)

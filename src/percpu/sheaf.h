@@ -5,6 +5,8 @@
 #ifndef USL_PERCPU_SHEAF_H
 #define USL_PERCPU_SHEAF_H
 
+#include <string.h>
+
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
@@ -92,6 +94,17 @@ struct usl_pcs {
 	struct slab_sheaf *main, *spare;
 };
 
+/* A main taken out of its slot with count size and oldest object lo (the
+ * slot's main_size and main_lo): its waiting objects moved down to
+ * objects[0..), its size set, as every sheaf off a slot is. */
+static inline void usl_sheaf_detached(struct slab_sheaf *m, unsigned int size, unsigned int lo)
+{
+	usl_assert(lo <= size && size <= m->capacity);
+	if (lo)
+		memmove(m->objects, m->objects + lo, (size - lo) * sizeof(void *));
+	m->size = size - lo;
+}
+
 /* A slot's main taken out by a holder of its sheaf_lock (locked mode) or its
  * flush mark: the sheaf gets its count back from main_size, and the slot is
  * left {0, usl_empty_sheaf}. */
@@ -99,14 +112,23 @@ static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
 {
 	struct slab_sheaf *m = c->main;
 	usl_assert(usl_held(&c->sheaf_lock) || __atomic_load_n(&c->lock, __ATOMIC_RELAXED));
-	usl_assert(m == &usl_empty_sheaf ? !c->main_size && !c->main_cap
+	usl_assert(m == &usl_empty_sheaf ? !c->main_size && !c->main_cap && !c->main_lo
 	                                 : c->main_size <= m->capacity && c->main_cap == m->capacity);
 	if (m != &usl_empty_sheaf)
-		m->size = (uint32_t)c->main_size;
+		usl_sheaf_detached(m, c->main_size, c->main_lo);
 	c->main_size = 0;
+	c->main_lo = 0;
 	c->main_cap = 0;
+	c->main_delay = 0;
 	c->main = &usl_empty_sheaf;
 	return m;
+}
+
+/* Objects waiting in a slot's main (a racy read, for counts). */
+static inline unsigned int usl_slot_main_objects(const struct kmem_cache_cpu *c)
+{
+	unsigned int n = __atomic_load_n(&c->main_size, __ATOMIC_RELAXED), lo = __atomic_load_n(&c->main_lo, __ATOMIC_RELAXED);
+	return n > lo ? n - lo : 0;
 }
 
 /* SLAB's array cache (array.c): b->main made non-empty by a refill of

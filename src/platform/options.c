@@ -10,7 +10,7 @@
 #include "platform.h"
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
-                               .decay_ms = 1000, .background = 1, .harden = 1,
+                               .decay_ms = 1000, .background = 1, .harden = 1, .random = 1,
                                .slab_colour = 1, .bulk_lookahead = 3, .stack_depth = USL_STACK_MAX };
 
 
@@ -52,6 +52,9 @@ static const struct option options[] = {
 	{ "USLAB_DECAY_MS", &decay_opt, 0, 3600 * 1000, NULL },
 	{ "USLAB_BACKGROUND", &usl_opt.background, 0, 1, NULL },
 	{ "USLAB_HARDEN", &usl_opt.harden, 0, 2, NULL },
+	/* An unpredictable layout: random order, delayed reuse (0: the kernel's
+	 * lowest-address-first, last-freed-first order, for benchmarks). */
+	{ "USLAB_RANDOM", &usl_opt.random, 0, 1, NULL },
 	/* A fake NUMA topology of that many nodes (tests on a one-node machine;
 	 * 1 turns a NUMA machine into one node); unset: the machine's. */
 	{ "USLAB_NODES", &usl_opt.nodes, 1, USL_MAX_NODES, "the machine's" },

@@ -317,6 +317,30 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* usl_rand64's seed epoch: a fork's child moves it on, so the forking thread
+ * (the child's only one) seeds again at its next draw. */
+static unsigned int rand_epoch = 1;
+static __thread uint64_t rand_state __attribute__((tls_model("initial-exec")));
+static __thread unsigned int rand_seen __attribute__((tls_model("initial-exec")));
+
+uint64_t usl_rand64(void)
+{
+	uint64_t x = rand_state;
+	unsigned int e = __atomic_load_n(&rand_epoch, __ATOMIC_RELAXED);
+	if (usl_unlikely(rand_seen != e)) {
+		x = usl_random64();
+		rand_seen = e;
+	}
+	x ^= x >> 12, x ^= x << 25, x ^= x >> 27;                /* xorshift64* */
+	rand_state = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+void usl_random_fork_child(void)
+{
+	__atomic_add_fetch(&rand_epoch, 1, __ATOMIC_RELAXED);
+}
+
 uint64_t usl_random64(void)
 {
 	static uint64_t fallback;

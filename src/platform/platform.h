@@ -20,8 +20,11 @@ struct usl_options {
 	unsigned int decay_ms;       /* free block age before madvise */
 	int nomerge;                 /* USLAB_NOMERGE: 1 = no cache merging */
 	int background;              /* USLAB_BACKGROUND: 0 = no decay thread */
-	int harden;                  /* USLAB_HARDEN: 0 = no free markers, 2 = and a random carving
-	                                order (docs/ARCHITECTURE.md, "Hardening") */
+	int harden;                  /* USLAB_HARDEN: 0 = no free markers (2: as 1, an older
+	                                name for what USLAB_RANDOM now does by default) */
+	int random;                  /* USLAB_RANDOM: 1 = an unpredictable layout (random
+	                                order, delayed reuse; docs/ARCHITECTURE.md,
+	                                "Hardening"), 0 = the kernel's order */
 	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
 	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
 	                                alone is the common case (usl_read_options); its low
@@ -189,6 +192,17 @@ USL_HIDDEN int usl_current_cpu(void);           /* sched_getcpu() or 0 */
 /* 64 secret bits (getrandom; where it is refused, a mix of the kernel's
  * AT_RANDOM bytes, the clock and a counter): hardening's keys. Never 0. */
 USL_HIDDEN uint64_t usl_random64(void);
+/* Fast random bits for the layout (carving order, refill shuffles): a
+ * per-thread xorshift64* seeded by usl_random64, seeded again in a fork's
+ * child (usl_random_fork_child), so parent and child never share a future
+ * layout. Not for keys. */
+USL_HIDDEN uint64_t usl_rand64(void);
+USL_HIDDEN void usl_random_fork_child(void);
+/* A uniform number below n (n > 0) from 32 random bits (Lemire's multiply). */
+static inline uint32_t usl_rand_below(uint32_t r, uint32_t n)
+{
+	return (uint32_t)(((uint64_t)r * n) >> 32);
+}
 USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of this process */
 /* ---- assertions ----
  * usl_assert(cond): an invariant the code relies on; usl_assert_held(lock):

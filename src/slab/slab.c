@@ -238,25 +238,18 @@ static void set_owner(struct kmem_cache *s, struct slab *slab, const char *first
 		usl_pm_write(&e[i], start, 0, s ? s->id : 0);
 }
 
-/* USLAB_HARDEN=2: the free-index array in a random order (the kernel's
- * CONFIG_SLAB_FREELIST_RANDOM, shuffle_freelist), so consecutive allocations
- * are rarely neighbours; an OBJFREELIST slab keeps the object that holds the
- * array last. */
-static __thread uint64_t shuffle_rng __attribute__((tls_model("initial-exec")));
-
+/* An unpredictable layout (s->random): the free-index array in a random
+ * order (the kernel's CONFIG_SLAB_FREELIST_RANDOM, shuffle_freelist), so
+ * consecutive allocations are rarely neighbours; an OBJFREELIST slab keeps
+ * the object that holds the array last. */
 static void shuffle(struct kmem_cache *s, struct slab *slab, unsigned int num)
 {
-	uint64_t r = shuffle_rng;
-	if (usl_unlikely(!r))
-		r = usl_random64();
 	for (unsigned int i = num - 1; i > 0; i--) {
-		r ^= r << 13, r ^= r >> 7, r ^= r << 17;              /* xorshift64 */
-		unsigned int j = (unsigned int)((r >> 32) % (i + 1));
+		unsigned int j = usl_rand_below((uint32_t)usl_rand64(), i + 1);
 		unsigned int a = idx_get(s, slab, i), b = idx_get(s, slab, j);
 		idx_set(s, slab, i, b);
 		idx_set(s, slab, j, a);
 	}
-	shuffle_rng = r;
 	if ((s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OBJ)
 		for (unsigned int i = 0; i + 1 < num; i++)
 			if (idx_get(s, slab, i) == num - 1) {
@@ -304,7 +297,7 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 		for (unsigned int i = 0; i < num; i++)
 			s->ctor(first + (size_t)i * s->size);
 	unsigned int uncarved = num;
-	if (usl_opt.harden >= 2 && num > 1) {
+	if (s->random && num > 1) {
 		shuffle(s, slab, num);
 		/* Not handed out in order now: every object carries its free
 		 * marker from the start (a free of one never handed out is then

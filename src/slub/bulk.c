@@ -35,7 +35,7 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 	usl_slab_carved(s, slab, usl_counters_set_uncarved(c, u - k));
 	char *q = usl_carve_start(s, slab, c);
 	struct usl_carve_order o;
-	usl_carve_order_init(&o, k);
+	usl_carve_order_init(&o, s, k);
 	for (unsigned int i = 0; i < k; i++)
 		p[i] = q + (size_t)usl_carve_order_next(&o) * s->size;
 	if (usl_tw_on(s))          /* never on a list: no F to take; an old one in reused memory cleared */

@@ -122,10 +122,12 @@ void usl_slub_fork_lock(struct kmem_cache *s)
 			usl_spin_lock(&s->cpu_slab[i].lock);
 	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
 		usl_lock(&s->node[nid]->list_lock);
+	usl_spin_lock_leaf(&s->virt_lock);
 }
 
 void usl_slub_fork_unlock(struct kmem_cache *s)
 {
+	usl_spin_unlock_leaf(&s->virt_lock);
 	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
 		usl_unlock(&s->node[nid]->list_lock);
 	if (!usl_rseq_mode)

@@ -167,15 +167,15 @@ static inline bool usl_never_handed_out(const struct kmem_cache *s, const struct
 	return (const char *)x >= usl_carve_start(s, slab, c);
 }
 
-/* Hardening (USLAB_HARDEN=2): carving hands a chunk's objects out in a random
- * order, i -> (a * i + b) mod k with a prime to k drawn for each chunk, so the
- * next allocation is not the previous one's neighbour that an overflow could
- * count on (the kernel's CONFIG_SLAB_FREELIST_RANDOM, per carved chunk here).
- * Otherwise the order is the slab's. */
+/* An unpredictable layout (s->random): carving hands a chunk's objects out in
+ * a random order, i -> (a * i + b) mod k with a prime to k drawn for each
+ * chunk, so the next allocation is not the previous one's neighbour that an
+ * overflow could count on (the kernel's CONFIG_SLAB_FREELIST_RANDOM, per
+ * carved chunk here). Otherwise the order is the slab's. */
 struct usl_carve_order {
 	unsigned int a, x, k;        /* step, current index, chunk size */
 };
-USL_HIDDEN void usl_carve_order_init(struct usl_carve_order *o, unsigned int k);
+USL_HIDDEN void usl_carve_order_init(struct usl_carve_order *o, const struct kmem_cache *s, unsigned int k);
 /* The next index of the order (k calls give each of 0..k-1 once). */
 static inline unsigned int usl_carve_order_next(struct usl_carve_order *o)
 {

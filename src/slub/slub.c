@@ -13,12 +13,14 @@
  *
  * Lock order: flush_mutex (flush.c) -> a slot's lock (locked mode; a
  * spin-then-yield lock, dropped around node refill and new_slab) -> a node's
- * list_lock -> the page provider's locks. No lock on the fast paths (the rseq
- * sections, arch/rseq_x86.h). */
+ * list_lock -> the page provider's locks; a cache's virt_lock (SLAB_VIRTUAL's
+ * kept blocks) is a leaf. No lock on the fast paths (the rseq sections,
+ * arch/rseq_x86.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,19 +113,14 @@ static inline unsigned int carve_chunk(const struct kmem_cache *s, unsigned int 
 	return k < uncarved ? k : uncarved;
 }
 
-static __thread uint64_t order_rng __attribute__((tls_model("initial-exec")));
-
-void usl_carve_order_init(struct usl_carve_order *o, unsigned int k)
+void usl_carve_order_init(struct usl_carve_order *o, const struct kmem_cache *s, unsigned int k)
 {
 	o->k = k;
 	o->a = 1;
 	o->x = 0;
-	if (usl_opt.harden < 2 || k < 2)
+	if (!s->random || k < 2)
 		return;
-	uint64_t r = order_rng;
-	if (usl_unlikely(!r))
-		r = usl_random64();
-	r ^= r << 13, r ^= r >> 7, r ^= r << 17;                /* xorshift64 */
+	uint64_t r = usl_rand64();
 	/* A step prime to k, from a random start; not 1 or k - 1 once k
 	 * allows (those keep neighbours next to each other). */
 	unsigned int lo = k < 5 ? 1 : 2, span = k < 5 ? k - 1 : k - 3;
@@ -141,7 +138,6 @@ void usl_carve_order_init(struct usl_carve_order *o, unsigned int k)
 		}
 	}
 	o->x = (unsigned int)(r % k);
-	order_rng = r;
 }
 
 /* Link k objects from p on, in the carving order; the last one's free
@@ -150,7 +146,7 @@ static void *link_objects(const struct kmem_cache *s, char *p, unsigned int k)
 {
 	struct usl_carve_order o;
 	bool tw = usl_tw_on(s);      /* a two-word cache's free objects carry their F */
-	usl_carve_order_init(&o, k);
+	usl_carve_order_init(&o, s, k);
 	char *first = p + (size_t)usl_carve_order_next(&o) * s->size, *cur = first;
 	for (unsigned int i = 1; i < k; i++) {
 		char *next = p + (size_t)usl_carve_order_next(&o) * s->size;
@@ -179,6 +175,8 @@ static void *carve_linked(const struct kmem_cache *s, const struct slab *slab, u
  * New and discarded slabs
  */
 
+static void *slab_block(struct kmem_cache *s, unsigned int order, unsigned int node);
+
 struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int node)
 {
 	/* uslab's own caches take their slabs from the metadata regions, apart
@@ -197,10 +195,10 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int no
 		 * park sheaves. */
 		if (!own && (waited || usl_pages_short(order, node)))
 			__atomic_load_n(&usl_slub_before_grow, __ATOMIC_ACQUIRE)();
-		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB, node);
+		addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : slab_block(s, order, node);
 		if (!addr && s->min_order < order) {
 			order = s->min_order;          /* the kernel's ORDER_FALLBACK */
-			addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : usl_pages_alloc(order, USL_PAGE_SLAB, node);
+			addr = own ? usl_meta_block(order, true, USL_PAGE_SLAB) : slab_block(s, order, node);
 			if (addr)
 				usl_stat(s, USL_ORDER_FALLBACK);
 		}
@@ -243,6 +241,45 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int no
 	return slab;
 }
 
+/* ===========================================================================
+ * Type isolation (SLAB_VIRTUAL): an empty slab's block keeps its address
+ * range for its cache. Its pages go back to the OS at once (they read as
+ * zeros when the cache takes the block again), its page-map entries say "no
+ * cache" meanwhile (a free into it is refused as a pointer to no object), and
+ * the block stays allocated in the page provider, so no other cache ever gets
+ * it; after kmem_cache_destroy too (the list is dropped with the cache). */
+
+static void virt_keep(struct kmem_cache *s, struct slab *slab)
+{
+	int saved = errno;
+	madvise(usl_slab_address(slab), usl_order_bytes(slab->order), MADV_DONTNEED);
+	errno = saved;
+	usl_spin_lock_leaf(&s->virt_lock);
+	slab->next = s->virt_free;
+	s->virt_free = slab;
+	usl_spin_unlock_leaf(&s->virt_lock);
+}
+
+/* A block of 2^order pages for a new slab of s: one it kept, else the page
+ * provider's. */
+static void *slab_block(struct kmem_cache *s, unsigned int order, unsigned int node)
+{
+	if (s->flags & SLAB_VIRTUAL) {
+		struct slab *got = NULL;
+		usl_spin_lock_leaf(&s->virt_lock);
+		for (struct slab **pp = &s->virt_free; *pp; pp = &(*pp)->next)
+			if ((*pp)->order == order) {
+				got = *pp;
+				*pp = got->next;
+				break;
+			}
+		usl_spin_unlock_leaf(&s->virt_lock);
+		if (got)
+			return usl_slab_address(got);
+	}
+	return usl_pages_alloc(order, USL_PAGE_SLAB, node);
+}
+
 void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 {
 	struct kmem_cache_node *n = usl_get_node(s, slab);
@@ -255,6 +292,8 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 	set_owner(slab, slab->order, NULL, 0, 0);
 	if (s->flags & USL_SLAB_INTERNAL)
 		usl_meta_free(usl_slab_address(slab));
+	else if (s->flags & SLAB_VIRTUAL)
+		virt_keep(s, slab);
 	else
 		usl_pages_free(usl_slab_address(slab));
 }

@@ -242,7 +242,9 @@ static void test_destroy_with_objects(void)
 static void test_bad_frees(void)
 {
 	capture_reports();
-	struct kmem_cache *s = kmem_cache_create("mine", 48, 0, SLAB_NO_MERGE, NULL);   /* distinct caches, run by hand too */
+	/* Distinct caches, run by hand too; the kernel's order (a freed object
+	 * is the next one handed out), which the checks below count on. */
+	struct kmem_cache *s = kmem_cache_create("mine", 48, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	struct kmem_cache *t = kmem_cache_create("theirs", 48, 0, SLAB_NO_MERGE, NULL);
 	char *a = kmem_cache_alloc(s, GFP_KERNEL);
 	char *b = kmem_cache_alloc(t, GFP_KERNEL);

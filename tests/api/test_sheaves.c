@@ -740,7 +740,7 @@ static void test_pushed_twice(void)
 	if (!usl_opt.harden)
 		return;
 	struct kmem_cache_args args = { .sheaf_capacity = 32 };
-	struct kmem_cache *s = kmem_cache_create("twice", 96, &args, SLAB_NO_MERGE);
+	struct kmem_cache *s = kmem_cache_create("twice", 96, &args, SLAB_NO_MERGE | SLAB_ORDERED);
 	CHECK(s != NULL && uslab_sheaf_capacity(s) != 0);
 	void *keep[4], *x = kmem_cache_alloc(s, GFP_KERNEL), *y = kmem_cache_alloc(s, GFP_KERNEL);
 	for (int i = 0; i < 4; i++)
@@ -765,14 +765,15 @@ static void test_pushed_twice(void)
  * refill's objects are laid in the sheaf so that its pops give them in the
  * order a fresh slab was carved), as from the cpu slab's freelist without
  * sheaves: a program walking its objects in the order it made them reads
- * forwards. On one CPU, so that one sheaf serves them all. */
+ * forwards. On one CPU, so that one sheaf serves them all. The kernel's
+ * order (SLAB_ORDERED; the random one is test_layout's). */
 static void test_rising_order(void)
 {
 	enum { K = 16 };
 	void *p[K];
 	cpu_set_t was;
 	bool pinned = pin_this_cpu(&was);
-	struct kmem_cache *s = kmem_cache_create("rising-64", 64, NULL, SLAB_NO_MERGE);
+	struct kmem_cache *s = kmem_cache_create("rising-64", 64, NULL, SLAB_NO_MERGE | SLAB_ORDERED);
 	CHECK(s != NULL);
 	bool rising = s != NULL;
 	for (unsigned i = 0; s && i < K; i++) {

@@ -81,7 +81,7 @@ int main(void)
 	unsigned int k = 0;
 
 	capture_reports();
-	s = kmem_cache_create("carve", SIZE, 0, SLAB_NO_MERGE, NULL);
+	s = kmem_cache_create("carve", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	CHECK(s != NULL);
 	unsigned int objects = s->objects;
 	CHECK(objects > 4);
@@ -124,7 +124,7 @@ int main(void)
 	 *    never handed out objects is refused (with sheaves too: its page is
 	 *    marked in the page map, so the sheaf push is not reached), and
 	 *    carving still hands out each object once. */
-	struct kmem_cache *t = kmem_cache_create("carve-t", SIZE, 0, SLAB_NO_MERGE, NULL);
+	struct kmem_cache *t = kmem_cache_create("carve-t", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	void *a = kmem_cache_alloc(t, GFP_KERNEL);
 	CHECK_EQ(kmem_cache_shrink(t), 1);
 	struct slab *sl = usl_virt_to_slab(a);
@@ -159,7 +159,7 @@ int main(void)
 
 	/* The same free inside a bulk free (or, with sheaves, when the sheaf
 	 * holding it is flushed) is refused too, and the rest is freed. */
-	t = kmem_cache_create("carve-u", SIZE, 0, SLAB_NO_MERGE, NULL);
+	t = kmem_cache_create("carve-u", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	void *b[3];
 	CHECK_EQ(kmem_cache_alloc_bulk(t, GFP_KERNEL, 3, b), 3);
 	CHECK_EQ(kmem_cache_shrink(t), 1);
