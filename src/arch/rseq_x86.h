@@ -390,75 +390,88 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 /* Pop the next object of this CPU's main sheaf (of the cache whose slots are
  * slots_) into obj, or jump to `slow` (empty sheaf, or no more than
  * main_delay objects waiting; marked slot, no CPU, locked mode, a cache
- * without sheaves: its main is usl_empty_sheaf). One commit store for both
- * orders: the new count or main_lo, through a computed address. */
+ * without sheaves: its main is usl_empty_sheaf). main_delay 0: the top,
+ * objects[n - 1] (main_lo is 0); else the oldest, objects[main_lo], main_lo
+ * moving on round the ring. One commit for both: {main_size, main_lo} as one
+ * 32-bit store. */
 #define USL_RSEQ_SHEAF_POP(slots_, obj, slow)                                              \
 	do {                                                                       \
-		unsigned long sh_, n_, d_, v_, at_;                                \
+		unsigned long sh_, n_, d_, v_, t_;                                 \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
-			"movzwl %c[o_msize]+6(%%rax), %k[d]\n\t"                      \
+			"movzwl %c[o_msize]+6(%%rax), %k[d]\n\t"                     \
 			"movzwl %c[o_msize](%%rax), %k[n]\n\t"                       \
-			"movq %c[o_main](%%rax), %[sh]\n\t"                         \
-			"testl %k[d], %k[d]\n\t"                                   \
-			"jnz 8f\n\t"                                               \
-			"subl $1, %k[n]\n\t"                                        \
-			"jb %l[" #slow "]\n\t"                                      \
-			"movl %k[n], %k[v]\n\t"                                     \
-			"leaq %c[o_msize](%%rax), %[at]\n\t"                        \
-			"jmp 9f\n"                                                  \
-			"8:\n\t"                                                    \
-			"movzwl %c[o_msize]+2(%%rax), %k[v]\n\t"                        \
-			"subl %k[v], %k[n]\n\t"                                     \
-			"cmpl %k[d], %k[n]\n\t"                                     \
-			"jbe %l[" #slow "]\n\t"                                     \
-			"movl %k[v], %k[n]\n\t"                                     \
-			"addl $1, %k[v]\n\t"                                        \
-			"leaq %c[o_msize]+2(%%rax), %[at]\n"                             \
-			"9:\n\t"                                                    \
-			"movq %c[o_objs](%[sh],%[n],8), %[o]\n\t"                   \
-			"movw %w[v], (%[at])\n"                                      \
-			"2:\n\t"                                                    \
+			"movq %c[o_main](%%rax), %[sh]\n\t"                          \
+			"testl %k[d], %k[d]\n\t"                                    \
+			"jnz 8f\n\t"                                                \
+			"subl $1, %k[n]\n\t"                                         \
+			"jb %l[" #slow "]\n\t"                                       \
+			"movl %k[n], %k[v]\n\t"                                      \
+			"movl %k[n], %k[t]\n\t"                                      \
+			"movl %k[n], %k[d]\n\t"                                      \
+			"jmp 9f\n"                                                   \
+			"8:\n\t"                                                     \
+			"cmpl %k[d], %k[n]\n\t"                                      \
+			"jbe %l[" #slow "]\n\t"                                      \
+			"movzwl %c[o_msize]+2(%%rax), %k[t]\n\t"                     \
+			"leal 1(%q[t]), %k[d]\n\t"                                   \
+			"xorl %k[v], %k[v]\n\t"                                      \
+			"cmpw %c[o_msize]+4(%%rax), %w[d]\n\t"                       \
+			"cmovel %k[v], %k[d]\n\t"                                    \
+			"movl %k[d], %k[v]\n\t"                                      \
+			"shll $16, %k[v]\n\t"                                        \
+			"leal -1(%q[n]), %k[n]\n\t"                                  \
+			"orl %k[n], %k[v]\n\t"                                       \
+			"addl $1, %k[d]\n"                                           \
+			"9:\n\t"                                                     \
+			"movq %c[o_objs](%[sh],%[t],8), %[o]\n\t"                    \
+			"movl %k[v], %c[o_msize](%%rax)\n"                           \
+			"2:\n\t"                                                     \
 			/* After the commit: the object the next pop returns, on   \
 			 * its way to the cache (objects[-1] of an emptied sheaf is \
 			 * its cache pointer; a prefetch never faults, and a stale  \
 			 * entry costs nothing). */                                  \
-			"testl %k[d], %k[d]\n\t"                                   \
-			"leaq %c[o_top](%[sh],%[v],8), %%rax\n\t"                  \
-			"leaq %c[o_objs](%[sh],%[v],8), %[at]\n\t"                 \
-			"cmovnzq %[at], %%rax\n\t"                                 \
-			"movq (%%rax), %%rax\n\t"                                   \
-			"prefetcht0 (%%rax)\n"                                     \
+			"movq %c[o_top](%[sh],%[d],8), %%rax\n\t"                   \
+			"prefetcht0 (%%rax)\n"                                      \
 			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [d] "=&r"(d_), \
-			  [v] "=&r"(v_), [at] "=&r"(at_)                             \
+			  [v] "=&r"(v_), [t] "=&r"(t_)                               \
 			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
 			: slow);                                                    \
 	} while (0)
 
-/* Push obj onto this CPU's main sheaf of the cache whose slots are slots.
- * USL_RS_OK; USL_RS_OTHER when obj is the sheaf's top object already (a
- * double free); USL_RS_MARKED for everything else (full sheaf, marked slot, no
- * CPU, locked mode, no sheaves: usl_empty_sheaf's capacity is 0). objects[size]
- * is written before the commit: above size it is nobody's, so a restart is
+/* Push obj onto this CPU's main sheaf of the cache whose slots are slots, at
+ * objects[(main_lo + main_size) mod main_cap] (the ring's next place; main_lo
+ * is 0 but with delayed reuse). USL_RS_OK; USL_RS_OTHER when obj is the
+ * object before that place already (a double free; at the ring's place 0 the
+ * place before is objects[-1], the cache pointer, so nothing is compared);
+ * USL_RS_MARKED for everything else (full sheaf, marked slot, no CPU, locked
+ * mode, no sheaves: usl_empty_sheaf's capacity is 0). The object is written
+ * before the commit: that place holds no waiting object, so a restart is
  * harmless. */
 static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj)
 {
-	unsigned long sh, n;
+	unsigned long sh, n, t, c, u;
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
 		"movzwl %c[o_msize](%%rax), %k[n]\n\t"
-		"cmpw %c[o_mcap](%%rax), %w[n]\n\t"
+		"movzwl %c[o_msize]+4(%%rax), %k[c]\n\t"
+		"cmpl %k[c], %k[n]\n\t"
 		"jae %l[slow]\n\t"
+		"movzwl %c[o_msize]+2(%%rax), %k[t]\n\t"
+		"addl %k[n], %k[t]\n\t"
+		"movl %k[t], %k[u]\n\t"
+		"subl %k[c], %k[u]\n\t"
+		"cmovael %k[u], %k[t]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"cmpq %[obj], %c[o_top](%[sh],%[n],8)\n\t"
+		"cmpq %[obj], %c[o_top](%[sh],%[t],8)\n\t"
 		"je %l[dbl]\n\t"
-		"movq %[obj], %c[o_objs](%[sh],%[n],8)\n\t"
+		"movq %[obj], %c[o_objs](%[sh],%[t],8)\n\t"
 		"addl $1, %k[n]\n\t"
 		"movw %w[n], %c[o_msize](%%rax)\n"
 		"2:\n"
-		: [sh] "=&r"(sh), [n] "=&r"(n)
+		: [sh] "=&r"(sh), [n] "=&r"(n), [t] "=&r"(t), [c] "=&r"(c), [u] "=&r"(u)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
 		: "rax", "memory", "cc"
 		: slow, dbl);
@@ -532,8 +545,9 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk(struct kmem_cache *s, unsign
 }
 
 /* The same for a cache with delayed reuse (main_delay > 0): up to n of the
- * oldest objects, objects[main_lo..], leaving main_delay waiting; main_lo
- * is the commit. */
+ * oldest objects, from objects[main_lo] up to the ring's end, leaving
+ * main_delay waiting; {main_size, main_lo} (main_lo round the ring) is the
+ * commit, one 32-bit store. */
 static inline unsigned long usl_rseq_sheaf_pop_bulk_oldest(struct kmem_cache *s, unsigned long n, void **p,
                                                            int *status)
 {
@@ -543,20 +557,32 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk_oldest(struct kmem_cache *s,
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
 		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
-		"movzwl %c[o_msize]+2(%%rax), %k[base]\n\t"
-		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"subq %[base], %[size]\n\t"
 		"movzwl %c[o_msize]+6(%%rax), %k[cnt]\n\t"
-		"subq %[cnt], %[size]\n\t"      /* what may go: waiting - delay */
+		"movq %c[o_main](%%rax), %[sh]\n\t"
+		"subq %[cnt], %[size]\n\t"        /* what may go: waiting - delay */
 		"movl $0, %k[cnt]\n\t"
 		"jbe 2f\n\t"           /* nothing to take (or usl_empty_sheaf): no store */
+		"movzwl %c[o_msize]+2(%%rax), %k[base]\n\t"
+		"movzwl %c[o_msize]+4(%%rax), %k[i]\n\t"
+		"subq %[base], %[i]\n\t"          /* up to the ring's end */
+		"cmpq %[i], %[size]\n\t"
+		"cmovaq %[i], %[size]\n\t"
 		"movq %[n], %[cnt]\n\t"
 		"cmpq %[size], %[cnt]\n\t"
 		"cmovaq %[size], %[cnt]\n\t"
-		"leaq (%[base],%[cnt]), %[size]\n\t"
 		"leaq %c[o_objs](%[sh],%[base],8), %[base]\n\t"
 		USL_RSEQ_COPY("base", "p")
-		"movw %w[size], %c[o_msize]+2(%%rax)\n"
+		/* {size - cnt, lo + cnt, 0 at the ring's end} */
+		"movzwl %c[o_msize]+2(%%rax), %k[base]\n\t"
+		"addq %[cnt], %[base]\n\t"
+		"xorl %k[i], %k[i]\n\t"
+		"cmpw %c[o_msize]+4(%%rax), %w[base]\n\t"
+		"cmovel %k[i], %k[base]\n\t"
+		"shll $16, %k[base]\n\t"
+		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
+		"subq %[cnt], %[size]\n\t"
+		"orl %k[size], %k[base]\n\t"
+		"movl %k[base], %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret), [sh] "=&r"(sh), [size] "=&r"(size), [cnt] "=&r"(cnt), [i] "=&r"(i),
 		  [base] "=&r"(base)
@@ -566,9 +592,10 @@ static inline unsigned long usl_rseq_sheaf_pop_bulk_oldest(struct kmem_cache *s,
 	return ret == USL_RS_OK ? cnt : 0;
 }
 
-/* Move up to n objects from p[] onto this CPU's main sheaf; returns how many (0
- * with *status set when the slot is marked or there is no CPU). Above size the
- * array is nobody's, so writing it before the commit is harmless. */
+/* Move up to n objects from p[] onto this CPU's main sheaf, from the ring's
+ * next place up to its end; returns how many (0 with *status set when the
+ * slot is marked or there is no CPU). Those places hold no waiting object,
+ * so writing them before the commit is harmless. */
 static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsigned long n, void **p, int *status)
 {
 	int ret;
@@ -578,13 +605,23 @@ static inline unsigned long usl_rseq_sheaf_push_bulk(struct kmem_cache *s, unsig
 		USL_RSEQ_PROLOGUE
 		"movzwl %c[o_msize](%%rax), %k[size]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"movzwl %c[o_mcap](%%rax), %k[cnt]\n\t"
-		"subq %[size], %[cnt]\n\t"
+		"movzwl %c[o_msize]+4(%%rax), %k[cnt]\n\t"
+		"subq %[size], %[cnt]\n\t"        /* room */
+		"movzwl %c[o_msize]+2(%%rax), %k[base]\n\t"
+		"addq %[size], %[base]\n\t"       /* the next place, round the ring */
+		"movzwl %c[o_msize]+4(%%rax), %k[i]\n\t"
+		"cmpq %[i], %[base]\n\t"
+		"jb 15f\n\t"
+		"subq %[i], %[base]\n"
+		"15:\n\t"
+		"subq %[base], %[i]\n\t"          /* places up to the ring's end */
+		"cmpq %[i], %[cnt]\n\t"
+		"cmovaq %[i], %[cnt]\n\t"
 		"cmpq %[n], %[cnt]\n\t"
 		"cmovaq %[n], %[cnt]\n\t"
 		"testq %[cnt], %[cnt]\n\t"
 		"jz 2f\n\t"            /* full (or usl_empty_sheaf): no store at all */
-		"leaq %c[o_objs](%[sh],%[size],8), %[base]\n\t"
+		"leaq %c[o_objs](%[sh],%[base],8), %[base]\n\t"
 		USL_RSEQ_COPY("p", "base")
 		"addq %[cnt], %[size]\n\t"
 		"movw %w[size], %c[o_msize](%%rax)\n"

@@ -73,7 +73,8 @@ static void hand_over(struct kmem_cache *s, struct kmem_cache_cpu *lc, struct sl
 		if (lc->main != &usl_empty_sheaf) {
 			unsigned int room = (unsigned int)lc->main_cap - lc->main_size;
 			done = room < sh->size ? room : sh->size;
-			memcpy(&lc->main->objects[lc->main_size], sh->objects, done * sizeof(void *));
+			for (unsigned int i = 0; i < done; i++)
+				lc->main->objects[usl_slot_place(lc, lc->main_size + i)] = sh->objects[i];
 			lc->main_size += done;
 		}
 		usl_spin_unlock_leaf(&lc->sheaf_lock);
@@ -406,10 +407,15 @@ again:
 		/* Locked mode's fast path: pop under the slot's sheaf lock. */
 		struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 		usl_spin_lock_leaf(&c->sheaf_lock);
-		if (!c->main_delay)
+		if (!c->main_delay) {
 			obj = c->main_size ? c->main->objects[--c->main_size] : NULL;
-		else
-			obj = c->main_size - c->main_lo > c->main_delay ? c->main->objects[c->main_lo++] : NULL;
+		} else if (c->main_size > c->main_delay) {
+			obj = c->main->objects[c->main_lo];
+			c->main_lo = (uint16_t)usl_slot_place(c, 1);
+			c->main_size--;
+		} else {
+			obj = NULL;
+		}
 		usl_spin_unlock_leaf(&c->sheaf_lock);
 		if (obj) {
 			if (!pop_ok(s, obj))
@@ -447,10 +453,12 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
 		usl_spin_lock_leaf(&c->sheaf_lock);
 		struct slab_sheaf *m = c->main;
 		if (c->main_size < m->capacity) {
-			if (c->main_size > c->main_lo && m->objects[c->main_size - 1] == x) {
+			unsigned int at = usl_slot_place(c, c->main_size);
+			if (c->main_size && m->objects[at ? at - 1 : m->capacity - 1] == x) {
 				r = USL_RS_OTHER;
 			} else {
-				m->objects[c->main_size++] = x;
+				m->objects[at] = x;
+				c->main_size++;
 				r = USL_RS_OK;
 			}
 		}
@@ -505,23 +513,26 @@ static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_c
 			    : s->reuse_delay ? usl_rseq_sheaf_pop_bulk_oldest(s, want, p + done, &st)
 			                     : usl_rseq_sheaf_pop_bulk(s, want, p + done, &st);
 			done += k;
-		} while (k == SHEAF_SECTION_MAX && done < n);
+		} while (k && done < n);   /* (a push or pop stops at the ring's end) */
 		usl_stat_add(s, push ? USL_FREE_PCS : USL_ALLOC_PCS, done);
 		return done;
 	}
 	struct kmem_cache_cpu *c = usl_slub_hint_slot(s);
 	usl_spin_lock_leaf(&c->sheaf_lock);
 	struct slab_sheaf *m = c->main;
-	unsigned int waiting = c->main_size - c->main_lo;
+	unsigned int waiting = c->main_size;
 	size_t k = push ? m->capacity - c->main_size : waiting > c->main_delay ? waiting - c->main_delay : 0;
 	if (k > n)
 		k = n;
 	if (k && push) {      /* never a store to usl_empty_sheaf, which all slots share */
-		memcpy(&m->objects[c->main_size], p, k * sizeof(void *));
+		for (size_t i = 0; i < k; i++)
+			m->objects[usl_slot_place(c, c->main_size + (unsigned int)i)] = p[i];
 		c->main_size += k;
 	} else if (k && c->main_delay) {
-		memcpy(p, &m->objects[c->main_lo], k * sizeof(void *));
-		c->main_lo += k;
+		for (size_t i = 0; i < k; i++)
+			p[i] = m->objects[usl_slot_place(c, (unsigned int)i)];
+		c->main_lo = (uint16_t)usl_slot_place(c, (unsigned int)k);
+		c->main_size -= k;
 	} else if (k) {
 		c->main_size -= k;
 		memcpy(p, &m->objects[c->main_size], k * sizeof(void *));

@@ -94,15 +94,32 @@ struct usl_pcs {
 	struct slab_sheaf *main, *spare;
 };
 
-/* A main taken out of its slot with count size and oldest object lo (the
- * slot's main_size and main_lo): its waiting objects moved down to
- * objects[0..), its size set, as every sheaf off a slot is. */
+static inline void usl_sheaf_reverse_range(void **p, unsigned int n)
+{
+	for (unsigned int i = 0, j = n; i + 1 < j; i++, j--) {
+		void *t = p[i];
+		p[i] = p[j - 1];
+		p[j - 1] = t;
+	}
+}
+
+/* A main taken out of its slot with count size and oldest object at lo (the
+ * slot's main_size and main_lo: a ring, objects[(lo + i) mod capacity]): its
+ * objects turned to objects[0..size), its size set, as every sheaf off a slot
+ * is. */
 static inline void usl_sheaf_detached(struct slab_sheaf *m, unsigned int size, unsigned int lo)
 {
-	usl_assert(lo <= size && size <= m->capacity);
-	if (lo)
-		memmove(m->objects, m->objects + lo, (size - lo) * sizeof(void *));
-	m->size = size - lo;
+	unsigned int cap = m->capacity;
+	usl_assert(size <= cap && (lo < cap || !lo));
+	if (lo + size <= cap) {
+		if (lo)
+			memmove(m->objects, m->objects + lo, size * sizeof(void *));
+	} else {                     /* wrapped: rotate the ring left by lo */
+		usl_sheaf_reverse_range(m->objects, lo);
+		usl_sheaf_reverse_range(m->objects + lo, cap - lo);
+		usl_sheaf_reverse_range(m->objects, cap);
+	}
+	m->size = size;
 }
 
 /* A slot's main taken out by a holder of its sheaf_lock (locked mode) or its
@@ -127,8 +144,15 @@ static inline struct slab_sheaf *usl_slot_main_detach(struct kmem_cache_cpu *c)
 /* Objects waiting in a slot's main (a racy read, for counts). */
 static inline unsigned int usl_slot_main_objects(const struct kmem_cache_cpu *c)
 {
-	unsigned int n = __atomic_load_n(&c->main_size, __ATOMIC_RELAXED), lo = __atomic_load_n(&c->main_lo, __ATOMIC_RELAXED);
-	return n > lo ? n - lo : 0;
+	return __atomic_load_n(&c->main_size, __ATOMIC_RELAXED);
+}
+
+/* The ring's place i after main_lo in a slot's main (locked mode, under its
+ * sheaf_lock). */
+static inline unsigned int usl_slot_place(const struct kmem_cache_cpu *c, unsigned int i)
+{
+	unsigned int at = (unsigned int)c->main_lo + i;
+	return at >= c->main_cap ? at - c->main_cap : at;
 }
 
 /* SLAB's array cache (array.c): b->main made non-empty by a refill of
