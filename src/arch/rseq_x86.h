@@ -396,7 +396,7 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
  * 32-bit store. */
 #define USL_RSEQ_SHEAF_POP(slots_, obj, slow)                                              \
 	do {                                                                       \
-		unsigned long sh_, n_, d_, v_, t_;                                 \
+		unsigned long sh_, n_, d_;                                         \
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
 			"movzwl %c[o_msize]+6(%%rax), %k[d]\n\t"                     \
@@ -404,37 +404,38 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 			"movq %c[o_main](%%rax), %[sh]\n\t"                          \
 			"testl %k[d], %k[d]\n\t"                                    \
 			"jnz 8f\n\t"                                                \
+			/* the top: {n - 1, 0} */                                    \
 			"subl $1, %k[n]\n\t"                                         \
 			"jb %l[" #slow "]\n\t"                                       \
-			"movl %k[n], %k[v]\n\t"                                      \
-			"movl %k[n], %k[t]\n\t"                                      \
+			"movq %c[o_objs](%[sh],%q[n],8), %[o]\n\t"                   \
 			"movl %k[n], %k[d]\n\t"                                      \
 			"jmp 9f\n"                                                   \
+			/* the oldest: {n - 1, lo + 1 round the ring} */             \
 			"8:\n\t"                                                     \
 			"cmpl %k[d], %k[n]\n\t"                                      \
 			"jbe %l[" #slow "]\n\t"                                      \
-			"movzwl %c[o_msize]+2(%%rax), %k[t]\n\t"                     \
-			"leal 1(%q[t]), %k[d]\n\t"                                   \
-			"xorl %k[v], %k[v]\n\t"                                      \
+			"movzwl %c[o_msize]+2(%%rax), %k[d]\n\t"                     \
+			"movq %c[o_objs](%[sh],%q[d],8), %[o]\n\t"                   \
+			"addl $1, %k[d]\n\t"                                         \
 			"cmpw %c[o_msize]+4(%%rax), %w[d]\n\t"                       \
-			"cmovel %k[v], %k[d]\n\t"                                    \
-			"movl %k[d], %k[v]\n\t"                                      \
-			"shll $16, %k[v]\n\t"                                        \
-			"leal -1(%q[n]), %k[n]\n\t"                                  \
-			"orl %k[n], %k[v]\n\t"                                       \
+			"jne 10f\n\t"                                                \
+			"xorl %k[d], %k[d]\n"                                        \
+			"10:\n\t"                                                    \
+			"subl $1, %k[n]\n\t"                                         \
+			"shll $16, %k[d]\n\t"                                        \
+			"orl %k[d], %k[n]\n\t"                                       \
+			"shrl $16, %k[d]\n\t"                                        \
 			"addl $1, %k[d]\n"                                           \
 			"9:\n\t"                                                     \
-			"movq %c[o_objs](%[sh],%[t],8), %[o]\n\t"                    \
-			"movl %k[v], %c[o_msize](%%rax)\n"                           \
+			"movl %k[n], %c[o_msize](%%rax)\n"                           \
 			"2:\n\t"                                                     \
 			/* After the commit: the object the next pop returns, on   \
-			 * its way to the cache (objects[-1] of an emptied sheaf is \
-			 * its cache pointer; a prefetch never faults, and a stale  \
-			 * entry costs nothing). */                                  \
-			"movq %c[o_top](%[sh],%[d],8), %%rax\n\t"                   \
+			 * its way to the cache (objects[d - 1]; objects[-1] of an  \
+			 * emptied sheaf is its cache pointer; a prefetch never     \
+			 * faults, and a stale entry costs nothing). */             \
+			"movq %c[o_top](%[sh],%q[d],8), %%rax\n\t"                  \
 			"prefetcht0 (%%rax)\n"                                      \
-			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [d] "=&r"(d_), \
-			  [v] "=&r"(v_), [t] "=&r"(t_)                               \
+			: [o] "=&r"(obj), [sh] "=&r"(sh_), [n] "=&r"(n_), [d] "=&r"(d_) \
 			: USL_RSEQ_IN_AT(slots_)                                    \
 			: "rax", "memory", "cc"                                     \
 			: slow);                                                    \
