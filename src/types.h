@@ -157,12 +157,7 @@ struct kmem_cache_cpu {
 	                                docs/ARCHITECTURE.md, "Hardening") */
 	struct slab_sheaf *main;     /* 56: never NULL (usl_empty_sheaf when detached, and
 	                                in a cache without sheaves) */
-	/* 64: the decay sweep's note of main as it kept it (delayed reuse: a
-	 * main still the same a sweep later goes back; percpu/barn.c), read and
-	 * written only by a flusher holding the slot. */
-	struct slab_sheaf *swept_main;
-	uint64_t swept_word;         /* {main_size, main_lo} then */
-	/* 80..127: nothing. A slot fills its line and the next: Intel's L2 fetches
+	/* 64..127: nothing. A slot fills its line and the next: Intel's L2 fetches
 	 * lines in 128-byte pairs, so two CPUs' slots in one pair would move it
 	 * between the CPUs on every fast path (docs/ARCHITECTURE.md, "Memory and
 	 * metadata"). */

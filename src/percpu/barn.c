@@ -554,24 +554,7 @@ void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
  * sheaf, the barn's empty ones too, is freed (the kernel's barn_shrink): sheaf
  * structures are scattered over the range.
  */
-/* The decay sweep and delayed reuse: a busy main holds the CPU's last frees,
- * which their slabs would hand out again in any order; the sweep leaves it
- * in its slot (its spare and the barn go back) and notes it. A main that is
- * still the same at the next sweep, a decay interval later, was idle: it goes
- * back then. So no main is kept from the decay for longer than an interval. */
-static bool sweep_keeps(struct kmem_cache *s, struct kmem_cache_cpu *c)
-{
-	if (!s->reuse_delay || c->main == &usl_empty_sheaf)
-		return false;
-	uint64_t word = (uint64_t)c->main_size | (uint64_t)c->main_lo << 16;
-	if (c->swept_main == c->main && c->swept_word == word)
-		return false;
-	c->swept_main = c->main;
-	c->swept_word = word;
-	return true;
-}
-
-static void sheaf_flush_all(struct kmem_cache *s, bool sweep)
+static void sheaf_flush_all(struct kmem_cache *s)
 {
 	struct usl_list taken;
 
@@ -581,10 +564,7 @@ static void sheaf_flush_all(struct kmem_cache *s, bool sweep)
 			struct kmem_cache_cpu *c = &s->cpu_slab[i];
 			if (!usl_rseq_mode)
 				usl_spin_lock_leaf(&c->sheaf_lock);
-			bool keep = sweep && sweep_keeps(s, c);
-			struct slab_sheaf *sh[2] = { keep ? NULL : usl_slot_main_detach(c), c->spare };
-			if (!keep)
-				c->swept_main = NULL;
+			struct slab_sheaf *sh[2] = { usl_slot_main_detach(c), c->spare };
 			c->spare = NULL;
 			if (!usl_rseq_mode)
 				usl_spin_unlock_leaf(&c->sheaf_lock);
@@ -623,7 +603,7 @@ void usl_sheaf_flush_all(struct kmem_cache *s)
 	if (!s->sheaf_capacity)
 		return;
 	usl_slub_flush_begin();
-	sheaf_flush_all(s, false);
+	sheaf_flush_all(s);
 	usl_slub_flush_end();
 }
 
@@ -701,16 +681,11 @@ static bool slots_hold_objects(struct kmem_cache *s)
 	return false;
 }
 
-/* The sweep's: every CPU's sheaves (a busy main with delayed reuse kept for
- * an interval: sweep_keeps), then its cpu slab (the flushed objects may land
- * on this CPU's cpu slab), back to the slabs. */
+/* Every CPU's sheaves, then its cpu slab (the flushed objects may land on this
+ * CPU's cpu slab), back to the slabs. */
 static void flush_cpus(struct kmem_cache *s)
 {
-	if (s->sheaf_capacity) {
-		usl_slub_flush_begin();
-		sheaf_flush_all(s, true);
-		usl_slub_flush_end();
-	}
+	usl_sheaf_flush_all(s);
 	usl_engine_flush_cpus(s);
 }
 
