@@ -188,6 +188,18 @@ static void signature(char *out, size_t cap)
 		free(p[i]);
 }
 
+/* What fd gives until its end, as a string in out; its length. */
+static size_t read_all(int fd, char *out, size_t cap)
+{
+	size_t at = 0;
+	ssize_t r;
+	while (at + 1 < cap && (r = read(fd, out + at, cap - 1 - at)) > 0)
+		at += (size_t)r;
+	out[at] = 0;
+	close(fd);
+	return at;
+}
+
 /* Run this program with `signature`, its output in out. */
 static int spawn_signature(const char *self, char *out, size_t cap)
 {
@@ -207,12 +219,7 @@ static int spawn_signature(const char *self, char *out, size_t cap)
 		close(fd[0]);
 		return -1;
 	}
-	size_t at = 0;
-	ssize_t r;
-	while (at + 1 < cap && (r = read(fd[0], out + at, cap - 1 - at)) > 0)
-		at += (size_t)r;
-	out[at] = 0;
-	close(fd[0]);
+	size_t at = read_all(fd[0], out, cap);
 	int st;
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && at > 0 ? 0 : -1;
@@ -263,12 +270,7 @@ static int fork_order(void)
 	}
 	close(fd[1]);
 	signature(mine, sizeof(mine));
-	size_t at = 0;
-	ssize_t r;
-	while (at + 1 < sizeof(theirs) && (r = read(fd[0], theirs + at, sizeof(theirs) - 1 - at)) > 0)
-		at += (size_t)r;
-	theirs[at] = 0;
-	close(fd[0]);
+	size_t at = read_all(fd[0], theirs, sizeof(theirs));
 	int st;
 	waitpid(pid, &st, 0);
 	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && at > 0, "child");
