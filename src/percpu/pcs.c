@@ -56,8 +56,6 @@ bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b)
 	return true;
 }
 
-#define USL_SHEAF_HELD 64
-
 /* Delayed reuse: a sheaf that found its place in the slot taken holds this
  * CPU's frees, the last ones too, which their slabs would hand out again in
  * any order (a full one goes to the barn, where it waits behind others): its
@@ -93,14 +91,7 @@ static void hand_over(struct kmem_cache *s, struct kmem_cache_cpu *lc, struct sl
 	unsigned int late = sh->size;
 	if (!late || usl_sheaf_refill(s, sh, sh->capacity, GFP_NOWAIT) != 0)
 		return;                     /* (no memory: their slabs after all) */
-	void *held[USL_SHEAF_HELD];
-	while (late) {                      /* rotate: the new ones first */
-		unsigned int k = late < USL_SHEAF_HELD ? late : USL_SHEAF_HELD;
-		memcpy(held, sh->objects, k * sizeof(void *));
-		memmove(sh->objects, sh->objects + k, (sh->size - k) * sizeof(void *));
-		memcpy(sh->objects + sh->size - k, held, k * sizeof(void *));
-		late -= k;
-	}
+	usl_sheaf_rotate(sh->objects, sh->size, late);   /* the new ones first */
 }
 
 void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b)

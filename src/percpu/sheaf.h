@@ -94,13 +94,12 @@ struct usl_pcs {
 	struct slab_sheaf *main, *spare;
 };
 
-static inline void usl_sheaf_reverse_range(void **p, unsigned int n)
+/* Rotate p[0..n) left by k: p[k] comes to p[0]. */
+static inline void usl_sheaf_rotate(void **p, unsigned int n, unsigned int k)
 {
-	for (unsigned int i = 0, j = n; i + 1 < j; i++, j--) {
-		void *t = p[i];
-		p[i] = p[j - 1];
-		p[j - 1] = t;
-	}
+	usl_sheaf_reverse(p, k);
+	usl_sheaf_reverse(p + k, n - k);
+	usl_sheaf_reverse(p, n);
 }
 
 /* A main taken out of its slot with count size and oldest object at lo (the
@@ -115,9 +114,7 @@ static inline void usl_sheaf_detached(struct slab_sheaf *m, unsigned int size, u
 		if (lo)
 			memmove(m->objects, m->objects + lo, size * sizeof(void *));
 	} else {                     /* wrapped: rotate the ring left by lo */
-		usl_sheaf_reverse_range(m->objects, lo);
-		usl_sheaf_reverse_range(m->objects + lo, cap - lo);
-		usl_sheaf_reverse_range(m->objects, cap);
+		usl_sheaf_rotate(m->objects, cap, lo);
 	}
 	m->size = size;
 }
