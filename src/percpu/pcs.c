@@ -148,6 +148,20 @@ static inline void swap_sheaves(struct usl_pcs *b)
 	b->spare = t;
 }
 
+/* A refill from slabs of up to room objects: the barn's dry-refill count
+ * moves on, and after a sweep's flush refills start small (refill_shift). */
+static unsigned int refill_size(struct kmem_cache *s, unsigned int room)
+{
+	usl_barn_dry_refill(s);
+	struct usl_barn *barn = usl_get_barn(s);
+	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);
+	if (usl_unlikely(shift)) {
+		room = room >> shift ? room >> shift : 1;
+		__atomic_store_n(&barn->refill_shift, shift - 1, __ATOMIC_RELAXED);
+	}
+	return room;
+}
+
 /* Make b->main (empty or NULL) non-empty: the spare, a full sheaf from the
  * barn, a packed one unpacked, or a refill from slabs (filling the empty
  * main, the spare, a barn empty, or a new sheaf). False when out of memory. */
@@ -191,15 +205,7 @@ static bool fill_empty_main(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 	 * adaptive tcache fill): a class in light use holds a few objects per CPU,
 	 * not a sheaf of them, and a busy one is back to full sheaves after
 	 * three refills. */
-	usl_barn_dry_refill(s);
-	unsigned int want = b->main->capacity;
-	struct usl_barn *barn = usl_get_barn(s);
-	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);
-	if (usl_unlikely(shift)) {
-		want = want >> shift ? want >> shift : 1;
-		__atomic_store_n(&barn->refill_shift, shift - 1, __ATOMIC_RELAXED);
-	}
-	return usl_sheaf_refill(s, b->main, want, gfp) == 0;
+	return usl_sheaf_refill(s, b->main, refill_size(s, b->main->capacity), gfp) == 0;
 }
 
 /* Delayed reuse (s->reuse_delay > 0): b->main holds no more than delay
@@ -247,13 +253,7 @@ static bool fill_behind(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp, unsi
 	usl_stat(s, USL_BARN_GET_FAIL);
 	/* From slabs, as fill_empty_main refills (small after a sweep's flush,
 	 * but enough for the delay). */
-	usl_barn_dry_refill(s);
-	unsigned int room = limit - late - front, want = room;
-	unsigned int shift = __atomic_load_n(&barn->refill_shift, __ATOMIC_RELAXED);
-	if (usl_unlikely(shift)) {
-		want = want >> shift ? want >> shift : 1;
-		__atomic_store_n(&barn->refill_shift, shift - 1, __ATOMIC_RELAXED);
-	}
+	unsigned int room = limit - late - front, want = refill_size(s, room);
 	if (front + want + late <= d)
 		want = d + 1 - late - front < room ? d + 1 - late - front : room;
 	void *held[USL_REUSE_DELAY_MAX];
