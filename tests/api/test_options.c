@@ -30,7 +30,7 @@ int main(void)
 	uslab_set_report_handler(NULL, NULL);
 	for (int i = 0; i < nlines; i++)
 		printf("%s\n", lines[i]);
-	CHECK_EQ(nlines, 9);
+	CHECK_EQ(nlines, 10);
 	CHECK_EQ(lines_with("unknown option USLAB_SHEAVE ", NULL), 1);
 	CHECK_EQ(lines_with("unknown option USLAB_SLUB_DEBUG ", NULL), 1);
 	CHECK_EQ(lines_with("USLAB_RSEQ='yes'", "keeping the default (automatic)"), 1);
@@ -40,8 +40,9 @@ int main(void)
 	CHECK_EQ(lines_with("USLAB_NODES='65'", "keeping the default (the machine's)"), 1);
 	CHECK_EQ(lines_with("USLAB_STACK_DEPTH='17'", "[0, 16]; keeping the default (16)"), 1);
 	CHECK_EQ(lines_with("USLAB_OOM='never'", "none of null, report and abort; keeping the default (null)"), 1);
+	CHECK_EQ(lines_with("USLAB_RANDOM='on'", "[0, 1]; keeping the default (1)"), 1);
 	CHECK_EQ(lines_with("keeping -1", NULL) + lines_with("keeping 0", NULL), 0);
-	CHECK_EQ(lines_with("uslab: ", NULL), 9);   /* every line is a report */
+	CHECK_EQ(lines_with("uslab: ", NULL), 10);   /* every line is a report */
 	/* The defaults stayed: rseq chosen automatically (as without the option),
 	 * sheaves on (a cache gets a sheaf capacity). */
 	CHECK(strcmp(mode, "rseq") == 0 || strcmp(mode, "locked") == 0);
