@@ -384,7 +384,11 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
  * only after main_delay others (delayed reuse; main_lo is 0 or below
  * main_size, the top is a waiting object). Each section commits by storing
  * main_size, main_lo, {main_size .. main_delay, main} with one 16-byte store
- * (all 0 whenever main is usl_empty_sheaf), or spare.
+ * (all 0 whenever main is usl_empty_sheaf), or spare. The single pop and push
+ * read and write {main_size, main_lo} as one 32-bit word: a load that spans
+ * a narrower recent store cannot take its value from the store buffer and
+ * waits for it to reach the cache (about a dozen cycles, on a pop that
+ * follows a push), where a load of the same width as the store does not.
  */
 
 /* Pop the next object of this CPU's main sheaf (of the cache whose slots are
@@ -400,32 +404,32 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
 		__asm__ __volatile__ goto(                                         \
 			USL_RSEQ_PROLOGUE_TO("%l[" #slow "]", "%l[" #slow "]")      \
 			"movzwl %c[o_msize]+6(%%rax), %k[d]\n\t"                     \
-			"movzwl %c[o_msize](%%rax), %k[n]\n\t"                       \
+			"movl %c[o_msize](%%rax), %k[n]\n\t"                         \
 			"movq %c[o_main](%%rax), %[sh]\n\t"                          \
 			"testl %k[d], %k[d]\n\t"                                    \
 			"jnz 8f\n\t"                                                \
-			/* the top: {n - 1, 0} */                                    \
+			/* the top: {n - 1, 0} (main_lo is 0 here) */               \
 			"subl $1, %k[n]\n\t"                                         \
 			"jb %l[" #slow "]\n\t"                                       \
 			"movq %c[o_objs](%[sh],%q[n],8), %[o]\n\t"                   \
 			"movl %k[n], %k[d]\n\t"                                      \
 			"jmp 9f\n"                                                   \
-			/* the oldest: {n - 1, lo + 1 round the ring} */             \
+			/* the oldest: n is {size, lo}; {size - 1, lo + 1} is one  \
+			 * add of 0xffff (size > delay > 0: no borrow), lo = 0 at   \
+			 * the ring's end; d leaves as the new lo + 1 */             \
 			"8:\n\t"                                                     \
-			"cmpl %k[d], %k[n]\n\t"                                      \
+			"movzwl %w[n], %k[o]\n\t"                                    \
+			"cmpl %k[d], %k[o]\n\t"                                      \
 			"jbe %l[" #slow "]\n\t"                                      \
-			"movzwl %c[o_msize]+2(%%rax), %k[d]\n\t"                     \
+			"movl %k[n], %k[d]\n\t"                                      \
+			"shrl $16, %k[d]\n\t"                                        \
 			"movq %c[o_objs](%[sh],%q[d],8), %[o]\n\t"                   \
+			"addl $0xffff, %k[n]\n\t"                                    \
 			"addl $1, %k[d]\n\t"                                         \
 			"cmpw %c[o_msize]+4(%%rax), %w[d]\n\t"                       \
-			"jne 10f\n\t"                                                \
-			"xorl %k[d], %k[d]\n"                                        \
-			"10:\n\t"                                                    \
-			"subl $1, %k[n]\n\t"                                         \
-			"shll $16, %k[d]\n\t"                                        \
-			"orl %k[d], %k[n]\n\t"                                       \
-			"shrl $16, %k[d]\n\t"                                        \
-			"addl $1, %k[d]\n"                                           \
+			"jne 9f\n\t"                                                \
+			"movzwl %w[n], %k[n]\n\t"                                    \
+			"movl $1, %k[d]\n"                                           \
 			"9:\n\t"                                                     \
 			"movl %k[n], %c[o_msize](%%rax)\n"                           \
 			"2:\n\t"                                                     \
@@ -448,29 +452,31 @@ static inline int usl_rseq_partial_take(struct kmem_cache *s, struct slab **out,
  * place before is objects[-1], the cache pointer, so nothing is compared);
  * USL_RS_MARKED for everything else (full sheaf, marked slot, no CPU, locked
  * mode, no sheaves: usl_empty_sheaf's capacity is 0). The object is written
- * before the commit: that place holds no waiting object, so a restart is
- * harmless. */
+ * before the commit ({main_size + 1, main_lo}, one 32-bit store): that place
+ * holds no waiting object, so a restart is harmless. */
 static inline int usl_rseq_sheaf_push_at(struct kmem_cache_cpu *slots, void *obj)
 {
 	unsigned long sh, n, t, c, u;
 
 	__asm__ __volatile__ goto(
 		USL_RSEQ_PROLOGUE_TO("%l[slow]", "%l[slow]")
-		"movzwl %c[o_msize](%%rax), %k[n]\n\t"
+		"movl %c[o_msize](%%rax), %k[t]\n\t"
 		"movzwl %c[o_msize]+4(%%rax), %k[c]\n\t"
+		"movzwl %w[t], %k[n]\n\t"
 		"cmpl %k[c], %k[n]\n\t"
 		"jae %l[slow]\n\t"
-		"movzwl %c[o_msize]+2(%%rax), %k[t]\n\t"
-		"addl %k[n], %k[t]\n\t"
 		"movl %k[t], %k[u]\n\t"
-		"subl %k[c], %k[u]\n\t"
-		"cmovael %k[u], %k[t]\n\t"
+		"shrl $16, %k[u]\n\t"
+		"addl %k[n], %k[u]\n\t"
+		"movl %k[u], %k[n]\n\t"
+		"subl %k[c], %k[n]\n\t"
+		"cmovael %k[n], %k[u]\n\t"
 		"movq %c[o_main](%%rax), %[sh]\n\t"
-		"cmpq %[obj], %c[o_top](%[sh],%[t],8)\n\t"
+		"cmpq %[obj], %c[o_top](%[sh],%[u],8)\n\t"
 		"je %l[dbl]\n\t"
-		"movq %[obj], %c[o_objs](%[sh],%[t],8)\n\t"
-		"addl $1, %k[n]\n\t"
-		"movw %w[n], %c[o_msize](%%rax)\n"
+		"movq %[obj], %c[o_objs](%[sh],%[u],8)\n\t"
+		"addl $1, %k[t]\n\t"
+		"movl %k[t], %c[o_msize](%%rax)\n"
 		"2:\n"
 		: [sh] "=&r"(sh), [n] "=&r"(n), [t] "=&r"(t), [c] "=&r"(c), [u] "=&r"(u)
 		: USL_RSEQ_IN_AT(slots), [obj] "r"(obj)
