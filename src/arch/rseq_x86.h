@@ -101,6 +101,14 @@ _Static_assert(offsetof(struct kmem_cache_cpu, main_lo) == offsetof(struct kmem_
 	[o_top] "i"(offsetof(struct slab_sheaf, objects) - sizeof(void *))
 #define USL_RSEQ_COMMON_IN USL_RSEQ_IN_AT(s->cpu_slab)
 
+/* xmm0 = {lo, hi} from two registers, for a 16-byte store. Not through
+ * memory: a 16-byte load of two recent 8-byte stores cannot take its value
+ * from the store buffer and waits for them to reach the cache. */
+#define USL_RSEQ_PAIR(lo, hi)                                                    \
+	"movq %[" lo "], %%xmm0\n\t"                                              \
+	"movq %[" hi "], %%xmm1\n\t"                                              \
+	"punpcklqdq %%xmm1, %%xmm0\n\t"
+
 /* Free pointers are stored encoded: next ^ s->fp_secret ^ bswap(address of the
  * word) (slub/internal.h). The sections decode with the cache's secret and
  * check that a decoded pointer is NULL or another address in the same slab
@@ -300,7 +308,6 @@ static inline int usl_rseq_detach(struct kmem_cache *s, void **freelist, struct 
 static inline int usl_rseq_install(struct kmem_cache *s, void *freelist, struct slab *slab)
 {
 	int ret;
-	struct usl_pair pair = { (unsigned long)freelist, (unsigned long)slab };
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
@@ -308,12 +315,12 @@ static inline int usl_rseq_install(struct kmem_cache *s, void *freelist, struct 
 		"jne 7f\n\t"
 		"cmpq $0, %c[o_slab](%%rax)\n\t"
 		"jne 7f\n\t"
-		"movups %[pair], %%xmm0\n\t"
+		USL_RSEQ_PAIR("lo", "hi")
 		"movups %%xmm0, %c[o_fl](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
-		: USL_RSEQ_COMMON_IN, [pair] "m"(pair)
-		: "rax", "xmm0", "memory", "cc");
+		: USL_RSEQ_COMMON_IN, [lo] "r"(freelist), [hi] "r"(slab)
+		: "rax", "xmm0", "xmm1", "memory", "cc");
 	return ret;
 }
 
@@ -653,7 +660,7 @@ static inline int usl_rseq_sheaf_take(struct kmem_cache *s, struct slab_sheaf *e
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
-		"movq %c[o_msize](%%rax), %[n]\n\t"
+		"movl %c[o_msize](%%rax), %k[n]\n\t"
 		"movq %c[o_main](%%rax), %[m]\n\t"
 		"movq %[empty], %%xmm0\n\t"
 		"pslldq $8, %%xmm0\n\t"
@@ -693,19 +700,18 @@ static inline int usl_rseq_sheaf_install(struct kmem_cache *s, struct slab_sheaf
                                          unsigned long size)
 {
 	int ret;
-	struct usl_pair pair = { size | (unsigned long)main->capacity << 32 | (unsigned long)s->reuse_delay << 48,
-	                         (unsigned long)main };
+	unsigned long word = size | (unsigned long)main->capacity << 32 | (unsigned long)s->reuse_delay << 48;
 
 	__asm__ __volatile__(
 		USL_RSEQ_PROLOGUE
 		"cmpq %[empty], %c[o_main](%%rax)\n\t"
 		"jne 7f\n\t"
-		"movups %[pair], %%xmm0\n\t"
+		USL_RSEQ_PAIR("lo", "hi")
 		"movups %%xmm0, %c[o_msize](%%rax)\n"
 		USL_RSEQ_RET_EPILOGUE
 		: [ret] "=&r"(ret)
-		: USL_RSEQ_COMMON_IN, [pair] "m"(pair), [empty] "r"(empty)
-		: "rax", "xmm0", "memory", "cc");
+		: USL_RSEQ_COMMON_IN, [lo] "r"(word), [hi] "r"(main), [empty] "r"(empty)
+		: "rax", "xmm0", "xmm1", "memory", "cc");
 	return ret;
 }
 
