@@ -30,7 +30,8 @@ extern bool (*usl_percpu_oom)(void) USL_HIDDEN;
 
 /* ---- set-up (prefill.c) ---- */
 /* The kernel's calculate_sheaf_capacity: by object size (with delayed reuse,
- * 60 up to 1 KiB: room for the delay), at least what the creator asked for,
+ * 124 below 1 KiB: the delay's 32 waiting leave a pop or push the kernel's
+ * sheaf and more between refills), at least what the creator asked for,
  * rounded up so the sheaf fills its size class; 0 if no class holds it. */
 USL_HIDDEN unsigned int usl_sheaf_capacity_for(unsigned int object_size, unsigned int requested, bool delayed);
 /* Sheaf structures come in USL_SHEAF_CLASSES sizes, each an internal cache of

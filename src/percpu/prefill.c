@@ -189,9 +189,9 @@ unsigned int usl_sheaf_capacity_for(unsigned int size, unsigned int requested, b
 	else if (size >= 1024)
 		cap = 12;
 	else if (size >= 256)
-		cap = delayed ? 60 : 26;    /* room for delayed reuse's 30 waiting */
+		cap = delayed ? 124 : 26;   /* room for delayed reuse's 32 waiting */
 	else
-		cap = 60;
+		cap = delayed ? 124 : 60;
 	if (requested > cap)
 		cap = requested;
 	if (cap > USL_SHEAF_MAX_CAPACITY)

@@ -59,7 +59,7 @@ done
 view=/dev/shm/uslab.$pid
 [ -f "$view" ] && [ "$(stat -c %a "$view")" = 600 ] && ok "the view is $view, mode 0600" || bad "no view at $view with mode 0600"
 
-expect "table" 0 '^live-a +[3-9][0-9]{2,} +200 ' "$tool" -p "$pid"
+expect "table" 0 '^live-a +([3-9][0-9]{2}|[1-9][0-9]{3,}) +200 ' "$tool" -p "$pid"
 expect "table header" 0 '^Name +Objects Objsize +Space Slabs/Part/Cpu  O/S O %Fr %Ef Flg$' "$tool" -p "$pid"
 expect "merged cache flagged" 0 '^live-a .* \*$' "$tool" -p "$pid" 
 expect "report of one cache" 0 'Slabcache: live-a +Aliases:  1 Order' "$tool" -p "$pid" '^live-a$'
