@@ -16,6 +16,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,20 +309,24 @@ struct alloc {
 	const char *sheaves;    /* uslab's rows: USLAB_SHEAVES (NULL: the default, on) */
 	const char *key;        /* --data's allocator name, NULL: name (gperftools keeps "tcmalloc") */
 	const char *front;      /* uslab's rows: USLAB_FRONT (NULL: the default) */
+	const char *random;     /* uslab's rows: USLAB_RANDOM (NULL: the default, on) */
 };
 /* uslab on its default engine first (the summary's row), the peers, then
  * uslab's other rows, never counted as peers: on SLAB, and on SLUB without
  * sheaves (the cpu slab's lockless freelist as the fast path, as SLUB was
- * built before sheaves: what the default's sheaves are measured against). */
+ * built before sheaves: what the default's sheaves are measured against), and
+ * with USLAB_RANDOM=0 (the kernel's order, no delayed reuse: what the
+ * unpredictable heap costs). */
 static struct alloc allocs[] = {
-	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL, NULL },
-	{ "glibc", NULL, 1, NULL, NULL, NULL, NULL },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL, NULL },
-	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc", NULL },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL, NULL },
-	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL, NULL },
-	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL, NULL },
-	{ "uslab-owned", USLAB_SO_PATH, 1, "slub", NULL, NULL, "owned" },
+	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL, NULL, NULL },
+	{ "glibc", NULL, 1, NULL, NULL, NULL, NULL, NULL },
+	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc", NULL, NULL },
+	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL, NULL, NULL },
+	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL, NULL, NULL },
+	{ "uslab-owned", USLAB_SO_PATH, 1, "slub", NULL, NULL, "owned", NULL },
+	{ "uslab-ordered", USLAB_SO_PATH, 1, "slub", NULL, NULL, NULL, "0" },
 };
 static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
@@ -513,6 +518,10 @@ static int run(int a, char *const argv[], const char *env, double *secs, long *m
 			setenv("USLAB_SHEAVES", allocs[a].sheaves, 1);
 		else
 			unsetenv("USLAB_SHEAVES");
+		if (allocs[a].random)
+			setenv("USLAB_RANDOM", allocs[a].random, 1);
+		else
+			unsetenv("USLAB_RANDOM");
 		if (env)
 			putenv((char *)env);
 		if (profile) {
@@ -710,14 +719,17 @@ static int child(const char *w)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: uslab-mbench [larson|larson2|larson16|xmalloc|scratch|churn|large|programs|all] [--runs N] [--quick] "
-	           "[--profile] [--data FILE]\n"
+	           "[--profile] [--data FILE] [--alloc LIST]\n"
 	           "  --runs N     runs per allocator and workload, 1..%d (default 5); medians are printed\n"
 	           "  --quick      smaller workloads\n"
 	           "  --profile    every run under perf record: the share of its samples in the allocator and in the\n"
 	           "               kernel (needs perf; times then include perf's overhead)\n"
 	           "  --data FILE  also append every median, with the least and greatest run, to FILE (tab-separated:\n"
 	           "               program, workload, allocator, metric, x (empty), median, min, max, runs;\n"
-	           "               gperftools' rows have the allocator key tcmalloc)\n", MAXRUNS);
+	           "               gperftools' rows have the allocator key tcmalloc)\n"
+	           "  --alloc LIST only these rows, names separated by commas (uslab's is always run), e.g.\n"
+	           "               uslab,uslab-ordered: the unpredictable heap against the kernel's order, paired\n",
+	           MAXRUNS);
 }
 
 /* What every table has in common, printed once at the top. */
@@ -886,6 +898,29 @@ static int programs(int runs)
 	return system(script) != 0;
 }
 
+/* --alloc LIST: the rows named in LIST (commas between), uslab's always;
+ * false, with a message, for a name no row has. */
+static bool select_allocs(const char *list)
+{
+	int want[NALLOC] = { 1 };
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		int found = 0;
+		for (int a = 0; a < NALLOC; a++)
+			if (strlen(allocs[a].name) == n && !strncmp(allocs[a].name, p, n))
+				want[a] = found = 1;
+		if (!found) {
+			fprintf(stderr, "uslab-mbench: --alloc: no row named '%.*s'\n", (int)n, p);
+			return false;
+		}
+		p += n + (p[n] == ',');
+	}
+	for (int a = 0; a < NALLOC; a++)
+		if (!want[a])
+			allocs[a].present = 0;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = "all";
@@ -907,6 +942,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			setvbuf(data_file, NULL, _IOLBF, 0);
+		} else if (!strcmp(argv[i], "--alloc") && i + 1 < argc) {
+			if (!select_allocs(argv[++i]))
+				return 2;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			how_to_read(stdout);
@@ -942,7 +980,7 @@ int main(int argc, char **argv)
 		return 1;
 	exe[n] = 0;
 	for (int a = 0; a < NALLOC; a++)
-		if (allocs[a].preload && access(allocs[a].preload, R_OK) != 0) {
+		if (allocs[a].present && allocs[a].preload && access(allocs[a].preload, R_OK) != 0) {
 			allocs[a].present = 0;
 			fprintf(stderr, "uslab-mbench: %s not found (%s); its rows are skipped\n", allocs[a].name,
 			        allocs[a].preload);

@@ -198,7 +198,8 @@ def gperftools_note(meta=None):
 COLOURS = {
     "uslab sheaves (rseq)": "#1f4e9c", "uslab": "#1f4e9c",
     "uslab cpu-slab (rseq)": "#4a90d9", "uslab-nosheaves": "#4a90d9",
-    "uslab sheaves (locked)": "#8ab8e6", "uslab-decay0": "#8ab8e6",
+    "uslab sheaves (locked)": "#8ab8e6", "uslab-decay0": "#8ab8e6", "uslab-ordered": "#8ab8e6",
+    "uslab-owned": "#2ca6a4",
     "uslab cpu-slab (locked)": "#b8d3f0",
     "uslab slab (rseq)": "#1b7a3a", "uslab-slab": "#1b7a3a",
     "uslab slab (locked)": "#6cc17f",
