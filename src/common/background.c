@@ -43,6 +43,9 @@
 #include "common.h"
 
 enum bg_state { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
+/* The thread runs its own code: its start-up in the C library (and a
+ * sanitizer's runtime, which allocates there) is over. */
+static bool bg_started;
 
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held by the thread across each sweep and publication (a plain mutex, not
@@ -131,6 +134,7 @@ static int bg_sweep(uint64_t now, size_t *dirty)
 static void *bg_main(void *unused)
 {
 	(void)unused;
+	__atomic_store_n(&bg_started, true, __ATOMIC_RELEASE);
 	const uint64_t half = usl_opt.decay_ms / 2 + 1;
 	bool sweeping = usl_opt.decay_ms != 0;
 	unsigned int quiet = 0;
@@ -214,6 +218,7 @@ static void background_start(void)
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);   /* the thread starts with every signal blocked */
+	__atomic_store_n(&bg_started, false, __ATOMIC_RELAXED);
 	int err = pthread_create(&tid, &attr, bg_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
@@ -293,9 +298,19 @@ static __thread bool gate_held;
 void usl_background_fork_hold(void)
 {
 	gate_held = false;
-	if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) != BG_RUNNING)
+	enum bg_state st = __atomic_load_n(&bg_state, __ATOMIC_ACQUIRE);
+	if (st != BG_RUNNING && st != BG_STARTING)
 		return;
 	for (int i = 0; i < 500; i++) {
+		/* A thread still starting may be inside the allocator of the C
+		 * library or a sanitizer: wait until it runs its own code. */
+		if (!__atomic_load_n(&bg_started, __ATOMIC_ACQUIRE)) {
+			if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) == BG_FAILED)
+				return;
+			struct timespec ts = { 0, 100 * 1000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (pthread_mutex_trylock(&bg_gate) == 0) {
 			gate_held = true;
 			return;

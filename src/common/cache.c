@@ -83,6 +83,11 @@ static void fork_prepare(void)
 		usl_background_fork_hold();
 		return;
 	}
+	/* The decay thread out of its sweep and publication first (bounded): a
+	 * publication calls libc outside uslab's locks (opendir, file I/O), and
+	 * an allocator other than uslab's (a sanitizer's) may not guard its own
+	 * locks across fork. */
+	usl_background_fork_hold();
 	if (_IO_list_lock && _IO_list_unlock && &__libc_single_threaded) {
 		fork_stdio_reset = !__libc_single_threaded;   /* glibc's own test, made just after this */
 		_IO_list_lock();
@@ -146,6 +151,7 @@ static void fork_release_parent(void)
 	fork_release();
 	if (fork_stdio)
 		_IO_list_unlock();
+	usl_background_fork_unhold();
 }
 
 static void fast_after_fork(void);
