@@ -106,6 +106,12 @@ unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp)
 	const unsigned int word = sizeof(void *);
 	slab_flags_t f = s->flags;
 	unsigned int size = USL_ALIGN(s->object_size, word);
+	/* A kmalloc class of a power-of-two size is naturally aligned (the
+	 * kernel's rule), above the page too, where s->align stops: its left red
+	 * zone and its stride are whole multiples of the size. */
+	unsigned int align = s->align;
+	if ((f & USL_SLAB_KMALLOC) && !(s->object_size & (s->object_size - 1)) && s->object_size > align)
+		align = s->object_size;
 
 	/* A right red zone of at least a word, even when the size is aligned. */
 	if ((f & SLAB_RED_ZONE) && size == s->object_size)
@@ -128,10 +134,10 @@ unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp)
 	s->red_left_pad = 0;
 	if (f & SLAB_RED_ZONE) {
 		size += word;          /* a word of padding after the metadata */
-		s->red_left_pad = USL_ALIGN(word, s->align);
+		s->red_left_pad = USL_ALIGN(word, align);
 		size += s->red_left_pad;
 	}
-	return USL_ALIGN(size, s->align);
+	return USL_ALIGN(size, align);
 }
 
 static void out_bug(struct usl_dbg_out *o, const struct kmem_cache *s, const char *msg)

@@ -666,6 +666,10 @@ int main(int argc, char **argv)
 		test_rss(true);
 		return test_summary();
 	}
+	if (argc > 1 && !strcmp(argv[1], "aligned")) {   /* (under USLAB_DEBUG: debug classes) */
+		test_aligned();
+		return test_summary();
+	}
 	test_lazy_classes();                       /* first: no class made but those libc used */
 	test_large_free_at_once();                 /* no large block freed before */
 	unsigned long errs = uslab_error_count();
