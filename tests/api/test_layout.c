@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uslab.h>
+
 extern char **environ;
 
 static int failures;
@@ -373,8 +375,13 @@ static int window(void)
 	}
 	printf("window: %lu rounds, %lu frees handed out again within %d allocations\n", rounds, hits, WINDOW_SURE);
 	EXPECT(rounds > 0, "no rounds");
-	EXPECT(hits == 0, "%lu of %lu freed blocks were handed out again within %d allocations", hits, rounds,
-	       WINDOW_SURE);
+	/* Locked mode: two threads' slow paths on one slot can still cut a
+	 * block's wait short, about once in 20 million rounds (docs/GUIDE.md,
+	 * "Hardening"); one in a million is allowed there, none with rseq. */
+	bool locked = !strcmp(uslab_percpu_mode(), "locked");
+	unsigned long allowed = locked ? rounds / 1000000 : 0;
+	EXPECT(hits <= allowed, "%lu of %lu freed blocks were handed out again within %d allocations (%lu allowed)",
+	       hits, rounds, WINDOW_SURE, allowed);
 	return failures ? 1 : 0;
 }
 
