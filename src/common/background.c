@@ -28,8 +28,8 @@
  *
  * Locks: bg_lock (its state and condition variable; never held across a
  * sweep, a publication or pthread_create); bg_gate (held by the thread
- * across a sweep or a publication, and by a fork whose thread holds uslab
- * locks; a plain mutex, not counted as a uslab lock). The sweep takes the registry's and
+ * across a sweep or a publication, and by every fork's prepare, first; a
+ * plain mutex, not counted as a uslab lock). The sweep takes the registry's and
  * the layers' locks as any slow path does; the publication, the statistics
  * layer's (stats/live.c). */
 #define _GNU_SOURCE
@@ -287,10 +287,13 @@ void usl_background_start(void)
 	background_start();
 }
 
-/* A fork whose thread holds a uslab lock (a signal handler's, which
- * interrupted an allocation) takes none of them, so the thread must not be
- * inside a sweep that waits for one: the gate, if the thread leaves it soon.
- * A sweep blocked on the lock the interrupted thread holds never does; then
+/* Every fork's prepare keeps the thread out of its sweeps and publications:
+ * the gate, once the thread has started (a thread still in its start-up may
+ * be inside the C library's or a sanitizer's allocator, whose locks a fork
+ * may not guard), if it leaves the gate soon. A fork whose thread holds a
+ * uslab lock (a signal handler's, which interrupted an allocation) takes none
+ * of uslab's, so the thread must not be inside a sweep that waits for one. A
+ * sweep blocked on the lock the interrupted thread holds never leaves; then
  * the fork goes on after about 50 ms without it (docs/ARCHITECTURE.md,
  * "fork"). */
 static __thread bool gate_held;
@@ -307,11 +310,7 @@ void usl_background_fork_hold(void)
 		if (!__atomic_load_n(&bg_started, __ATOMIC_ACQUIRE)) {
 			if (__atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) == BG_FAILED)
 				return;
-			struct timespec ts = { 0, 100 * 1000 };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (pthread_mutex_trylock(&bg_gate) == 0) {
+		} else if (pthread_mutex_trylock(&bg_gate) == 0) {
 			gate_held = true;
 			return;
 		}

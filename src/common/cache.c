@@ -78,16 +78,16 @@ static void fork_prepare(void)
 {
 	fork_locks_held = usl_report_holds != 0;
 	fork_stdio = false;
+	/* The decay thread out of its sweep and publication first (bounded): a
+	 * sweep may wait for a lock this thread holds, and a publication calls
+	 * libc outside uslab's locks (opendir, file I/O), where an allocator
+	 * other than uslab's (a sanitizer's) may not guard its own locks across
+	 * fork. */
+	usl_background_fork_hold();
 	if (fork_locks_held) {
 		usl_mutex_fork_prepare();
-		usl_background_fork_hold();
 		return;
 	}
-	/* The decay thread out of its sweep and publication first (bounded): a
-	 * publication calls libc outside uslab's locks (opendir, file I/O), and
-	 * an allocator other than uslab's (a sanitizer's) may not guard its own
-	 * locks across fork. */
-	usl_background_fork_hold();
 	if (_IO_list_lock && _IO_list_unlock && &__libc_single_threaded) {
 		fork_stdio_reset = !__libc_single_threaded;   /* glibc's own test, made just after this */
 		_IO_list_lock();
@@ -144,13 +144,11 @@ static void fork_release(void)
 
 static void fork_release_parent(void)
 {
-	if (fork_locks_held) {
-		usl_background_fork_unhold();
-		return;
+	if (!fork_locks_held) {
+		fork_release();
+		if (fork_stdio)
+			_IO_list_unlock();
 	}
-	fork_release();
-	if (fork_stdio)
-		_IO_list_unlock();
 	usl_background_fork_unhold();
 }
 
