@@ -91,11 +91,13 @@ static long slab_order(struct kmem_cache *s, unsigned int mgmt, unsigned int lo,
 /* The placements in the kernel's order (since 4.6): in a free object (no
  * constructor, and the array fits in one), off the slab (when its cache's
  * objects are at most half an object, slab_order's test, and the slab's
- * spare bytes cannot hold it), on it. */
+ * spare bytes cannot hold it), on it. Hardened, never in a free object: a
+ * write after free would rewrite the indices the next allocations follow,
+ * where hardening promises such a write is only reported (slab.c). */
 static int layout(struct kmem_cache *s, unsigned int lo, unsigned int hi)
 {
 	long left;
-	if (!s->ctor) {
+	if (!s->ctor && !usl_opt.harden) {
 		left = slab_order(s, USL_MGMT_OBJ, lo, hi);
 		if (left >= 0 && (s->mgmt_off = obj_place(s, s->freelist_size)) != UINT32_MAX)
 			goto done;

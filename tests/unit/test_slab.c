@@ -220,8 +220,10 @@ static void exercise(struct kmem_cache *s, unsigned int expect_place, bool idx2)
 
 static void test_placements(void)
 {
-	struct kmem_cache *obj = make("slab-objfreelist", 512, NULL);   /* 8 indices fit in an object */
-	exercise(obj, USL_MGMT_OBJ, false);
+	/* 8 indices fit in an object; hardened, never there: off the slab
+	 * (no spare bytes, and an array of 8 is far below half an object). */
+	struct kmem_cache *obj = make("slab-objfreelist", 512, NULL);
+	exercise(obj, usl_opt.harden ? USL_MGMT_OFF : USL_MGMT_OBJ, false);
 	struct kmem_cache *on = make("slab-onslab", 32, NULL);          /* 124 indices do not */
 	exercise(on, USL_MGMT_ON, false);
 	/* A constructor: not in an object; no spare bytes (stride 1024): off. */
