@@ -237,6 +237,14 @@ USLAB_API void *kmemdup(const void *src, size_t len, gfp_t flags) USLAB_MALLOC_A
 /* Frees p[0..nr) of any caches or kmalloc sizes (NULL entries skipped). */
 USLAB_API void kfree_bulk(size_t nr, void **p);
 
+/* A block of size bytes aligned to align (a power of two; others are reported
+ * and refused with NULL), freed with kfree; ksize and krealloc take it
+ * (krealloc keeps only kmalloc's alignment). Alignments up to 8 are
+ * kmalloc's; above, the block comes from the power-of-two class or page
+ * block of max(size, align), or beyond the largest block an aligned mapping.
+ * NULL when out of memory (reported unless __GFP_NOWARN); __GFP_ZERO zeroes. */
+USLAB_API void *uslab_aligned_alloc(size_t align, size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
+
 /* ---- uslab's own additions ---- */
 
 /* Kinds of problems uslab reports. */
@@ -336,6 +344,21 @@ USLAB_API struct kmem_cache *uslab_cache_find(const char *name);
  * non-zero (returned). fn may read attributes and allocate; it must not
  * destroy a cache. */
 USLAB_API int uslab_for_each_cache(int (*fn)(struct kmem_cache *s, void *arg), void *arg);
+/* One cache's /proc/slabinfo row as numbers (the columns of uslab_slabinfo
+ * under their kernel names). */
+struct uslab_slabinfo {
+	unsigned long active_objs;      /* objects in use (SLAB: and in per-CPU arrays) */
+	unsigned long num_objs;         /* objects the cache's slabs hold */
+	unsigned int objsize;           /* the stride: object size with its metadata */
+	unsigned int objperslab;
+	unsigned int pagesperslab;
+	unsigned int limit, batchcount, sharedfactor;   /* SLAB's tunables (SLUB: 0) */
+	unsigned long active_slabs, num_slabs;
+	unsigned long sharedavail;      /* objects in SLAB's shared arrays (SLUB: 0) */
+};
+/* Fills *out for s: 0, or -1 with errno EINVAL for a NULL or destroyed cache
+ * or a NULL out (reported). */
+USLAB_API int uslab_cache_slabinfo(struct kmem_cache *s, struct uslab_slabinfo *out);
 /* /proc/slabinfo, version 2.1, in the kernel's format, to f. USLAB_STATS=1
  * prints it on stderr at exit, USLAB_STATS=<path> writes it to that file. */
 USLAB_API void uslab_slabinfo(FILE *f);

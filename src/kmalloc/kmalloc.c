@@ -374,6 +374,47 @@ void *kmalloc(size_t size, gfp_t gfp)
 	return kmalloc_large(size, gfp, NUMA_NO_NODE);
 }
 
+/* align: a power of two above 8. A block of max(n, align) rounded up to a
+ * power of two is aligned (power-of-two classes and page blocks are naturally
+ * aligned); beyond the largest block, an aligned mapping. NULL without a
+ * report when out of memory or above PTRDIFF_MAX. */
+void *usl_kmalloc_aligned(size_t align, size_t n, gfp_t gfp)
+{
+	size_t want = n > align ? n : align;
+	if (want > PTRDIFF_MAX)
+		return NULL;
+	usl_ensure_init();                  /* the page size is known from here on */
+	if (want <= (USL_PAGE_SIZE << USL_MAX_ORDER)) {
+		size_t pow2 = 1;
+		while (pow2 < want)
+			pow2 <<= 1;
+		void *p = kmalloc(pow2, gfp | __GFP_NOWARN);
+		if (p && pow2 != n)
+			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
+		return p;
+	}
+	void *p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
+	if (!p && usl_reclaim_for_retry())   /* once more, with uslab's free memory given back */
+		p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
+	return p;
+}
+
+void *uslab_aligned_alloc(size_t align, size_t size, gfp_t gfp)
+{
+	if (usl_unlikely(!align || (align & (align - 1)))) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_aligned_alloc: alignment %zu is not a power of two; NULL returned",
+		           align);
+		return NULL;
+	}
+	if (align <= 8)
+		return kmalloc(size, gfp);
+	void *p = usl_kmalloc_aligned(align, size, gfp);
+	if (usl_unlikely(!p) && !(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "uslab_aligned_alloc: out of memory for %zu bytes aligned to %zu", size,
+		           align);
+	return p;
+}
+
 void *kzalloc(size_t size, gfp_t gfp)
 {
 	return kmalloc(size, gfp | __GFP_ZERO);

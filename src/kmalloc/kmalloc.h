@@ -107,6 +107,10 @@ USL_HIDDEN void *usl_kmalloc_debug(struct kmem_cache *s, size_t size, gfp_t gfp,
  * allocation from a larger class, a shrink in place): its kept size and
  * kmalloc red zone follow. Nothing for any other block. */
 USL_HIDDEN void usl_kmalloc_note_size(void *p, size_t n);
+/* A block of n bytes aligned to align (a power of two above 8): a
+ * power-of-two class or page block, or an aligned mapping beyond the largest
+ * block. NULL, unreported, when out of memory. */
+USL_HIDDEN void *usl_kmalloc_aligned(size_t align, size_t n, gfp_t gfp);
 /* ksize, with reports naming fn (0 for a pointer that starts no block). */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 

@@ -118,8 +118,10 @@ static inline void *alloc_bytes(size_t n, gfp_t gfp)
 
 
 /* align: a power of two. Power-of-two kmalloc classes and page blocks are
- * naturally aligned, so a block of at least max(n, align) rounded up to a power
- * of two is aligned; beyond the largest block, an aligned mapping. */
+ * naturally aligned (usl_kmalloc_aligned); up to 8 KiB, malloc's class of the
+ * power of two is the kmalloc cache kmalloc(pow2) takes (a power of two is a
+ * class size), so its fast path serves first (the class made first if it is
+ * not yet; a debug class publishes no slots and goes on below). */
 static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 {
 	if (align <= MALLOC_ALIGN)
@@ -127,36 +129,18 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 	if (usl_unlikely(!ready()))
 		return not_ready(n, align);
 	size_t want = n > align ? n : align;
-	if (want > PTRDIFF_MAX) {
-		usl_malloc_nomem("an aligned allocation", n);
-		return NULL;
-	}
-	void *p;
-	if (want <= (USL_PAGE_SIZE << USL_MAX_ORDER)) {
+	if (want <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO)) {
 		size_t pow2 = 1;
 		while (pow2 < want)
 			pow2 <<= 1;
-		/* Up to 8 KiB, malloc's class of pow2 is the kmalloc cache
-		 * kmalloc(pow2) takes (a power of two is a class size): its fast
-		 * path, as malloc's (the class made first if it is not yet; a
-		 * debug class publishes no slots and goes on below). */
-		size_t i = (pow2 + 15) >> 4;
-		if (pow2 <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO)) {
-			const struct usl_malloc_class *c = usl_malloc_class(i);
-			struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
-			if (usl_malloc_owned(slots))
-				return usl_owned_pop_tagged((uintptr_t)slots);
-			if (usl_likely(slots != NULL))
-				return usl_malloc_pop(c, slots);
-		}
-		p = kmalloc(pow2, gfp | __GFP_NOWARN);
-		if (p && pow2 != n)
-			usl_kmalloc_note_size(p, n ? n : 1);   /* a debug class red-zones the rest */
-	} else {
-		p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
-		if (!p && usl_reclaim_for_retry())   /* once more, with uslab's free memory given back */
-			p = usl_map_alloc(n, align, gfp & __GFP_ZERO);
+		const struct usl_malloc_class *c = usl_malloc_class((pow2 + 15) >> 4);
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+		if (usl_malloc_owned(slots))
+			return usl_owned_pop_tagged((uintptr_t)slots);
+		if (usl_likely(slots != NULL))
+			return usl_malloc_pop(c, slots);
 	}
+	void *p = usl_kmalloc_aligned(align, n, gfp | __GFP_NOWARN);
 	if (!p)
 		usl_malloc_nomem("an aligned allocation", n);
 	return p;

@@ -41,6 +41,29 @@ void usl_cache_slabinfo(struct kmem_cache *s, struct usl_slabinfo *out)
 	out->order = s->order;
 }
 
+int uslab_cache_slabinfo(struct kmem_cache *s, struct uslab_slabinfo *out)
+{
+	if (!s || !out) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_cache_slabinfo: NULL %s; -1 returned", s ? "out" : "cache");
+		errno = EINVAL;
+		return -1;
+	}
+	if (!usl_cache_live(s)) {
+		usl_report_dead_cache("uslab_cache_slabinfo", s, "-1 returned");
+		errno = EINVAL;
+		return -1;
+	}
+	struct usl_slabinfo si;
+	usl_cache_slabinfo(s, &si);
+	*out = (struct uslab_slabinfo){
+		.active_objs = si.active_objs, .num_objs = si.num_objs, .objsize = s->size,
+		.objperslab = si.objects_per_slab, .pagesperslab = 1u << si.order, .limit = si.limit,
+		.batchcount = si.batchcount, .sharedfactor = si.shared, .active_slabs = si.active_slabs,
+		.num_slabs = si.num_slabs, .sharedavail = si.shared_avail,
+	};
+	return 0;
+}
+
 static int show_row(struct kmem_cache *s, void *arg)
 {
 	FILE *f = arg;

@@ -483,6 +483,38 @@ static void test_large_threads(void)
 	CHECK_EQ(usl_map_kept_bytes(), 0);
 }
 
+/* uslab_aligned_alloc: every power of two from 1 to 2 MiB with sizes about
+ * it, aligned, usable to its size, freed by kfree; bad alignments refused. */
+static void test_aligned(void)
+{
+	static const size_t sizes[] = { 0, 1, 7, 24, 100, 4095, 5000, 70000, 5u << 20 };
+	for (size_t align = 1; align <= (2u << 20); align <<= 1)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t n = sizes[i];
+			char *p = uslab_aligned_alloc(align, n, GFP_KERNEL);
+			CHECK(p != NULL);
+			if (!p)
+				continue;
+			if (n || align > 8)
+				CHECK_EQ((uintptr_t)p % align, 0);
+			CHECK(ksize(p) >= n);
+			memset(p, 0x5a, n);
+			kfree(p);
+		}
+	char *z = uslab_aligned_alloc(256, 300, GFP_KERNEL | __GFP_ZERO);
+	CHECK(z && all_bytes(z, 0, 300));
+	kfree(z);
+	capture_reports();
+	unsigned long bad = reports(USLAB_ERR_BAD_ARG), nomem = reports(USLAB_ERR_NOMEM);
+	CHECK(uslab_aligned_alloc(0, 64, GFP_KERNEL) == NULL);
+	CHECK(uslab_aligned_alloc(48, 64, GFP_KERNEL) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_BAD_ARG), bad + 2);
+	CHECK(uslab_aligned_alloc(64, SIZE_MAX - 8, GFP_KERNEL) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_NOMEM), nomem + 1);
+	CHECK(uslab_aligned_alloc(64, SIZE_MAX - 8, GFP_KERNEL | __GFP_NOWARN) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_NOMEM), nomem + 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "classes")) {   /* (under USLAB_DEBUG: debug classes) */
@@ -500,6 +532,7 @@ int main(int argc, char **argv)
 	test_dup();
 	test_bad_input();
 	test_kfree_bulk();
+	test_aligned();
 	test_threads();
 	test_large_threads();
 	return test_summary();

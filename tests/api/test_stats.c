@@ -275,10 +275,24 @@ static void slabinfo(struct kmem_cache *s)
 			CHECK_EQ(pages, 1u << STAT(s, "order"));
 			CHECK_EQ(nslabs, STAT(s, "slabs"));
 			CHECK(active >= 10);
+			/* The same row as numbers (no allocation in between). */
+			struct uslab_slabinfo si;
+			CHECK_EQ(uslab_cache_slabinfo(s, &si), 0);
+			CHECK(si.active_objs == active && si.num_objs == num && si.objsize == objsize &&
+			      si.objperslab == per && si.pagesperslab == pages && si.limit == l && si.batchcount == b &&
+			      si.sharedfactor == sf && si.active_slabs == aslabs && si.num_slabs == nslabs &&
+			      si.sharedavail == shared);
 		}
 	}
 	CHECK_EQ(found, 1);
 	CHECK(rows >= 2);      /* ours and "kmem_cache" at least */
+	unsigned long bad = uslab_error_count();
+	struct uslab_slabinfo si;
+	errno = 0;
+	CHECK_EQ(uslab_cache_slabinfo(NULL, &si), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(uslab_cache_slabinfo(s, NULL), -1);
+	CHECK_EQ(uslab_error_count(), bad + 2);
 	free(text);
 	for (int i = 0; i < 10; i++)
 		kmem_cache_free(s, keep[i]);
