@@ -68,6 +68,11 @@ pub use info::{SlabInfo, Stats};
 
 pub use uslab_sys as sys;
 
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 use std::ffi::CStr;
 
 /// The kinds of problems uslab reports (C's `enum uslab_error`).
