@@ -485,7 +485,9 @@ void *krealloc(const void *p, size_t n, gfp_t gfp)
 			usl_report_bad_ptr("krealloc", p);
 			return NULL;
 		}
-		struct kmem_cache *s = page_owner((uintptr_t)p - usl_base);
+		/* (A direct mapping lies outside the heap's range: no page map entry.) */
+		uintptr_t off = (uintptr_t)p - usl_base;
+		struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
 		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS) && n <= s->object_size) {
 			/* In place: the size asked for, and the kmalloc red zone
 			 * after it, follow (the kernel's krealloc with orig_size). */
@@ -493,6 +495,14 @@ void *krealloc(const void *p, size_t n, gfp_t gfp)
 			if ((gfp & __GFP_ZERO) && n > ks)
 				memset((char *)p + ks, 0, n - ks);
 			return (void *)p;
+		}
+		/* A direct mapping that stays one: mremap, no copy (a buffer
+		 * grown step by step is not copied each time). */
+		size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
+		if (ks > max_block && n > max_block && n > ks) {
+			void *r = usl_map_resize((void *)p, n);
+			if (r)
+				return r;
 		}
 		if (ks >= n) {
 			/* Fits: in place, as the kernel does. */

@@ -163,6 +163,11 @@ static void test_krealloc(void)
 	q = krealloc(p, (USL_PAGE_SIZE << USL_MAX_ORDER) * 2, GFP_KERNEL);  /* to a direct mapping */
 	CHECK(q && all_bytes(q, 'x', 50));
 	p = q;
+	q = krealloc(p, (USL_PAGE_SIZE << USL_MAX_ORDER) * 2 - 4096, GFP_KERNEL);  /* a mapping that fits */
+	CHECK(q == p);
+	q = krealloc(p, (USL_PAGE_SIZE << USL_MAX_ORDER) * 5, GFP_KERNEL);  /* a mapping grown */
+	CHECK(q && all_bytes(q, 'x', 50));
+	p = q;
 	CHECK(krealloc(p, 0, GFP_KERNEL) == ZERO_SIZE_PTR);  /* frees */
 	p = krealloc(ZERO_SIZE_PTR, 30, GFP_KERNEL);
 	CHECK(p && ksize(p) == 32);

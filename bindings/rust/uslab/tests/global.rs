@@ -115,9 +115,12 @@ fn over_aligned_zeroed_and_reallocated() {
     let big = vec![0u8; 64 << 20];
     assert!(big.iter().step_by(4096).all(|b| *b == 0));
     let mut v: Vec<u32> = Vec::new();
-    for i in 0..200_000 {
-        v.push(i); // realloc through every class and into large blocks
+    for i in 0..5_000_000 {
+        v.push(i); // realloc through every class, large blocks, and mappings grown
     }
+    assert!(v.iter().enumerate().all(|(i, x)| *x == i as u32));
+    v.truncate(1000);
+    v.shrink_to_fit(); // from a mapping back to a class
     assert!(v.iter().enumerate().all(|(i, x)| *x == i as u32));
 }
 
