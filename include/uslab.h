@@ -237,6 +237,14 @@ USLAB_API void *kmemdup(const void *src, size_t len, gfp_t flags) USLAB_MALLOC_A
 /* Frees p[0..nr) of any caches or kmalloc sizes (NULL entries skipped). */
 USLAB_API void kfree_bulk(size_t nr, void **p);
 
+/* A block of at least size bytes from malloc's finer classes (steps of 16
+ * and 32 bytes to 256, then eight a doubling, to 8 KiB; 16-aligned) and its
+ * fast path, without replacing malloc (for a program, or a language runtime,
+ * that keeps its own); above 8 KiB, kmalloc's large blocks. size 0 gives a
+ * 16-byte block. Freed with kfree (and kfree_bulk); ksize and krealloc take
+ * it. NULL when out of memory (reported unless __GFP_NOWARN; the fast path's
+ * own refill failure follows USLAB_OOM as malloc's does); __GFP_ZERO zeroes. */
+USLAB_API void *uslab_malloc(size_t size, gfp_t flags) USLAB_MALLOC_ATTR;
 /* A block of size bytes aligned to align (a power of two; others are reported
  * and refused with NULL), freed with kfree; ksize and krealloc take it
  * (krealloc keeps only kmalloc's alignment). Alignments up to 8 are

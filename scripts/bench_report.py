@@ -853,6 +853,15 @@ def report(d):
     if log:
         L.append("Per-round log (stderr):\n")
         L.append(fence("\n".join(log)))
+    L.append("## Rust: the uslab crate\n")
+    L.append("bindings/rust: `uslab::Uslab` as `#[global_allocator]` against the mimalloc and tikv-jemallocator "
+             "crates and the system allocator, and `KmemCache<T>` against `Box<T>` and the slab and sharded-slab "
+             "crates (bench/rust/run.py; ns per operation, medians).\n")
+    text = read(os.path.join(raw, "rust.txt"))
+    if not text or not text.strip():
+        L.append("*No output: this part did not run or printed nothing.*\n")
+    else:
+        L.append(fence(text.strip()))
     L.append("## The kernel's own test suites\n")
     L.append("The kernel's own user-space suites of linux-source-6.12 (tools/testing/radix-tree: xarray, "
              "multiorder and maple by default), built twice by scripts/kernel-suites.sh: with uslab's adapter "

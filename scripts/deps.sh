@@ -4,6 +4,7 @@
 # them) and the real programs they run (python3, sqlite3, perl, gcc,
 # redis-server and redis-benchmark):
 # what scripts/bench.sh needs.
+# Both: cargo (the Rust crates), if no cargo is installed.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
 # valgrind, g++, pkg-config, git, and the kernel's source (linux-source-6.12)
 # and liburcu-dev for the kernel's test suites. Nothing else is downloaded.
@@ -17,6 +18,9 @@ command -v cc >/dev/null || pkgs+=(gcc)
 command -v python3 >/dev/null || pkgs+=(python3)
 command -v sqlite3 >/dev/null || pkgs+=(sqlite3)
 command -v perl >/dev/null || pkgs+=(perl)
+# The Rust crates (bindings/rust: their tests, and the bench's Rust part).
+# Debian's cargo where none is installed; crates come from the registry.
+command -v cargo >/dev/null || pkgs+=(cargo)
 if [ "$want" = bench ]; then
   # The redis memory scenario (bench/redis/redis_rss.sh).
   command -v redis-server >/dev/null || pkgs+=(redis-server)

@@ -69,8 +69,10 @@ static bool make_kmalloc_caches(void)
 		/* Power-of-two sizes are naturally aligned (the kernel's rule): with
 		 * a stride of exactly the size inside a block aligned to at least
 		 * that, every object is; the requested alignment says so up to the
-		 * page (the block does the rest). */
-		unsigned int align = (size & (size - 1)) ? 8 : size;
+		 * page (the block does the rest). 96 and 192 serve malloc too:
+		 * 16, malloc's guarantee (a stride of 96 is already a multiple of
+		 * it; a debug layout's is not, unless told). */
+		unsigned int align = (size & (size - 1)) ? 16 : size;
 		if (align > USL_PAGE_SIZE)
 			align = (unsigned int)USL_PAGE_SIZE;
 		kmalloc_caches[i] = usl_cache_create(kmalloc_info[i].name, size, align, 0, NULL, NULL, USL_CACHE_KMALLOC, 0);
@@ -372,6 +374,30 @@ void *kmalloc(size_t size, gfp_t gfp)
 		return s ? kmem_cache_alloc(s, gfp) : NULL;
 	}
 	return kmalloc_large(size, gfp, NUMA_NO_NODE);
+}
+
+/* malloc's classes for a program that keeps its own malloc (the Rust
+ * crate's global allocator): the override's fast path, a table load and the
+ * pop (hardened or plain, or the owned front end's); zeroing, sizes above
+ * 8 KiB, classes not yet made and debug classes through usl_malloc_bytes. */
+void *uslab_malloc(size_t size, gfp_t gfp)
+{
+	if (usl_likely(size <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO))) {
+		size_t i = (size + 15) >> 4;
+		const struct usl_malloc_class *c = usl_malloc_class(i);
+		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+		if (usl_malloc_owned(slots))
+			return usl_owned_pop_tagged((uintptr_t)slots);
+		if (usl_likely(slots != NULL))
+			return usl_malloc_pop(c, slots);
+		slots = __atomic_load_n(&usl_malloc_plain[i], __ATOMIC_ACQUIRE);
+		if (slots)
+			return usl_malloc_pop_plain(c, slots);
+	}
+	void *p = usl_malloc_bytes(size < 16 ? 16 : size, gfp | __GFP_NOWARN, (uintptr_t)__builtin_return_address(0));
+	if (usl_unlikely(!p) && !(gfp & __GFP_NOWARN))
+		usl_report(USLAB_ERR_NOMEM, "uslab_malloc: out of memory for %zu bytes", size);
+	return p;
 }
 
 /* align: a power of two above 8. A block of max(n, align) rounded up to a

@@ -488,6 +488,34 @@ static void test_large_threads(void)
 	CHECK_EQ(usl_map_kept_bytes(), 0);
 }
 
+/* uslab_malloc: malloc's classes without malloc: every size to 9000 (and
+ * large ones) 16-aligned, usable to its size, freed by kfree and
+ * kfree_bulk, zeroed on request, and a class block again after its free. */
+static void test_uslab_malloc(void)
+{
+	static void *v[9001];
+	for (size_t n = 0; n <= 9000; n++) {
+		char *p = v[n] = uslab_malloc(n, GFP_KERNEL);
+		CHECK(p != NULL && (uintptr_t)p % 16 == 0 && ksize(p) >= (n ? n : 1));
+		memset(p, 0x6b, n);
+	}
+	for (size_t n = 0; n <= 9000; n += 2)
+		kfree(v[n]);
+	for (size_t n = 0; n <= 9000; n += 2) {
+		char *z = v[n] = uslab_malloc(n, GFP_KERNEL | __GFP_ZERO);
+		CHECK(z && all_bytes(z, 0, n));
+	}
+	kfree_bulk(9001, v);
+	char *big = uslab_malloc(5u << 20, GFP_KERNEL);
+	CHECK(big && ksize(big) >= (5u << 20));
+	memset(big, 1, 5u << 20);
+	kfree(big);
+	capture_reports();
+	unsigned long nomem = reports(USLAB_ERR_NOMEM);
+	CHECK(uslab_malloc(SIZE_MAX - 4096, GFP_KERNEL | __GFP_NOWARN) == NULL);
+	CHECK_EQ(reports(USLAB_ERR_NOMEM), nomem);
+}
+
 /* uslab_aligned_alloc: every power of two from 1 to 2 MiB with sizes about
  * it, aligned, usable to its size, freed by kfree; bad alignments refused. */
 static void test_aligned(void)
@@ -538,6 +566,7 @@ int main(int argc, char **argv)
 	test_bad_input();
 	test_kfree_bulk();
 	test_aligned();
+	test_uslab_malloc();
 	test_threads();
 	test_large_threads();
 	return test_summary();

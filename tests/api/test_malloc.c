@@ -190,6 +190,19 @@ static void test_realloc(void)
 
 static void test_aligned(void)
 {
+	/* malloc's 16 bytes, every class (under USLAB_DEBUG too: the 96 and
+	 * 192 classes, kmalloc's, once gave 8), a few blocks of each. */
+	static void *blocks[8193][2];
+	size_t misaligned = 0;
+	for (size_t n = 1; n <= 8192; n++)
+		for (int k = 0; k < 2; k++) {
+			blocks[n][k] = malloc(n);
+			misaligned += (uintptr_t)blocks[n][k] % 16 != 0;
+		}
+	CHECK_EQ(misaligned, 0);
+	for (size_t n = 1; n <= 8192; n++)
+		for (int k = 0; k < 2; k++)
+			free(blocks[n][k]);
 	for (size_t al = 1; al <= ((size_t)1 << 30); al <<= 1) {
 		void *p = (void *)0x1;
 		int r = posix_memalign(&p, al < sizeof(void *) ? sizeof(void *) : al, 100);

@@ -153,6 +153,7 @@ extern "C" {
     pub fn kstrdup(s: *const c_char, flags: gfp_t) -> *mut c_char;
     pub fn kmemdup(src: *const c_void, len: usize, flags: gfp_t) -> *mut c_void;
     pub fn kfree_bulk(nr: usize, p: *mut *mut c_void);
+    pub fn uslab_malloc(size: usize, flags: gfp_t) -> *mut c_void;
     pub fn uslab_aligned_alloc(align: usize, size: usize, flags: gfp_t) -> *mut c_void;
 
     pub fn uslab_set_report_handler(fn_: uslab_report_fn, arg: *mut c_void);

@@ -12,13 +12,17 @@ use crate::sys;
 /// static GLOBAL: uslab::Uslab = uslab::Uslab;
 /// ```
 ///
-/// Allocations up to 8-byte alignment are `kmalloc` blocks (size classes
-/// 8 to 8 KiB, larger blocks from the page provider, direct mappings beyond
-/// 4 MiB); larger alignments take `uslab_aligned_alloc` (the power-of-two
+/// Allocations up to 16-byte alignment take `uslab_malloc`: the drop-in
+/// malloc's finer classes (steps of 16 and 32 bytes to 256, then eight a
+/// doubling, to 8 KiB) and its fast path (a table load and the per-CPU
+/// sheaf pop), larger blocks from the page provider, direct mappings beyond
+/// 4 MiB. Larger alignments take `uslab_aligned_alloc` (the power-of-two
 /// class of the size, naturally aligned). `dealloc` is `kfree`, which finds
-/// the block's class from its address (no faster with the size given: the
-/// address must be checked all the same). `realloc` is `krealloc` (in place
-/// when the block is large enough), `alloc_zeroed` the zeroing path.
+/// the block's class from its address (the address must be checked all the
+/// same, so the size given does not make it faster). `realloc` keeps the
+/// block while the new size fits and is more than half of it, grows a direct
+/// mapping in place (`krealloc`: mremap), and otherwise moves; `alloc_zeroed`
+/// is the zeroing path.
 ///
 /// Out of memory returns NULL without a report (Rust's
 /// `handle_alloc_error` says it). The program's C code keeps the C
@@ -27,11 +31,13 @@ use crate::sys;
 pub struct Uslab;
 
 const GFP: sys::gfp_t = sys::GFP_KERNEL | sys::__GFP_NOWARN;
-/// kmalloc's guaranteed alignment (every class is 8-aligned).
-const KMALLOC_ALIGN: usize = 8;
+/// uslab_malloc's guaranteed alignment (every class is 16-aligned).
+const MALLOC_ALIGN: usize = 16;
+/// The largest block of the page provider: above, direct mappings.
+const MAX_BLOCK: usize = 4 << 20;
 
 // SAFETY: every block returned is at least layout.size() bytes aligned to
-// layout.align() (kmalloc's classes are 8-aligned, uslab_aligned_alloc
+// layout.align() (uslab_malloc's classes are 16-aligned, uslab_aligned_alloc
 // aligns to any power of two), stays valid until freed, and is freed only
 // through kfree (which takes both kinds).
 unsafe impl GlobalAlloc for Uslab {
@@ -39,8 +45,8 @@ unsafe impl GlobalAlloc for Uslab {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: plain C calls.
         unsafe {
-            if layout.align() <= KMALLOC_ALIGN {
-                sys::kmalloc(layout.size(), GFP) as *mut u8
+            if layout.align() <= MALLOC_ALIGN {
+                sys::uslab_malloc(layout.size(), GFP) as *mut u8
             } else {
                 sys::uslab_aligned_alloc(layout.align(), layout.size(), GFP) as *mut u8
             }
@@ -58,8 +64,8 @@ unsafe impl GlobalAlloc for Uslab {
         let gfp = GFP | sys::__GFP_ZERO;
         // SAFETY: plain C calls.
         unsafe {
-            if layout.align() <= KMALLOC_ALIGN {
-                sys::kmalloc(layout.size(), gfp) as *mut u8
+            if layout.align() <= MALLOC_ALIGN {
+                sys::uslab_malloc(layout.size(), gfp) as *mut u8
             } else {
                 sys::uslab_aligned_alloc(layout.align(), layout.size(), gfp) as *mut u8
             }
@@ -68,19 +74,21 @@ unsafe impl GlobalAlloc for Uslab {
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= KMALLOC_ALIGN {
-            // SAFETY: ptr is a block of ours; new_size > 0 (GlobalAlloc's
-            // contract), so krealloc never frees here; NULL leaves ptr as is.
-            return unsafe { sys::krealloc(ptr as *const c_void, new_size, GFP) as *mut u8 };
-        }
-        // Over-aligned: in place if the block is already large enough (its
-        // alignment is unchanged), else a new aligned block.
-        // SAFETY: ptr is a live block of ours of layout.size() bytes.
+        // SAFETY: ptr is a live block of ours of layout.size() bytes;
+        // new_size > 0 (GlobalAlloc's contract).
         unsafe {
-            if sys::ksize(ptr as *const c_void) >= new_size {
+            let old = sys::ksize(ptr as *const c_void);
+            // In place while it fits and is not more than twice too big (a
+            // much smaller size moves, so the memory is given back).
+            if new_size <= old && (new_size > old / 2 || old <= 2 * MALLOC_ALIGN) {
                 return ptr;
             }
-            let new = sys::uslab_aligned_alloc(layout.align(), new_size, GFP) as *mut u8;
+            // A direct mapping that stays one: mremap, no copy (the
+            // alignment of a mapping is the page's, and stays).
+            if old > MAX_BLOCK && new_size > MAX_BLOCK && layout.align() <= 4096 {
+                return sys::krealloc(ptr as *const c_void, new_size, GFP) as *mut u8;
+            }
+            let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
             if !new.is_null() {
                 std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
                 sys::kfree(ptr as *const c_void);
