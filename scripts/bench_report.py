@@ -618,6 +618,14 @@ def fence(text):
     return "```\n" + text.rstrip("\n") + "\n```\n"
 
 
+def part_output(raw, name):
+    """A part's stdout, fenced, or the note that it printed nothing."""
+    text = read(os.path.join(raw, name))
+    if not text or not text.strip():
+        return "*No output: this part did not run or printed nothing.*\n"
+    return fence(text.strip())
+
+
 def stderr_notes(text):
     """Lines of a program's stderr that are neither progress nor the scenario's
     per-round log: failures, notes and warnings."""
@@ -857,11 +865,7 @@ def report(d):
     L.append("bindings/rust: `uslab::Uslab` as `#[global_allocator]` against the mimalloc and tikv-jemallocator "
              "crates and the system allocator, and `KmemCache<T>` against `Box<T>` and the slab and sharded-slab "
              "crates (bench/rust/run.py; ns per operation, medians).\n")
-    text = read(os.path.join(raw, "rust.txt"))
-    if not text or not text.strip():
-        L.append("*No output: this part did not run or printed nothing.*\n")
-    else:
-        L.append(fence(text.strip()))
+    L.append(part_output(raw, "rust.txt"))
     L.append("## The kernel's own test suites\n")
     L.append("The kernel's own user-space suites of linux-source-6.12 (tools/testing/radix-tree: xarray, "
              "multiorder and maple by default), built twice by scripts/kernel-suites.sh: with uslab's adapter "
@@ -869,11 +873,7 @@ def report(d):
              "over malloc and a mutex) run on each peer (bench/kernel/suites_time.sh). idr-test and main, mostly "
              "loops that run for a set time, are timed only on request (`bash scripts/bench.sh kernel --suites "
              "\"idr-test:1 main:1\"`).\n")
-    text = read(os.path.join(raw, "kernel-suites.txt"))
-    if not text or not text.strip():
-        L.append("*No output: this part did not run or printed nothing.*\n")
-    else:
-        L.append(fence(text.strip()))
+    L.append(part_output(raw, "kernel-suites.txt"))
     L += ["![%s](%s)\n" % (t, png) for png, t, _ in p.made if png == "kernel-suites.png"]
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write("\n".join(L))

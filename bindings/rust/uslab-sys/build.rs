@@ -13,11 +13,8 @@ fn sources(csrc: &Path) -> Vec<PathBuf> {
     let start = cmake.find("set(USLAB_SOURCES").expect("set(USLAB_SOURCES in CMakeLists.txt");
     let body = &cmake[start + "set(USLAB_SOURCES".len()..];
     let end = body.find(')').expect("end of USLAB_SOURCES");
-    let mut list: Vec<PathBuf> = body[..end]
-        .split_whitespace()
-        .filter(|s| s.ends_with(".c"))
-        .map(|s| csrc.join(s))
-        .collect();
+    let mut list: Vec<PathBuf> =
+        body[..end].split_whitespace().filter(|s| s.ends_with(".c")).map(|s| csrc.join(s)).collect();
     // Not a sanitizer build: vfork and clone wrappers (CMakeLists.txt adds
     // them the same way).
     list.push(csrc.join("src/platform/vfork.c"));

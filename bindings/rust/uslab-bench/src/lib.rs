@@ -61,30 +61,41 @@ fn report(name: &str, t: Instant, ops: u64) {
     println!("{name}\t{:.3}", t.elapsed().as_nanos() as f64 / ops as f64);
 }
 
-fn box_pair(z: &Sizes) {
+/// `z.pairs` times: an object made and freed at once; ns per pair.
+fn pairs<S, H>(name: &str, z: &Sizes, state: &mut S, make: fn(&mut S, u64) -> H, free: fn(&mut S, H)) {
     let t = Instant::now();
     for i in 0..z.pairs {
-        let b = Box::new(Obj::new(i));
-        black_box(&b);
-        drop(b);
+        let h = make(state, i);
+        free(state, black_box(h));
     }
-    report("box-pair", t, z.pairs);
+    report(name, t, z.pairs);
 }
 
-fn box_random_free(z: &Sizes) {
+/// `z.rounds` times: `z.random` objects made, then freed in a shuffled
+/// order; ns per object (its make and free).
+fn random_free<S, H>(name: &str, z: &Sizes, state: &mut S, make: fn(&mut S, u64) -> H, free: fn(&mut S, H)) {
     let mut rng = Rng(0x9e3779b97f4a7c15);
     let mut order: Vec<usize> = (0..z.random).collect();
     let mut total = std::time::Duration::ZERO;
     for _ in 0..z.rounds {
         rng.shuffle(&mut order);
         let t = Instant::now();
-        let mut v: Vec<Option<Box<Obj>>> = (0..z.random as u64).map(|i| Some(Box::new(Obj::new(i)))).collect();
+        let mut v: Vec<Option<H>> = (0..z.random as u64).map(|i| Some(make(state, i))).collect();
         for &k in &order {
-            drop(black_box(v[k].take()));
+            let h = v[k].take().unwrap();
+            free(state, black_box(h));
         }
         total += t.elapsed();
     }
-    println!("box-random-free\t{:.3}", total.as_nanos() as f64 / (z.random * z.rounds) as f64);
+    println!("{name}\t{:.3}", total.as_nanos() as f64 / (z.random * z.rounds) as f64);
+}
+
+fn box_pair(z: &Sizes) {
+    pairs("box-pair", z, &mut (), |_, i| Box::new(Obj::new(i)), |_, b| drop(b));
+}
+
+fn box_random_free(z: &Sizes) {
+    random_free("box-random-free", z, &mut (), |_, i| Box::new(Obj::new(i)), |_, b| drop(b));
 }
 
 /// Each thread keeps a ring of 256 live objects and replaces a random one
@@ -176,27 +187,9 @@ fn strings(z: &Sizes) {
 fn kmem(z: &Sizes) {
     use uslab::{CacheFlags, KmemCache};
     let cache = KmemCache::<Obj>::with_flags("bench-obj", CacheFlags::NO_MERGE).unwrap();
-    let t = Instant::now();
-    for i in 0..z.pairs {
-        let b = cache.alloc(Obj::new(i));
-        black_box(&b);
-        drop(b);
-    }
-    report("kmemcache-pair", t, z.pairs);
-
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    let mut order: Vec<usize> = (0..z.random).collect();
-    let mut total = std::time::Duration::ZERO;
-    for _ in 0..z.rounds {
-        rng.shuffle(&mut order);
-        let t = Instant::now();
-        let mut v: Vec<Option<_>> = (0..z.random as u64).map(|i| Some(cache.alloc(Obj::new(i)))).collect();
-        for &k in &order {
-            drop(black_box(v[k].take()));
-        }
-        total += t.elapsed();
-    }
-    println!("kmemcache-random-free\t{:.3}", total.as_nanos() as f64 / (z.random * z.rounds) as f64);
+    let mut c = &cache;
+    pairs("kmemcache-pair", z, &mut c, |c, i| c.alloc(Obj::new(i)), |_, b| drop(b));
+    random_free("kmemcache-random-free", z, &mut c, |c, i| c.alloc(Obj::new(i)), |_, b| drop(b));
 
     ring_threads("kmemcache-threads", z, &cache, |c, rng, ops| {
         let mut ring: Vec<_> = (0..256).map(|i| c.alloc(Obj::new(i))).collect();
@@ -210,52 +203,47 @@ fn kmem(z: &Sizes) {
 
 fn slab_crate(z: &Sizes) {
     let mut s: slab::Slab<Obj> = slab::Slab::with_capacity(1024);
-    let t = Instant::now();
-    for i in 0..z.pairs {
-        let k = s.insert(Obj::new(i));
-        black_box(&s[k]);
-        black_box(s.remove(k));
-    }
-    report("slab-pair", t, z.pairs);
-
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    let mut order: Vec<usize> = (0..z.random).collect();
-    let mut total = std::time::Duration::ZERO;
+    pairs(
+        "slab-pair",
+        z,
+        &mut s,
+        |s, i| s.insert(Obj::new(i)),
+        |s, k| {
+            black_box(s.remove(k));
+        },
+    );
     let mut s: slab::Slab<Obj> = slab::Slab::new();
-    for _ in 0..z.rounds {
-        rng.shuffle(&mut order);
-        let t = Instant::now();
-        let keys: Vec<usize> = (0..z.random as u64).map(|i| s.insert(Obj::new(i))).collect();
-        for &k in &order {
-            black_box(s.remove(keys[k]));
-        }
-        total += t.elapsed();
-    }
-    println!("slab-random-free\t{:.3}", total.as_nanos() as f64 / (z.random * z.rounds) as f64);
+    random_free(
+        "slab-random-free",
+        z,
+        &mut s,
+        |s, i| s.insert(Obj::new(i)),
+        |s, k| {
+            black_box(s.remove(k));
+        },
+    );
 }
 
 fn sharded(z: &Sizes) {
-    let s: sharded_slab::Slab<Obj> = sharded_slab::Slab::new();
-    let t = Instant::now();
-    for i in 0..z.pairs {
-        let k = s.insert(Obj::new(i)).unwrap();
-        black_box(s.take(k));
-    }
-    report("sharded-slab-pair", t, z.pairs);
-
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    let mut order: Vec<usize> = (0..z.random).collect();
-    let mut total = std::time::Duration::ZERO;
-    for _ in 0..z.rounds {
-        rng.shuffle(&mut order);
-        let t = Instant::now();
-        let keys: Vec<usize> = (0..z.random as u64).map(|i| s.insert(Obj::new(i)).unwrap()).collect();
-        for &k in &order {
-            black_box(s.take(keys[k]));
-        }
-        total += t.elapsed();
-    }
-    println!("sharded-slab-random-free\t{:.3}", total.as_nanos() as f64 / (z.random * z.rounds) as f64);
+    let mut s: sharded_slab::Slab<Obj> = sharded_slab::Slab::new();
+    pairs(
+        "sharded-slab-pair",
+        z,
+        &mut s,
+        |s, i| s.insert(Obj::new(i)).unwrap(),
+        |s, k| {
+            black_box(s.take(k));
+        },
+    );
+    random_free(
+        "sharded-slab-random-free",
+        z,
+        &mut s,
+        |s, i| s.insert(Obj::new(i)).unwrap(),
+        |s, k| {
+            black_box(s.take(k));
+        },
+    );
 
     ring_threads("sharded-slab-threads", z, &s, |s, rng, ops| {
         let mut ring: Vec<usize> = (0..256).map(|i| s.insert(Obj::new(i)).unwrap()).collect();

@@ -128,8 +128,13 @@ extern "C" {
     pub fn kmem_cache_zalloc(s: *mut kmem_cache, flags: gfp_t) -> *mut c_void;
     pub fn kmem_cache_free(s: *mut kmem_cache, obj: *mut c_void);
     pub fn kmem_cache_alloc_bulk(s: *mut kmem_cache, flags: gfp_t, nr: usize, p: *mut *mut c_void) -> c_int;
-    pub fn uslab_alloc_bulk_node(s: *mut kmem_cache, flags: gfp_t, node: c_int, nr: usize, p: *mut *mut c_void)
-        -> c_int;
+    pub fn uslab_alloc_bulk_node(
+        s: *mut kmem_cache,
+        flags: gfp_t,
+        node: c_int,
+        nr: usize,
+        p: *mut *mut c_void,
+    ) -> c_int;
     pub fn kmem_cache_free_bulk(s: *mut kmem_cache, nr: usize, p: *mut *mut c_void);
     pub fn kmem_cache_shrink(s: *mut kmem_cache) -> c_int;
     pub fn uslab_cache_shrink_node(s: *mut kmem_cache, node: c_int) -> c_int;

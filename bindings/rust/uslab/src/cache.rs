@@ -105,9 +105,8 @@ impl CacheFlags {
     /// Debug: the last allocating and freeing call stacks kept (U).
     pub const STORE_USER: Self = Self(sys::SLAB_STORE_USER);
     /// `F | Z | P | U`, the kernel's `slub_debug=FZPU`.
-    pub const DEBUG: Self = Self(
-        sys::SLAB_CONSISTENCY_CHECKS | sys::SLAB_RED_ZONE | sys::SLAB_POISON | sys::SLAB_STORE_USER,
-    );
+    pub const DEBUG: Self =
+        Self(sys::SLAB_CONSISTENCY_CHECKS | sys::SLAB_RED_ZONE | sys::SLAB_POISON | sys::SLAB_STORE_USER);
 
     /// The C flag bits.
     pub const fn bits(self) -> u32 {
@@ -130,7 +129,11 @@ fn max_align() -> usize {
     const SC_PAGESIZE: std::ffi::c_int = 30;
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { sysconf(SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
 }
 
 /// A cache of objects of type `T`: the kernel's `kmem_cache`, typed.
@@ -273,7 +276,8 @@ impl<T> KmemCache<T> {
         }
         let mut raw: Vec<*mut c_void> = vec![ptr::null_mut(); n];
         // SAFETY: raw holds n slots; all-or-nothing in C.
-        let got = unsafe { sys::kmem_cache_alloc_bulk(self.raw, sys::GFP_KERNEL | sys::__GFP_NOWARN, n, raw.as_mut_ptr()) };
+        let got =
+            unsafe { sys::kmem_cache_alloc_bulk(self.raw, sys::GFP_KERNEL | sys::__GFP_NOWARN, n, raw.as_mut_ptr()) };
         if got as usize != n {
             return Err(AllocError(it));
         }

@@ -36,6 +36,19 @@ const MALLOC_ALIGN: usize = 16;
 /// The largest block of the page provider: above, direct mappings.
 const MAX_BLOCK: usize = 4 << 20;
 
+/// A block for layout: malloc's classes up to their alignment, else aligned.
+#[inline]
+fn alloc_with(layout: Layout, gfp: sys::gfp_t) -> *mut u8 {
+    // SAFETY: plain C calls, any size and alignment accepted.
+    unsafe {
+        if layout.align() <= MALLOC_ALIGN {
+            sys::uslab_malloc(layout.size(), gfp) as *mut u8
+        } else {
+            sys::uslab_aligned_alloc(layout.align(), layout.size(), gfp) as *mut u8
+        }
+    }
+}
+
 // SAFETY: every block returned is at least layout.size() bytes aligned to
 // layout.align() (uslab_malloc's classes are 16-aligned, uslab_aligned_alloc
 // aligns to any power of two), stays valid until freed, and is freed only
@@ -43,14 +56,7 @@ const MAX_BLOCK: usize = 4 << 20;
 unsafe impl GlobalAlloc for Uslab {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: plain C calls.
-        unsafe {
-            if layout.align() <= MALLOC_ALIGN {
-                sys::uslab_malloc(layout.size(), GFP) as *mut u8
-            } else {
-                sys::uslab_aligned_alloc(layout.align(), layout.size(), GFP) as *mut u8
-            }
-        }
+        alloc_with(layout, GFP)
     }
 
     #[inline]
@@ -61,15 +67,7 @@ unsafe impl GlobalAlloc for Uslab {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let gfp = GFP | sys::__GFP_ZERO;
-        // SAFETY: plain C calls.
-        unsafe {
-            if layout.align() <= MALLOC_ALIGN {
-                sys::uslab_malloc(layout.size(), gfp) as *mut u8
-            } else {
-                sys::uslab_aligned_alloc(layout.align(), layout.size(), gfp) as *mut u8
-            }
-        }
+        alloc_with(layout, GFP | sys::__GFP_ZERO)
     }
 
     #[inline]
