@@ -4,7 +4,9 @@
 # them) and the real programs they run (python3, sqlite3, perl, gcc,
 # redis-server and redis-benchmark):
 # what scripts/bench.sh needs.
-# Both: cargo (the Rust crates), if no cargo is installed.
+# bench and test: cargo (the Rust crates), if no cargo is installed.
+# "deps.sh package": the build tools, the optional headers and the packaging
+# tools (dpkg-dev, debhelper, lintian): what scripts/package.sh needs.
 # "deps.sh test" (the default): those, plus clang with its sanitizer runtimes,
 # valgrind, g++, pkg-config, git, and the kernel's source (linux-source-6.12)
 # and liburcu-dev for the kernel's test suites. Nothing else is downloaded.
@@ -20,7 +22,17 @@ command -v sqlite3 >/dev/null || pkgs+=(sqlite3)
 command -v perl >/dev/null || pkgs+=(perl)
 # The Rust crates (bindings/rust: their tests, and the bench's Rust part).
 # Debian's cargo where none is installed; crates come from the registry.
-command -v cargo >/dev/null || pkgs+=(cargo)
+[ "$want" = package ] || command -v cargo >/dev/null || pkgs+=(cargo)
+# The Debian packages (scripts/package.sh, the test package_deb): the
+# packaging tools and debian/control's Build-Depends (the headers below).
+if [ "$want" = package ] || [ "$want" = test ]; then
+  command -v dpkg-buildpackage >/dev/null || pkgs+=(dpkg-dev)
+  command -v dh >/dev/null || pkgs+=(debhelper)
+  command -v lintian >/dev/null || pkgs+=(lintian)
+  command -v pod2man >/dev/null || pkgs+=(perl)
+  command -v pkg-config >/dev/null || pkgs+=(pkg-config)
+  command -v c++ >/dev/null || pkgs+=(build-essential)
+fi
 if [ "$want" = bench ]; then
   # The redis memory scenario (bench/redis/redis_rss.sh).
   command -v redis-server >/dev/null || pkgs+=(redis-server)
@@ -54,8 +66,8 @@ if [ "$want" = test ]; then
   # kernel's source as Debian ships it, and the RCU library they link.
   [ -e /usr/src/linux-source-6.12.tar.xz ] || pkgs+=(linux-source-6.12)
   ls /usr/include/urcu/uatomic.h /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
-elif [ "$want" != bench ]; then
-  echo "deps: usage: deps.sh [bench|test]" >&2
+elif [ "$want" != bench ] && [ "$want" != package ]; then
+  echo "deps: usage: deps.sh [bench|test|package]" >&2
   exit 2
 fi
 if [ ${#pkgs[@]} -gt 0 ]; then
