@@ -27,6 +27,10 @@ for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" &&
     skip "$p is installed on this machine; the test would replace it and then remove it"
 done
+# debian/changelog's upstream version is the project's (CMakeLists.txt).
+project=$(sed -n 's/^project(uslab VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+deb=$(cd "$root" && dpkg-parsechangelog -S Version)
+[ "${deb%-*}" = "$project" ] || fail "debian/changelog says $deb, CMakeLists.txt $project"
 out=$(mktemp -d)
 trap '$SUDO apt-get purge -y -q $pkgs >/dev/null 2>&1; rm -rf "$out"' EXIT
 USLAB_DEB_OUT=$out bash "$root/scripts/package.sh" --no-deps || fail "building the packages"
