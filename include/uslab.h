@@ -378,6 +378,52 @@ USLAB_API void uslab_slabinfo(FILE *f);
  * it has no tunables), ENOMEM. */
 USLAB_API int uslab_slabinfo_write(const char *line);
 
+/* ---- RCU: objects freed after a grace period of the program's liburcu ----
+ * Built when liburcu's headers (liburcu-dev) were there; without them these
+ * functions do not exist and a program that calls them fails to link.
+ *
+ * uslab_rcu_init(&urcu_memb_flavor) (or the qsbr, mb, signal or bp flavour the
+ * program's readers use) tells uslab whose grace periods to wait for; once,
+ * before the first kfree_rcu: 0, or -1 with errno (EINVAL: NULL or incomplete
+ * flavour; EBUSY: another flavour was given before). kfree_rcu before it is
+ * refused, the object left allocated, and reported once: uslab cannot know
+ * which readers a guessed flavour's grace period would miss.
+ *
+ * kfree_rcu(ptr, field): frees ptr, an object of any kmem_cache or a kmalloc
+ * block, after a grace period; field names its struct rcu_head (liburcu's),
+ * which uslab uses while the object waits (a second kfree_rcu of it then is
+ * reported and refused). kfree_rcu_mightsleep(ptr): the same without a
+ * rcu_head (a second one is caught when the first frees it). Objects wait in
+ * per-CPU batches, one call_rcu per batch, at most about two grace periods;
+ * a pointer that starts no object is reported and refused. Never call them
+ * from a signal handler. kvfree_rcu_barrier(): returns when every object
+ * queued before it is freed; not inside a read-side section (reported).
+ * USLAB_RCU_MAX (objects, default 1048576) bounds the objects waiting: past
+ * it, a kfree_rcu outside a read-side section waits for the queued ones. */
+struct rcu_flavor_struct;             /* liburcu's (urcu/flavor.h) */
+struct rcu_head;                      /* liburcu's (urcu/call-rcu.h) */
+USLAB_API int uslab_rcu_init(const struct rcu_flavor_struct *flavor);
+USLAB_API void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr);
+USLAB_API void kvfree_rcu_barrier(void);
+/* (ptr is evaluated once; NULL does nothing.) */
+#define kfree_rcu(ptr, field)                                                     \
+	do {                                                                      \
+		__typeof__(ptr) uslab_rcu_p_ = (ptr);                             \
+		if (uslab_rcu_p_)                                                 \
+			uslab_kvfree_call_rcu(&uslab_rcu_p_->field, (void *)uslab_rcu_p_); \
+	} while (0)
+#define kvfree_rcu(ptr, field) kfree_rcu(ptr, field)
+#define kfree_rcu_mightsleep(ptr) uslab_kvfree_call_rcu(NULL, (void *)(ptr))
+/* Objects queued by kfree_rcu, handed over in batches, freed, waiting now,
+ * refused (before uslab_rcu_init, bad pointers, a second kfree_rcu), and
+ * the times a caller waited at USLAB_RCU_MAX. Also the last lines of
+ * uslab_slabinfo once a flavour is set. 0, or -1 (EINVAL) for NULL. */
+struct uslab_rcu_stats {
+	unsigned long queued, batches, freed, waiting, refused, waits;
+	int flavor_set;
+};
+USLAB_API int uslab_rcu_stats(struct uslab_rcu_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,11 @@
 #include "../testing.h"
 #include "common.h"
 
+/* Set by the kmalloc layer's uslab_rcu_init (src/kmalloc/rcu.c): waits for the
+ * objects kfree_rcu queued, before a cache is destroyed. One of the calls that
+ * run up (docs/ARCHITECTURE.md, "Layers"). */
+void (*usl_rcu_destroy_wait)(void);
+
 static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Walks of the caches (statistics) count themselves in `walkers` (under
@@ -927,6 +932,12 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 	if (!s)
 		return;
+	/* Objects kfree_rcu queued are freed first (the kmalloc layer's hook,
+	 * set by uslab_rcu_init: kvfree_rcu_barrier), as the kernel's destroy
+	 * waits for them: they are not objects remaining. */
+	void (*rcu_wait)(void) = __atomic_load_n(&usl_rcu_destroy_wait, __ATOMIC_ACQUIRE);
+	if (rcu_wait && usl_cache_live(s))
+		rcu_wait();
 	/* A debug cache's quarantined objects go back first, with no lock held
 	 * (their release may report). */
 	if (s && usl_cache_live(s) && (s->flags & USL_SLAB_DEBUG_FLAGS))

@@ -309,6 +309,32 @@ static size_t block_size(const void *p)
 	return usl_large_size(p);
 }
 
+/* block_size, with a pointer that starts no block reported naming the cache
+ * whose slab it is in (fn(cache): ... is not the start of an object). */
+size_t usl_block_size_named(const void *p, const char *fn)
+{
+	size_t n = block_size(p);
+	if (usl_likely(n))
+		return n;
+	uintptr_t off = (uintptr_t)p - usl_base;
+	struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+	if (s)
+		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an allocated object; not freed", fn,
+		           s->name, p);
+	else
+		usl_report_bad_ptr(fn, p);
+	return 0;
+}
+
+/* The name of the cache whose object p starts (for reports), "kmalloc"
+ * for a large block: p is a block block_size knows. */
+const char *usl_block_owner_name(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+	return s ? s->name : "kmalloc (large block)";
+}
+
 /* ===========================================================================
  * The family
  */

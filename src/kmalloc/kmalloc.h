@@ -111,6 +111,10 @@ USL_HIDDEN void usl_kmalloc_note_size(void *p, size_t n);
  * power-of-two class or page block, or an aligned mapping beyond the largest
  * block. NULL, unreported, when out of memory. */
 USL_HIDDEN void *usl_kmalloc_aligned(size_t align, size_t n, gfp_t gfp);
+/* block_size of p, or 0 with a report naming fn and p's cache. */
+USL_HIDDEN size_t usl_block_size_named(const void *p, const char *fn);
+/* The name of the cache of the block p starts (usl_ksize_as said it is one). */
+USL_HIDDEN const char *usl_block_owner_name(const void *p);
 /* ksize, with reports naming fn (0 for a pointer that starts no block). */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
 

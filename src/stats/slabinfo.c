@@ -5,7 +5,8 @@
  * and mallinfo2), and USLAB_STATS's report at exit. A merged cache is one row
  * under its first name, as in the kernel. Locks: walk_lock for reading
  * (usl_cache_for_each), a node's list_lock for each row's snapshot; each row
- * is formatted before it is written. */
+ * is formatted before it is written; kfree_rcu's counters close it (a
+ * comment line) once a flavour is set. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -90,6 +91,14 @@ void uslab_slabinfo(FILE *f)
 	      " : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>\n",
 	      f);
 	usl_cache_for_each(show_row, f);
+#ifdef USLAB_HAVE_LIBURCU
+	/* kfree_rcu's objects, once a flavour is set: a comment line, which
+	 * slabinfo readers skip as they skip the header's. */
+	struct uslab_rcu_stats r;
+	if (uslab_rcu_stats(&r) == 0 && r.flavor_set)
+		fprintf(f, "# kfree_rcu: queued %lu batches %lu freed %lu waiting %lu refused %lu waits %lu\n", r.queued,
+		        r.batches, r.freed, r.waiting, r.refused, r.waits);
+#endif
 	fflush(f);
 }
 

@@ -64,6 +64,7 @@ fn main() {
         ("libunwind.h", "USLAB_HAVE_LIBUNWIND"),
         ("elfutils/libdwfl.h", "USLAB_HAVE_LIBDW"),
         ("numaif.h", "USLAB_HAVE_LIBNUMA"),
+        ("urcu/flavor.h", "USLAB_HAVE_LIBURCU"),
     ] {
         if !no_optional && have_header(header) {
             b.define(def, Some("1"));

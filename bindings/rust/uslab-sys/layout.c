@@ -26,6 +26,7 @@ __attribute__((visibility("default"))) const struct uslab_sys_entry uslab_sys_la
 	OFF(uslab_slabinfo, objperslab), OFF(uslab_slabinfo, pagesperslab), OFF(uslab_slabinfo, limit),
 	OFF(uslab_slabinfo, batchcount), OFF(uslab_slabinfo, sharedfactor), OFF(uslab_slabinfo, active_slabs),
 	OFF(uslab_slabinfo, num_slabs), OFF(uslab_slabinfo, sharedavail),
+	SIZE(uslab_rcu_stats), OFF(uslab_rcu_stats, waits), OFF(uslab_rcu_stats, flavor_set),
 	{ "sizeof enum uslab_error", sizeof(enum uslab_error) },
 	{ "sizeof gfp_t", sizeof(gfp_t) },
 	{ "sizeof slab_flags_t", sizeof(slab_flags_t) },

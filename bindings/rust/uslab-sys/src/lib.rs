@@ -91,6 +91,32 @@ pub struct uslab_slabinfo {
     pub sharedavail: c_ulong,
 }
 
+/// liburcu's `struct rcu_flavor_struct` (opaque here).
+#[repr(C)]
+pub struct rcu_flavor_struct {
+    _opaque: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// liburcu's `struct rcu_head` (opaque here).
+#[repr(C)]
+pub struct rcu_head {
+    _opaque: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// kfree_rcu's counters (`uslab_rcu_stats`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct uslab_rcu_stats {
+    pub queued: c_ulong,
+    pub batches: c_ulong,
+    pub freed: c_ulong,
+    pub waiting: c_ulong,
+    pub refused: c_ulong,
+    pub waits: c_ulong,
+    pub flavor_set: c_int,
+}
+
 /// `enum uslab_error`: the kinds of problems uslab reports.
 pub type uslab_error = c_uint;
 pub const USLAB_ERR_NONE: uslab_error = 0;
@@ -181,6 +207,12 @@ extern "C" {
     pub fn uslab_cache_slabinfo(s: *mut kmem_cache, out: *mut uslab_slabinfo) -> c_int;
     pub fn uslab_slabinfo(f: *mut FILE);
     pub fn uslab_slabinfo_write(line: *const c_char) -> c_int;
+
+    // Present only where the C library was built with liburcu's headers.
+    pub fn uslab_rcu_init(flavor: *const rcu_flavor_struct) -> c_int;
+    pub fn uslab_kvfree_call_rcu(head: *mut rcu_head, ptr: *mut c_void);
+    pub fn kvfree_rcu_barrier();
+    pub fn uslab_rcu_stats(out: *mut uslab_rcu_stats) -> c_int;
 }
 
 /// Layout facts the C compiler gives (`layout.c`), for the header test.

@@ -126,7 +126,8 @@ fn rust_to_c(t: &str) -> String {
         "gfp_t" => "gfp_t",
         "slab_flags_t" => "slab_flags_t",
         "FILE" => "FILE",
-        "kmem_cache" | "slab_sheaf" | "kmem_cache_args" | "uslab_slabinfo" => return format!("struct{t}"),
+        "kmem_cache" | "slab_sheaf" | "kmem_cache_args" | "uslab_slabinfo" | "uslab_rcu_stats" | "rcu_head"
+        | "rcu_flavor_struct" => return format!("struct{t}"),
         other => panic!("no C type known for Rust type {other}"),
     }
     .into()
@@ -283,6 +284,9 @@ fn structures_match_the_compiler() {
         ("uslab_slabinfo.active_slabs", offset_of!(S, active_slabs)),
         ("uslab_slabinfo.num_slabs", offset_of!(S, num_slabs)),
         ("uslab_slabinfo.sharedavail", offset_of!(S, sharedavail)),
+        ("sizeof uslab_rcu_stats", size_of::<uslab_sys::uslab_rcu_stats>()),
+        ("uslab_rcu_stats.waits", offset_of!(uslab_sys::uslab_rcu_stats, waits)),
+        ("uslab_rcu_stats.flavor_set", offset_of!(uslab_sys::uslab_rcu_stats, flavor_set)),
         ("sizeof enum uslab_error", size_of::<uslab_sys::uslab_error>()),
         ("sizeof gfp_t", size_of::<uslab_sys::gfp_t>()),
         ("sizeof slab_flags_t", size_of::<uslab_sys::slab_flags_t>()),

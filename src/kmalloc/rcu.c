@@ -1,0 +1,325 @@
+/* rcu.c - kfree_rcu on the program's liburcu flavour (uslab_rcu_init): objects
+ * freed after a grace period, queued in per-CPU batches, one call_rcu per
+ * batch (never per object), freed with kfree_bulk by the batch's callback.
+ * A CPU's first object starts its batch and asks for a "kick" after one
+ * grace period, which hands over whatever the batch holds then, so a partial
+ * batch waits at most two grace periods with no timer thread. Waiting objects
+ * are counted and bounded (USLAB_RCU_MAX): past the bound, a caller outside a
+ * read-side section waits for the callbacks (the flavour's rcu_barrier).
+ * Locks: a CPU's queue lock, alone (nothing is allocated or called under it);
+ * the flavour's own inside call_rcu and rcu_barrier. Built with liburcu's
+ * headers (USLAB_HAVE_LIBURCU): without them these calls do not exist, and a
+ * program that uses them fails to link. docs/GUIDE.md, "RCU". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kmalloc.h"
+
+#ifdef USLAB_HAVE_LIBURCU
+#include <urcu/call-rcu.h>
+#include <urcu/flavor.h>
+
+/* A batch: 2 KiB, a kmalloc block. offs[i] is the offset of object i's
+ * rcu_head in it (NO_HEAD for kfree_rcu_mightsleep's headless objects). */
+#define NO_HEAD UINT32_MAX
+#define BATCH ((2048 - 32) / 12)
+struct batch {
+	struct rcu_head head;      /* liburcu's: this batch's call_rcu */
+	unsigned int n;
+	unsigned int cpu;
+	void *obj[BATCH];
+	uint32_t offs[BATCH];
+};
+_Static_assert(sizeof(struct batch) <= 2048, "a batch is a kmalloc-2k block");
+
+struct cpu_queue {
+	pthread_mutex_t lock;
+	struct batch *cur;         /* objects not yet handed to call_rcu */
+	struct rcu_head kick;      /* handed to call_rcu while kick_pending */
+	bool kick_pending;
+} __attribute__((aligned(64)));
+
+static const struct rcu_flavor_struct *flavor;
+static struct cpu_queue *queues;
+static unsigned int nqueues;
+static uintptr_t mark_secret;
+static unsigned long rcu_max = 1ul << 20;   /* objects waiting, at most (USLAB_RCU_MAX) */
+
+/* Counters (relaxed): objects queued, batches handed over, objects freed,
+ * refused (before uslab_rcu_init, bad pointers, double kfree_rcu), and the
+ * times a caller waited at the bound. */
+static unsigned long n_queued, n_batches, n_freed, n_refused, n_waits;
+
+static inline void count(unsigned long *c, unsigned long d) { __atomic_fetch_add(c, d, __ATOMIC_RELAXED); }
+static inline unsigned long waiting(void)
+{
+	return __atomic_load_n(&n_queued, __ATOMIC_RELAXED) - __atomic_load_n(&n_freed, __ATOMIC_RELAXED);
+}
+
+/* The word a queued object's rcu_head carries (its second word, liburcu's
+ * func, which only call_rcu writes): says "queued for RCU" to a second
+ * kfree_rcu; cleared when the object is freed, so a reused object's stale
+ * copy cannot match its next life's kfree_rcu. */
+static inline uintptr_t queued_mark(const void *obj) { return (uintptr_t)obj ^ mark_secret; }
+
+/* After the grace period: the objects' marks cleared, the objects freed. */
+static void batch_done(struct rcu_head *head)
+{
+	struct batch *b = (struct batch *)((char *)head - offsetof(struct batch, head));
+	for (unsigned int i = 0; i < b->n; i++)
+		if (b->offs[i] != NO_HEAD)
+			((uintptr_t *)((char *)b->obj[i] + b->offs[i]))[1] = 0;
+	kfree_bulk(b->n, b->obj);
+	count(&n_freed, b->n);
+	kfree(b);
+}
+
+static void hand_over(struct batch *b)
+{
+	count(&n_batches, 1);
+	flavor->update_call_rcu(&b->head, batch_done);
+}
+
+/* One grace period after a batch started: whatever it holds goes. */
+static void kick_done(struct rcu_head *head)
+{
+	struct cpu_queue *q = (struct cpu_queue *)((char *)head - offsetof(struct cpu_queue, kick));
+	usl_lock(&q->lock);
+	struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
+	if (b)
+		q->cur = NULL;
+	q->kick_pending = false;
+	usl_unlock(&q->lock);
+	if (b)
+		hand_over(b);
+}
+
+static void fork_prepare(void)
+{
+	for (unsigned int i = 0; i < nqueues; i++)
+		usl_lock(&queues[i].lock);
+}
+
+static void fork_release(void)
+{
+	for (unsigned int i = nqueues; i-- > 0;)
+		usl_unlock(&queues[i].lock);
+}
+
+static void kvfree_rcu_barrier_quiet(void);
+
+/* kmem_cache_destroy: what waits is freed first (where waiting is allowed). */
+static void destroy_wait(void)
+{
+	if (waiting() && !flavor->read_ongoing())
+		kvfree_rcu_barrier_quiet();
+}
+
+int uslab_rcu_init(const struct rcu_flavor_struct *f)
+{
+	static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+	if (!f || !f->update_call_rcu || !f->barrier || !f->read_ongoing) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_rcu_init: %s; kfree_rcu stays refused",
+		           f ? "the flavour lacks call_rcu, rcu_barrier or read_ongoing" : "NULL flavour");
+		errno = EINVAL;
+		return -1;
+	}
+	usl_ensure_init();
+	pthread_mutex_lock(&init_lock);
+	int rc = 0;
+	if (flavor && flavor != f) {
+		usl_report(USLAB_ERR_BAD_ARG, "uslab_rcu_init: another flavour was given already; it stays");
+		errno = EBUSY;
+		rc = -1;
+	} else if (!flavor) {
+		const char *m = getenv("USLAB_RCU_MAX");
+		if (m && *m) {
+			char *end;
+			unsigned long v = strtoul(m, &end, 10);
+			if (*end || v < BATCH)
+				usl_report(USLAB_ERR_OPTION, "USLAB_RCU_MAX=%s: a number of objects, at least %u; %lu kept", m,
+				           (unsigned int)BATCH, rcu_max);
+			else
+				rcu_max = v;
+		}
+		nqueues = usl_nr_cpus ? usl_nr_cpus : 1;
+		queues = calloc(nqueues, sizeof(*queues));
+		if (!queues) {
+			pthread_mutex_unlock(&init_lock);
+			errno = ENOMEM;
+			return -1;
+		}
+		for (unsigned int i = 0; i < nqueues; i++)
+			pthread_mutex_init(&queues[i].lock, NULL);
+		mark_secret = (uintptr_t)usl_rand64() | 1;
+		__atomic_store_n(&usl_rcu_destroy_wait, destroy_wait, __ATOMIC_RELEASE);
+		pthread_atfork(fork_prepare, fork_release, fork_release);
+		__atomic_store_n(&flavor, f, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&init_lock);
+	return rc;
+}
+
+/* Past the bound: wait for the callbacks of what is queued, where waiting is
+ * allowed (not inside a read-side section, which the wait would deadlock). */
+static void wait_at_bound(void)
+{
+	if (flavor->read_ongoing())
+		return;
+	static int said;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		usl_report(USLAB_ERR_NONE, "kfree_rcu: %lu objects wait for a grace period (USLAB_RCU_MAX %lu); "
+		           "callers outside read-side sections now wait for them", waiting(), rcu_max);
+	count(&n_waits, 1);
+	kvfree_rcu_barrier();
+}
+
+void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr)
+{
+	if (ZERO_OR_NULL_PTR(ptr))
+		return;
+	const struct rcu_flavor_struct *f = __atomic_load_n(&flavor, __ATOMIC_ACQUIRE);
+	if (usl_unlikely(!f)) {
+		/* The flavour decides which readers a grace period waits for: a
+		 * guess could free an object a reader still holds. Refused (the
+		 * object stays allocated), reported once. */
+		static int said;
+		count(&n_refused, 1);
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			usl_report(USLAB_ERR_BAD_ARG, "kfree_rcu: %p before uslab_rcu_init(flavour); not freed (and no "
+			           "further kfree_rcu before it is reported)", ptr);
+		return;
+	}
+	size_t size = usl_block_size_named(ptr, "kfree_rcu");   /* reports a pointer that starts no object */
+	if (usl_unlikely(!size)) {
+		count(&n_refused, 1);
+		return;
+	}
+	uint32_t off = NO_HEAD;
+	if (head) {
+		uintptr_t h = (uintptr_t)head - (uintptr_t)ptr;
+		if (usl_unlikely(h > size - sizeof(struct rcu_head))) {
+			usl_report(USLAB_ERR_BAD_ARG, "kfree_rcu(%s): rcu_head %p is not inside the object %p; not freed",
+			           usl_block_owner_name(ptr), (void *)head, ptr);
+			count(&n_refused, 1);
+			return;
+		}
+		uintptr_t *w = (uintptr_t *)head;
+		if (usl_unlikely(__atomic_load_n(&w[1], __ATOMIC_RELAXED) == queued_mark(ptr))) {
+			usl_report(USLAB_ERR_DOUBLE_FREE, "kfree_rcu(%s): %p is queued for RCU already; not queued again",
+			           usl_block_owner_name(ptr), ptr);
+			count(&n_refused, 1);
+			return;
+		}
+		__atomic_store_n(&w[1], queued_mark(ptr), __ATOMIC_RELAXED);
+		off = (uint32_t)h;
+	}
+	struct cpu_queue *q = &queues[(unsigned int)usl_current_cpu() % nqueues];
+	struct batch *spare = NULL;
+	for (;;) {
+		usl_lock(&q->lock);
+		if (!q->cur && spare) {
+			q->cur = spare;
+			spare = NULL;
+		}
+		struct batch *b = q->cur;
+		if (b) {
+			b->obj[b->n] = ptr;
+			b->offs[b->n] = off;
+			b->n++;
+			bool full = b->n == BATCH, kick = !q->kick_pending && !full;
+			if (full)
+				q->cur = NULL;
+			if (kick)
+				q->kick_pending = true;
+			usl_unlock(&q->lock);
+			count(&n_queued, 1);
+			if (kick)
+				f->update_call_rcu(&q->kick, kick_done);
+			if (full)
+				hand_over(b);
+			break;
+		}
+		usl_unlock(&q->lock);
+		spare = kmalloc(sizeof(struct batch), GFP_KERNEL | __GFP_NOWARN);
+		if (!spare) {
+			/* No memory for a batch: this object alone, after a
+			 * grace period the caller waits for; inside a read-side
+			 * section that wait would never end, so it stays. */
+			if (f->read_ongoing()) {
+				usl_report(USLAB_ERR_NOMEM, "kfree_rcu(%s): no memory for a batch, inside a read-side "
+				           "section; %p not freed", usl_block_owner_name(ptr), ptr);
+				count(&n_refused, 1);
+				return;
+			}
+			f->update_synchronize_rcu();
+			if (head)
+				((uintptr_t *)head)[1] = 0;
+			kfree(ptr);
+			count(&n_queued, 1);
+			count(&n_freed, 1);
+			return;
+		}
+		spare->n = 0;
+	}
+	if (spare)
+		kfree(spare);
+	if (usl_unlikely(waiting() > rcu_max))
+		wait_at_bound();
+}
+
+void kvfree_rcu_barrier(void)
+{
+	const struct rcu_flavor_struct *f = __atomic_load_n(&flavor, __ATOMIC_ACQUIRE);
+	if (!f)
+		return;
+	if (f->read_ongoing()) {
+		usl_report(USLAB_ERR_BAD_ARG, "kvfree_rcu_barrier: called inside a read-side critical section (it "
+		           "would wait for itself); not waiting");
+		return;
+	}
+	kvfree_rcu_barrier_quiet();
+}
+
+/* Every CPU's batch handed over, then the callbacks waited for. */
+static void kvfree_rcu_barrier_quiet(void)
+{
+	const struct rcu_flavor_struct *f = flavor;
+	for (unsigned int i = 0; i < nqueues; i++) {
+		struct cpu_queue *q = &queues[i];
+		usl_lock(&q->lock);
+		struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
+		if (b)
+			q->cur = NULL;
+		usl_unlock(&q->lock);
+		if (b)
+			hand_over(b);
+	}
+	f->barrier();        /* every callback queued so far (a kick's hand-over too) has run */
+	f->barrier();        /* and the batches a kick handed over meanwhile */
+}
+
+int uslab_rcu_stats(struct uslab_rcu_stats *out)
+{
+	if (!out) {
+		errno = EINVAL;
+		return -1;
+	}
+	*out = (struct uslab_rcu_stats){
+		.queued = __atomic_load_n(&n_queued, __ATOMIC_RELAXED),
+		.batches = __atomic_load_n(&n_batches, __ATOMIC_RELAXED),
+		.freed = __atomic_load_n(&n_freed, __ATOMIC_RELAXED),
+		.refused = __atomic_load_n(&n_refused, __ATOMIC_RELAXED),
+		.waits = __atomic_load_n(&n_waits, __ATOMIC_RELAXED),
+		.flavor_set = __atomic_load_n(&flavor, __ATOMIC_ACQUIRE) != NULL,
+	};
+	out->waiting = out->queued - out->freed;
+	return 0;
+}
+
+#endif /* USLAB_HAVE_LIBURCU */
