@@ -10,7 +10,8 @@
 # then the kernel's own test suites on uslab against the kernel's slab shim over
 # each peer (bench/kernel/suites_time.sh), then the Rust crate against the
 # mimalloc and tikv-jemallocator crates, the system allocator, Box, slab and
-# sharded-slab (bench/rust/run.py), and write the report:
+# sharded-slab (bench/rust/run.py), then kfree_rcu against call_rcu with a
+# freeing callback per object (uslab-rcubench), and write the report:
 # bench/report/README.md with every table and the plots (scripts/bench_report.py),
 # the programs' own output kept in bench/report/raw/.
 # Progress goes to stderr, the tables to stdout, and a short summary ends it.
@@ -25,7 +26,8 @@
 # --runs 3"), "debug ..." only uslab-dbench (e.g. "debug detect"), "redis ..."
 # only the redis scenario (e.g. "redis --rounds 1 --alloc jemalloc,uslab"),
 # "kernel ..." only the kernel's suites (e.g. "kernel --suites maple:3"),
-# "rust ..." only the Rust part (e.g. "rust --runs 3").
+# "rust ..." only the Rust part (e.g. "rust --runs 3"), "rcu ..." only
+# uslab-rcubench (kfree_rcu against call_rcu per object; liburcu needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command_line="bash scripts/bench.sh${*:+ $*}"
@@ -40,6 +42,7 @@ debug) shift; exec $B/uslab-dbench "$@" ;;
 redis) shift; exec bash bench/redis/redis_rss.sh --uslab $USLAB_SO "$@" ;;
 kernel) shift; exec bash bench/kernel/suites_time.sh --uslab build/release "$@" ;;
 rust) shift; exec python3 bench/rust/run.py "$@" ;;
+rcu) shift; exec $B/uslab-rcubench "$@" ;;
 esac
 mode=full
 if [ "${1:-}" = quick ]; then
@@ -85,6 +88,7 @@ if [ $mode = quick ]; then
   run_part redis bash bench/redis/redis_rss.sh --uslab $USLAB_SO --rounds 1 --keys 300000 --out "$RAW/redis.tsv"
   run_part kernel-suites bash bench/kernel/suites_time.sh --uslab build/release --quick --out "$RAW/kernel.tsv"
   run_part rust python3 bench/rust/run.py --quick
+  [ -x $B/uslab-rcubench ] && run_part rcu $B/uslab-rcubench --runs 3 --quick
 else
   run_part uslab-bench $B/uslab-bench "$@" --data "$RAW/data.tsv"
   run_part uslab-mbench $B/uslab-mbench --data "$RAW/data.tsv"
@@ -92,6 +96,7 @@ else
   run_part redis bash bench/redis/redis_rss.sh --uslab $USLAB_SO --out "$RAW/redis.tsv"
   run_part kernel-suites bash bench/kernel/suites_time.sh --uslab build/release --out "$RAW/kernel.tsv"
   run_part rust python3 bench/rust/run.py
+  [ -x $B/uslab-rcubench ] && run_part rcu $B/uslab-rcubench
 fi
 sleep 1   # the stderr copies (tee in a process substitution) finish writing
 printf '%s\t%s\t%s\t%s\t%s\n' total $failed $((SECONDS - start)) "$command_line" "$(cut -d' ' -f1-3 /proc/loadavg)" \

@@ -866,6 +866,11 @@ def report(d):
              "crates and the system allocator, and `KmemCache<T>` against `Box<T>` and the slab and sharded-slab "
              "crates (bench/rust/run.py; ns per operation, medians).\n")
     L.append(part_output(raw, "rust.txt"))
+    L.append("## RCU: kfree_rcu against call_rcu per object\n")
+    L.append("uslab-rcubench: writers replace objects and retire the old ones after a grace period of liburcu "
+             "(memb), uslab's `kfree_rcu` (batched per CPU) against `call_rcu` with a callback that calls `free`, "
+             "each allocator under LD_PRELOAD; throughput and peak RSS, medians.\n")
+    L.append(part_output(raw, "rcu.txt"))
     L.append("## The kernel's own test suites\n")
     L.append("The kernel's own user-space suites of linux-source-6.12 (tools/testing/radix-tree: xarray, "
              "multiorder and maple by default), built twice by scripts/kernel-suites.sh: with uslab's adapter "

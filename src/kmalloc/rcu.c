@@ -42,23 +42,40 @@ struct cpu_queue {
 	struct batch *cur;         /* objects not yet handed to call_rcu */
 	struct rcu_head kick;      /* handed to call_rcu while kick_pending */
 	bool kick_pending;
+	unsigned long queued;      /* objects queued here (under lock) */
+	unsigned long freed;       /* of those, freed (atomic: batch_done, once a batch) */
 } __attribute__((aligned(64)));
 
 static const struct rcu_flavor_struct *flavor;
 static struct cpu_queue *queues;
 static unsigned int nqueues;
 static uintptr_t mark_secret;
-static unsigned long rcu_max = 1ul << 20;   /* objects waiting, at most (USLAB_RCU_MAX) */
+static unsigned long rcu_max;              /* objects waiting, at most (USLAB_RCU_MAX) */
 
-/* Counters (relaxed): objects queued, batches handed over, objects freed,
- * refused (before uslab_rcu_init, bad pointers, double kfree_rcu), and the
- * times a caller waited at the bound. */
-static unsigned long n_queued, n_batches, n_freed, n_refused, n_waits;
+/* Counters: objects queued and freed per CPU queue (no shared line on the
+ * fast path); batches handed over, objects refused (before uslab_rcu_init,
+ * bad pointers, double kfree_rcu), and the times a caller waited at the bound
+ * (relaxed atomics, off the per-object path). */
+static unsigned long n_batches, n_refused, n_waits;
 
 static inline void count(unsigned long *c, unsigned long d) { __atomic_fetch_add(c, d, __ATOMIC_RELAXED); }
-static inline unsigned long waiting(void)
+static inline unsigned long q_waiting(const struct cpu_queue *q)
 {
-	return __atomic_load_n(&n_queued, __ATOMIC_RELAXED) - __atomic_load_n(&n_freed, __ATOMIC_RELAXED);
+	return __atomic_load_n(&q->queued, __ATOMIC_RELAXED) - __atomic_load_n(&q->freed, __ATOMIC_RELAXED);
+}
+static void totals(unsigned long *queued, unsigned long *freed)
+{
+	*queued = *freed = 0;
+	for (unsigned int i = 0; i < nqueues; i++) {
+		*freed += __atomic_load_n(&queues[i].freed, __ATOMIC_RELAXED);
+		*queued += __atomic_load_n(&queues[i].queued, __ATOMIC_RELAXED);
+	}
+}
+static unsigned long waiting(void)
+{
+	unsigned long q, f;
+	totals(&q, &f);
+	return q - f;
 }
 
 /* The word a queued object's rcu_head carries (its second word, liburcu's
@@ -75,7 +92,7 @@ static void batch_done(struct rcu_head *head)
 		if (b->offs[i] != NO_HEAD)
 			((uintptr_t *)((char *)b->obj[i] + b->offs[i]))[1] = 0;
 	kfree_bulk(b->n, b->obj);
-	count(&n_freed, b->n);
+	count(&queues[b->cpu].freed, b->n);
 	kfree(b);
 }
 
@@ -137,16 +154,7 @@ int uslab_rcu_init(const struct rcu_flavor_struct *f)
 		errno = EBUSY;
 		rc = -1;
 	} else if (!flavor) {
-		const char *m = getenv("USLAB_RCU_MAX");
-		if (m && *m) {
-			char *end;
-			unsigned long v = strtoul(m, &end, 10);
-			if (*end || v < BATCH)
-				usl_report(USLAB_ERR_OPTION, "USLAB_RCU_MAX=%s: a number of objects, at least %u; %lu kept", m,
-				           (unsigned int)BATCH, rcu_max);
-			else
-				rcu_max = v;
-		}
+		rcu_max = (unsigned long)usl_opt.rcu_max;
 		nqueues = usl_nr_cpus ? usl_nr_cpus : 1;
 		queues = calloc(nqueues, sizeof(*queues));
 		if (!queues) {
@@ -232,13 +240,13 @@ void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr)
 			b->obj[b->n] = ptr;
 			b->offs[b->n] = off;
 			b->n++;
+			__atomic_store_n(&q->queued, q->queued + 1, __ATOMIC_RELAXED);
 			bool full = b->n == BATCH, kick = !q->kick_pending && !full;
 			if (full)
 				q->cur = NULL;
 			if (kick)
 				q->kick_pending = true;
 			usl_unlock(&q->lock);
-			count(&n_queued, 1);
 			if (kick)
 				f->update_call_rcu(&q->kick, kick_done);
 			if (full)
@@ -261,15 +269,16 @@ void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr)
 			if (head)
 				((uintptr_t *)head)[1] = 0;
 			kfree(ptr);
-			count(&n_queued, 1);
-			count(&n_freed, 1);
 			return;
 		}
 		spare->n = 0;
+		spare->cpu = (unsigned int)(q - queues);
 	}
 	if (spare)
 		kfree(spare);
-	if (usl_unlikely(waiting() > rcu_max))
+	/* The bound, a CPU's share of it (what waits is spread over the CPUs
+	 * that queued it). */
+	if (usl_unlikely(q_waiting(q) > rcu_max / nqueues))
 		wait_at_bound();
 }
 
@@ -310,10 +319,13 @@ int uslab_rcu_stats(struct uslab_rcu_stats *out)
 		errno = EINVAL;
 		return -1;
 	}
+	unsigned long queued = 0, freed = 0;
+	if (__atomic_load_n(&flavor, __ATOMIC_ACQUIRE))
+		totals(&queued, &freed);
 	*out = (struct uslab_rcu_stats){
-		.queued = __atomic_load_n(&n_queued, __ATOMIC_RELAXED),
+		.queued = queued,
 		.batches = __atomic_load_n(&n_batches, __ATOMIC_RELAXED),
-		.freed = __atomic_load_n(&n_freed, __ATOMIC_RELAXED),
+		.freed = freed,
 		.refused = __atomic_load_n(&n_refused, __ATOMIC_RELAXED),
 		.waits = __atomic_load_n(&n_waits, __ATOMIC_RELAXED),
 		.flavor_set = __atomic_load_n(&flavor, __ATOMIC_ACQUIRE) != NULL,

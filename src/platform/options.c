@@ -11,7 +11,8 @@
 
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1, .random = 1,
-                               .slab_colour = 1, .bulk_lookahead = 3, .stack_depth = USL_STACK_MAX };
+                               .slab_colour = 1, .bulk_lookahead = 3, .stack_depth = USL_STACK_MAX,
+                               .rcu_max = 1 << 20 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)
@@ -67,6 +68,9 @@ static const struct option options[] = {
 	/* Frames of the call stack a debug cache's owner track keeps (U, T);
 	 * 0: the caller's address alone, with no unwinding. */
 	{ "USLAB_STACK_DEPTH", &usl_opt.stack_depth, 0, USL_STACK_MAX, NULL },
+	/* kfree_rcu: objects waiting for a grace period, at most (a caller
+	 * outside a read-side section waits past it). */
+	{ "USLAB_RCU_MAX", &usl_opt.rcu_max, 1024, 1 << 30, NULL },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 /* Options whose value is not a number, parsed by their own files. */

@@ -37,6 +37,7 @@ struct usl_options {
 	                                passes before it stops (1: consecutive objects only) */
 	int stack_depth;             /* USLAB_STACK_DEPTH: frames an owner track keeps (0: the caller alone) */
 	int oom;                     /* USLAB_OOM: enum usl_oom, what a failed malloc does besides NULL */
+	int rcu_max;                 /* USLAB_RCU_MAX: objects kfree_rcu lets wait (kmalloc/rcu.c) */
 };
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
