@@ -78,7 +78,7 @@ static void *reader(void *arg)
 		urcu_memb_read_lock();
 		for (int w = 0; w < nwriters; w++)
 			for (int s = 0; s < SLOTS; s += 7) {
-				struct obj *o = rcu_dereference(slots[w][s]);
+				struct obj *o = atomic_load_explicit(&slots[w][s], memory_order_acquire);   /* rcu_dereference */
 				if (o)
 					sum += o->id;
 			}

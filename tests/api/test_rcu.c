@@ -54,7 +54,7 @@ static void *reader(void *arg)
 	while (!atomic_load(&stop)) {
 		urcu_memb_read_lock();
 		for (int i = 0; i < SLOTS; i++) {
-			struct node *n = rcu_dereference(slots[i]);
+			struct node *n = atomic_load_explicit(&slots[i], memory_order_acquire);   /* rcu_dereference */
 			if (!n)
 				continue;
 			uint64_t m = __atomic_load_n(&n->magic, __ATOMIC_RELAXED);
