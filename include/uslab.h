@@ -73,6 +73,15 @@ typedef unsigned int gfp_t;
  * address space (the cache's peak) and page tables (docs/GUIDE.md). Never
  * merged; always on SLUB. */
 #define SLAB_VIRTUAL            0x00000002U
+/* The kernel's: a freed object may be handed out again at once, but its
+ * slab's memory goes back to the page provider (and on to the OS) only after
+ * a grace period of the program's liburcu (uslab_rcu_init, below, first: a
+ * cache created before it is refused). A reader under rcu_read_lock may meet
+ * an object freed and reused meanwhile, always of this cache: it must check
+ * what it found (a key, a lock and a recheck), as in the kernel. A freed
+ * object keeps its bytes (uslab's words go outside it, no poisoning), so a
+ * constructor's state survives. Never merged; sheaves, not the owned front. */
+#define SLAB_TYPESAFE_BY_RCU    0x00080000U
 
 /* Allocation flags. GFP_KERNEL, GFP_ATOMIC and GFP_NOWAIT are accepted and have
  * no effect in user space; __GFP_ZERO zeroes the object; __GFP_NOWARN silences the
@@ -415,11 +424,13 @@ USLAB_API void kvfree_rcu_barrier(void);
 #define kvfree_rcu(ptr, field) kfree_rcu(ptr, field)
 #define kfree_rcu_mightsleep(ptr) uslab_kvfree_call_rcu(NULL, (void *)(ptr))
 /* Objects queued by kfree_rcu, handed over in batches, freed, waiting now,
- * refused (before uslab_rcu_init, bad pointers, a second kfree_rcu), and
- * the times a caller waited at USLAB_RCU_MAX. Also the last lines of
+ * refused (before uslab_rcu_init, bad pointers, a second kfree_rcu), the
+ * times a caller waited at USLAB_RCU_MAX, and SLAB_TYPESAFE_BY_RCU slabs
+ * waiting for their grace period. Also the last lines of
  * uslab_slabinfo once a flavour is set. 0, or -1 (EINVAL) for NULL. */
 struct uslab_rcu_stats {
 	unsigned long queued, batches, freed, waiting, refused, waits;
+	unsigned long slabs_waiting;   /* SLAB_TYPESAFE_BY_RCU slabs discarded, pages not yet back */
 	int flavor_set;
 };
 USLAB_API int uslab_rcu_stats(struct uslab_rcu_stats *out);

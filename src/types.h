@@ -348,6 +348,14 @@ struct kmem_cache {
 	struct kmem_cache_node *node[USL_MAX_NODES];   /* the first usl_nr_nodes */
 };
 
+/* Does a free object of s keep its bytes (a constructor's state, or what an
+ * RCU reader may still read: SLAB_TYPESAFE_BY_RCU)? Then uslab's words go
+ * outside it and it is not poisoned. */
+static inline bool usl_keeps_state(const struct kmem_cache *s)
+{
+	return s->ctor || (s->flags & SLAB_TYPESAFE_BY_RCU);
+}
+
 
 /* The object index of byte offset off in a slab of stride d0 << k (d0 odd;
  * div_inv = d0^-1 mod 2^32, div_shift = k): ror32(off * d0^-1, k), which is

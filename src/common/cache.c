@@ -48,7 +48,7 @@ static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its cr
 
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE | SLAB_ORDERED | \
-                              SLAB_VIRTUAL)
+                              SLAB_VIRTUAL | SLAB_TYPESAFE_BY_RCU)
 
 static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_sheaf_class_caches[] */
 
@@ -441,7 +441,8 @@ static struct kmem_cache *create_failed(const char *name, slab_flags_t flags, co
  * as the object, and with hardened usercopy (distributions' kernels) a cache
  * with one is unmergeable, so a program's caches never share slabs with
  * kmalloc's and malloc's objects (docs/ARCHITECTURE.md, "Merging"). */
-#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | SLAB_ORDERED | SLAB_VIRTUAL | USL_SLAB_INTERNAL)
+#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_NO_MERGE | SLAB_ORDERED | SLAB_VIRTUAL | USL_SLAB_INTERNAL | \
+                          SLAB_TYPESAFE_BY_RCU)
 
 static bool cache_unmergeable(const struct kmem_cache *s)
 {
@@ -596,7 +597,7 @@ static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
  * (none). */
 static unsigned int flag_word(const struct kmem_cache *s, bool sheaves)
 {
-	if (!sheaves || s->ctor || (s->flags & (SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) || s->offset >= s->inuse)
+	if (!sheaves || usl_keeps_state(s) || (s->flags & (SLAB_DEBUG_FLAGS | USL_SLAB_INTERNAL)) || s->offset >= s->inuse)
 		return s->offset;
 	if (s->offset + 2 * sizeof(void *) <= s->inuse)
 		return s->offset + (unsigned int)sizeof(void *);
@@ -635,6 +636,11 @@ static bool create_check(const char *name, unsigned int size, unsigned int align
 		return step_failed(err, "alignment above the page size", align);
 	if (flags & ~SLAB_FLAGS_PERMITTED)
 		return step_failed(err, "unknown flags", flags & ~SLAB_FLAGS_PERMITTED);
+	if ((flags & SLAB_TYPESAFE_BY_RCU) && !__atomic_load_n(&usl_free_slab_after_gp, __ATOMIC_ACQUIRE))
+		return step_failed(err, "SLAB_TYPESAFE_BY_RCU before uslab_rcu_init (whose grace periods would it wait for?)",
+		                   0);
+	if ((flags & SLAB_TYPESAFE_BY_RCU) && (flags & SLAB_VIRTUAL))
+		return step_failed(err, "SLAB_TYPESAFE_BY_RCU with SLAB_VIRTUAL (not supported yet)", 0);
 	if (args) {
 		if (args->useroffset > size || args->usersize > size - args->useroffset)
 			return step_failed(err, "useroffset + usersize above the object size",
@@ -782,7 +788,8 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	/* The owned front end (USLAB_FRONT=owned): every cache of a user or of
 	 * kmalloc but debug caches, SLAB's and caches whose creator asked for
 	 * sheaves. */
-	bool owned = !internal && !slab_engine && !(s->flags & (USL_SLAB_DEBUG_FLAGS | SLAB_VIRTUAL)) && !s->stats &&
+	bool owned = !internal && !slab_engine &&
+	             !(s->flags & (USL_SLAB_DEBUG_FLAGS | SLAB_VIRTUAL | SLAB_TYPESAFE_BY_RCU)) && !s->stats &&
 	             !(args && args->sheaf_capacity) && usl_owned_front();
 	if (owned) {
 		if (!owned_setup(s, err))

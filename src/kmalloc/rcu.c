@@ -6,8 +6,11 @@
  * batch waits at most two grace periods with no timer thread. Waiting objects
  * are counted and bounded (USLAB_RCU_MAX): past the bound, a caller outside a
  * read-side section waits for the callbacks (the flavour's rcu_barrier).
- * Locks: a CPU's queue lock, alone (nothing is allocated or called under it);
- * the flavour's own inside call_rcu and rcu_barrier. Built with liburcu's
+ * Also SLAB_TYPESAFE_BY_RCU: a discarded slab's pages go back only after a
+ * grace period (free_slab_after_gp, the engines' hook).
+ * Locks: a CPU's queue lock, and gp_slabs.lock, each alone (nothing is
+ * allocated or called under them); the flavour's own inside call_rcu and
+ * rcu_barrier. Built with liburcu's
  * headers (USLAB_HAVE_LIBURCU): without them these calls do not exist, and a
  * program that uses them fails to link. docs/GUIDE.md, "RCU". */
 #define _GNU_SOURCE
@@ -51,6 +54,19 @@ static struct cpu_queue *queues;
 static unsigned int nqueues;
 static uintptr_t mark_secret;
 static unsigned long rcu_max;              /* objects waiting, at most (USLAB_RCU_MAX) */
+
+/* SLAB_TYPESAFE_BY_RCU's discarded slabs (free_slab_after_gp, below). */
+static struct {
+	pthread_mutex_t lock;
+	struct usl_list pending;   /* discarded, not yet handed over */
+	struct usl_list flight;    /* handed over: freed by slabs_done */
+	bool in_flight;
+	struct rcu_head head;
+	unsigned long deferred, released;
+} gp_slabs = { .lock = PTHREAD_MUTEX_INITIALIZER,
+               .pending = { &gp_slabs.pending, &gp_slabs.pending },
+               .flight = { &gp_slabs.flight, &gp_slabs.flight } };
+
 
 /* Counters: objects queued and freed per CPU queue (no shared line on the
  * fast path); batches handed over, objects refused (before uslab_rcu_init,
@@ -120,15 +136,18 @@ static void fork_prepare(void)
 {
 	for (unsigned int i = 0; i < nqueues; i++)
 		usl_lock(&queues[i].lock);
+	usl_lock(&gp_slabs.lock);
 }
 
 static void fork_release(void)
 {
+	usl_unlock(&gp_slabs.lock);
 	for (unsigned int i = nqueues; i-- > 0;)
 		usl_unlock(&queues[i].lock);
 }
 
 static void kvfree_rcu_barrier_quiet(void);
+static void free_slab_after_gp(struct slab *slab);
 
 /* kmem_cache_destroy: what waits is freed first (where waiting is allowed). */
 static void destroy_wait(void)
@@ -166,6 +185,7 @@ int uslab_rcu_init(const struct rcu_flavor_struct *f)
 			pthread_mutex_init(&queues[i].lock, NULL);
 		mark_secret = (uintptr_t)usl_rand64() | 1;
 		__atomic_store_n(&usl_rcu_destroy_wait, destroy_wait, __ATOMIC_RELEASE);
+		__atomic_store_n(&usl_free_slab_after_gp, free_slab_after_gp, __ATOMIC_RELEASE);
 		pthread_atfork(fork_prepare, fork_release, fork_release);
 		__atomic_store_n(&flavor, f, __ATOMIC_RELEASE);
 	}
@@ -313,6 +333,60 @@ static void kvfree_rcu_barrier_quiet(void)
 	f->barrier();        /* and the batches a kick handed over meanwhile */
 }
 
+/* ===========================================================================
+ * SLAB_TYPESAFE_BY_RCU: discarded slabs' pages back after a grace period.
+ * The slabs wait on a list linked through their slab_list (no allocation:
+ * an engine discards deep in its slow paths); the list is handed over whole,
+ * one call_rcu at a time on gp_slabs.head, and what was discarded meanwhile
+ * goes with the next one. Lock: gp_slabs.lock, alone.
+ */
+static void move_all(struct usl_list *to, struct usl_list *from)
+{
+	while (!usl_list_empty(from)) {
+		struct usl_list *e = from->next;
+		usl_list_del(e);
+		usl_list_add_tail(e, to);
+	}
+}
+
+static void slabs_done(struct rcu_head *head)
+{
+	(void)head;
+	/* flight is this callback's alone until in_flight is cleared. */
+	unsigned long n = 0;
+	while (!usl_list_empty(&gp_slabs.flight)) {
+		struct slab *slab = usl_container_of(gp_slabs.flight.next, struct slab, slab_list);
+		usl_list_del(&slab->slab_list);
+		usl_pages_free(usl_slab_address(slab));
+		n++;
+	}
+	usl_lock(&gp_slabs.lock);
+	gp_slabs.released += n;
+	bool again = !usl_list_empty(&gp_slabs.pending);
+	if (again)
+		move_all(&gp_slabs.flight, &gp_slabs.pending);
+	else
+		gp_slabs.in_flight = false;
+	usl_unlock(&gp_slabs.lock);
+	if (again)
+		flavor->update_call_rcu(&gp_slabs.head, slabs_done);
+}
+
+static void free_slab_after_gp(struct slab *slab)
+{
+	usl_lock(&gp_slabs.lock);
+	usl_list_add_tail(&slab->slab_list, &gp_slabs.pending);
+	gp_slabs.deferred++;
+	bool go = !gp_slabs.in_flight;
+	if (go) {
+		move_all(&gp_slabs.flight, &gp_slabs.pending);
+		gp_slabs.in_flight = true;
+	}
+	usl_unlock(&gp_slabs.lock);
+	if (go)
+		flavor->update_call_rcu(&gp_slabs.head, slabs_done);
+}
+
 int uslab_rcu_stats(struct uslab_rcu_stats *out)
 {
 	if (!out) {
@@ -331,6 +405,9 @@ int uslab_rcu_stats(struct uslab_rcu_stats *out)
 		.flavor_set = __atomic_load_n(&flavor, __ATOMIC_ACQUIRE) != NULL,
 	};
 	out->waiting = out->queued - out->freed;
+	usl_lock(&gp_slabs.lock);
+	out->slabs_waiting = gp_slabs.deferred - gp_slabs.released;
+	usl_unlock(&gp_slabs.lock);
 	return 0;
 }
 

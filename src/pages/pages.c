@@ -820,6 +820,8 @@ static bool free_block(void *addr, int need_kind)
 	return free_block_as(addr, need_kind, true);
 }
 
+void (*usl_free_slab_after_gp)(struct slab *slab);
+
 void usl_pages_free(void *addr)
 {
 	free_block(addr, -1);

@@ -86,6 +86,12 @@ USL_HIDDEN void *usl_pages_alloc(unsigned int order, enum usl_page_kind kind, un
  * block: fresh, or purged with MADV_DONTNEED). */
 USL_HIDDEN void *usl_pages_alloc_z(unsigned int order, enum usl_page_kind kind, unsigned int node, bool *zeroed);
 USL_HIDDEN void usl_pages_free(void *addr);
+/* A slab of a SLAB_TYPESAFE_BY_RCU cache, discarded: its pages go back (to
+ * usl_pages_free) only after a grace period of the program's RCU. Set by
+ * uslab_rcu_init (kmalloc/rcu.c; one of the calls that run up: the grace
+ * period is the program's liburcu, the slabs the engines'), which such a
+ * cache's creation requires. The slab's slab_list links it meanwhile. */
+extern void (*usl_free_slab_after_gp)(struct slab *slab) USL_HIDDEN;
 /* Free the large kmalloc block starting at addr; false (nothing done) if addr is
  * not the start of one (checked under pages_lock, so two frees cannot both win). */
 USL_HIDDEN bool usl_pages_free_large(void *addr);

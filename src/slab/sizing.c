@@ -97,7 +97,7 @@ static long slab_order(struct kmem_cache *s, unsigned int mgmt, unsigned int lo,
 static int layout(struct kmem_cache *s, unsigned int lo, unsigned int hi)
 {
 	long left;
-	if (!s->ctor && !usl_opt.harden) {
+	if (!usl_keeps_state(s) && !usl_opt.harden) {
 		left = slab_order(s, USL_MGMT_OBJ, lo, hi);
 		if (left >= 0 && (s->mgmt_off = obj_place(s, s->freelist_size)) != UINT32_MAX)
 			goto done;

@@ -363,7 +363,10 @@ static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);
 	void *addr = usl_slab_address(slab);
 	set_owner(NULL, slab, addr);
-	usl_pages_free(addr);
+	if (s->flags & SLAB_TYPESAFE_BY_RCU)   /* readers may still read it: after a grace period */
+		usl_free_slab_after_gp(slab);
+	else
+		usl_pages_free(addr);
 }
 
 static void slabs_destroy(struct kmem_cache *s, struct usl_list *list)

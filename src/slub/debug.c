@@ -58,7 +58,7 @@ static inline bool fp_outside(const struct kmem_cache *s)
 /* Object poisoning: P, and no constructor (its state must survive a free). */
 static inline bool poisons(const struct kmem_cache *s)
 {
-	return (s->flags & SLAB_POISON) && !s->ctor;
+	return (s->flags & SLAB_POISON) && !usl_keeps_state(s);
 }
 
 /* Bytes from an object to the next slot (its metadata and padding included). */
@@ -119,7 +119,7 @@ unsigned int usl_debug_layout(struct kmem_cache *s, bool creator_fp)
 	s->inuse = size;
 	/* The free pointer leaves the object when the object's bytes must keep
 	 * something while free: poison, constructed state, a kmalloc red zone. */
-	if (!creator_fp && ((f & SLAB_POISON) || s->ctor ||
+	if (!creator_fp && ((f & SLAB_POISON) || usl_keeps_state(s) ||
 	                    ((f & SLAB_RED_ZONE) && (s->object_size < word || orig_size_kept(s))))) {
 		s->offset = size;
 		size += word;

@@ -128,8 +128,9 @@ int usl_slub_cache_init(struct kmem_cache *s, const struct kmem_cache_args *args
 		 * freed block's marker without loading the cache (its free pointer
 		 * is encoded and checked, so an overflow into it is caught). */
 		s->offset = 0;
-	} else if (s->ctor) {
-		/* Constructed state must survive a free: keep the pointer after it. */
+	} else if (usl_keeps_state(s)) {
+		/* Constructed state (or what an RCU reader reads) must survive a
+		 * free: keep the pointer after it. */
 		s->offset = size;
 		size += sizeof(void *);
 	} else {

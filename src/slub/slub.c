@@ -294,6 +294,8 @@ void usl_discard_slab(struct kmem_cache *s, struct slab *slab)
 		usl_meta_free(usl_slab_address(slab));
 	else if (s->flags & SLAB_VIRTUAL)
 		virt_keep(s, slab);
+	else if (s->flags & SLAB_TYPESAFE_BY_RCU)   /* readers may still read it: after a grace period */
+		usl_free_slab_after_gp(slab);
 	else
 		usl_pages_free(usl_slab_address(slab));
 }

@@ -199,7 +199,8 @@ static void show(struct out *o, struct kmem_cache *s, int id)
 	case A_ALIGN: put(o, "%u\n", s->align); return;
 	case A_ALIASES: put(o, "%d\n", s->refcount > 0 ? s->refcount - 1 : 0); return;
 	case A_HWCACHE_ALIGN: put(o, "%d\n", !!(f & SLAB_HWCACHE_ALIGN)); return;
-	case A_RECLAIM_ACCOUNT: case A_DESTROY_BY_RCU: put(o, "0\n"); return;   /* no such flags here */
+	case A_RECLAIM_ACCOUNT: put(o, "0\n"); return;   /* no such flag here */
+	case A_DESTROY_BY_RCU: put(o, "%d\n", !!(f & SLAB_TYPESAFE_BY_RCU)); return;
 	case A_SANITY_CHECKS: put(o, "%d\n", !!(f & SLAB_CONSISTENCY_CHECKS)); return;
 	case A_TRACE: put(o, "%d\n", !!(f & SLAB_TRACE)); return;
 	case A_RED_ZONE: put(o, "%d\n", !!(f & SLAB_RED_ZONE)); return;

@@ -7,7 +7,8 @@
  * in use); bad pointers and a second kfree_rcu reported with the cache named,
  * nothing freed twice; kmem_cache_destroy right after kfree_rcu reports no
  * objects remaining; the bound (USLAB_RCU_MAX) holds while a reader stalls
- * grace periods; a fork's child frees its copies once.
+ * grace periods; a fork's child frees its copies once; SLAB_TYPESAFE_BY_RCU's
+ * memory stays while a reader holds it.
  * Modes: "bound" (run with USLAB_RCU_MAX=2000), default: everything else. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -111,6 +112,8 @@ static void before_init(void)
 	CHECK_EQ(uslab_rcu_stats(&st), 0);
 	CHECK(st.refused == 2 && st.queued == 0 && !st.flavor_set);
 	kmem_cache_free(cache, n);
+	/* A SLAB_TYPESAFE_BY_RCU cache needs the flavour first. */
+	CHECK(kmem_cache_create("rcu-ts-early", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL) == NULL);
 	errno = 0;
 	CHECK_EQ(uslab_rcu_init(NULL), -1);
 	CHECK_EQ(errno, EINVAL);
@@ -164,7 +167,7 @@ static void readers_and_writers(void)
 	char want[128];
 	snprintf(want, sizeof(want), "# kfree_rcu: queued %lu batches %lu freed %lu waiting 0", st.queued, st.batches,
 	         st.freed);
-	CHECK(strstr(text, want) != NULL);
+	CHECK(strstr(text, want) != NULL);   /* (then refused, waits, slabs_waiting) */
 	free(text);
 }
 
@@ -217,6 +220,92 @@ static void destroy_after(void)
 	}
 	kmem_cache_destroy(s);
 	CHECK_EQ(reports(USLAB_ERR_LEAK), leak);
+}
+
+/* SLAB_TYPESAFE_BY_RCU: a reader inside a read-side section holds an object
+ * while every object of the cache is freed, the cache shrunk and free memory
+ * released: the object's memory stays mapped and of this type (its
+ * constructor's tag; reused or not) until the reader leaves; a freed object
+ * keeps its bytes; after the grace period the slabs' pages do go back. */
+#define TAG 0x7e57ab1e5afe0000ull
+struct tnode {
+	uint64_t tag;             /* the constructor's: what a reader checks */
+	uint64_t key;
+	uint64_t words[6];
+};
+static void tnode_ctor(void *p)
+{
+	struct tnode *n = p;
+	memset(n, 0, sizeof(*n));
+	n->tag = TAG;
+}
+static struct tnode *_Atomic held;
+static atomic_int phase;
+static atomic_ulong seen_tag;
+
+static void *holding_reader(void *arg)
+{
+	(void)arg;
+	urcu_memb_register_thread();
+	urcu_memb_read_lock();
+	struct tnode *n = atomic_load_explicit(&held, memory_order_acquire);
+	atomic_store(&phase, 1);
+	while (atomic_load(&phase) != 2)
+		usleep(1000);
+	atomic_store(&seen_tag, __atomic_load_n(&n->tag, __ATOMIC_RELAXED));
+	urcu_memb_read_unlock();
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+static void typesafe(void)
+{
+	capture_reports();
+	struct kmem_cache *s = kmem_cache_create("rcu-typesafe", sizeof(struct tnode), 0, SLAB_TYPESAFE_BY_RCU,
+	                                         tnode_ctor);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	char attr[16];
+	CHECK(uslab_cache_attr(s, "destroy_by_rcu", attr, sizeof(attr)) > 0 && !strcmp(attr, "1\n"));
+	enum { N = 2000 };
+	static struct tnode *v[N];
+	for (int i = 0; i < N; i++) {
+		v[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(v[i] && v[i]->tag == TAG);
+		v[i]->key = (uint64_t)i;
+	}
+	atomic_store(&held, v[N / 2]);
+	pthread_t t;
+	pthread_create(&t, NULL, holding_reader, NULL);
+	while (atomic_load(&phase) != 1)
+		usleep(1000);
+	/* Freed objects keep their bytes (uslab's words are outside them). */
+	kmem_cache_free(s, v[0]);
+	CHECK(v[0]->tag == TAG && v[0]->key == 0);
+	for (int i = 1; i < N; i++)
+		kmem_cache_free(s, v[i]);
+	kmem_cache_shrink(s);
+	uslab_release_free_memory();
+	struct uslab_rcu_stats st;
+	uslab_rcu_stats(&st);
+	fprintf(stderr, "  typesafe: %lu slabs wait for the reader's grace period\n", st.slabs_waiting);
+	CHECK(st.slabs_waiting > 0);
+	/* Reused at once, of the same type. */
+	struct tnode *again = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(again && again->tag == TAG);
+	kmem_cache_free(s, again);
+	kmem_cache_shrink(s);
+	uslab_release_free_memory();
+	atomic_store(&phase, 2);
+	pthread_join(t, NULL);
+	CHECK_EQ(atomic_load(&seen_tag), TAG);
+	kvfree_rcu_barrier();
+	uslab_rcu_stats(&st);
+	CHECK_EQ(st.slabs_waiting, 0);
+	kmem_cache_destroy(s);
+	/* Refused with SLAB_VIRTUAL. */
+	CHECK(kmem_cache_create("rcu-ts-virtual", 64, 0, SLAB_TYPESAFE_BY_RCU | SLAB_VIRTUAL, NULL) == NULL);
 }
 
 /* A fork while objects wait: each process frees its own copies, once. */
@@ -306,6 +395,7 @@ int main(int argc, char **argv)
 		readers_and_writers();
 		bad_input();
 		destroy_after();
+		typesafe();
 		fork_while_queued();
 	}
 	kvfree_rcu_barrier();

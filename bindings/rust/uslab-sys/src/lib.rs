@@ -50,6 +50,7 @@ pub const SLAB_PANIC: slab_flags_t = 0x00040000;
 pub const SLAB_TRACE: slab_flags_t = 0x00200000;
 pub const SLAB_ORDERED: slab_flags_t = 0x00000001;
 pub const SLAB_VIRTUAL: slab_flags_t = 0x00000002;
+pub const SLAB_TYPESAFE_BY_RCU: slab_flags_t = 0x00080000;
 
 pub const __GFP_NOWARN: gfp_t = 0x2000;
 pub const __GFP_ZERO: gfp_t = 0x100;
@@ -114,6 +115,7 @@ pub struct uslab_rcu_stats {
     pub waiting: c_ulong,
     pub refused: c_ulong,
     pub waits: c_ulong,
+    pub slabs_waiting: c_ulong,
     pub flavor_set: c_int,
 }
 

@@ -286,6 +286,7 @@ fn structures_match_the_compiler() {
         ("uslab_slabinfo.sharedavail", offset_of!(S, sharedavail)),
         ("sizeof uslab_rcu_stats", size_of::<uslab_sys::uslab_rcu_stats>()),
         ("uslab_rcu_stats.waits", offset_of!(uslab_sys::uslab_rcu_stats, waits)),
+        ("uslab_rcu_stats.slabs_waiting", offset_of!(uslab_sys::uslab_rcu_stats, slabs_waiting)),
         ("uslab_rcu_stats.flavor_set", offset_of!(uslab_sys::uslab_rcu_stats, flavor_set)),
         ("sizeof enum uslab_error", size_of::<uslab_sys::uslab_error>()),
         ("sizeof gfp_t", size_of::<uslab_sys::gfp_t>()),
