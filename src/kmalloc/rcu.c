@@ -8,8 +8,8 @@
  * read-side section waits for the callbacks (the flavour's rcu_barrier).
  * Also SLAB_TYPESAFE_BY_RCU: a discarded slab's pages go back only after a
  * grace period (free_slab_after_gp, the engines' hook).
- * Locks: a CPU's queue lock, and gp_slabs.lock, each alone (nothing is
- * allocated or called under them); the flavour's own inside call_rcu and
+ * Locks: a CPU's queue lock (a leaf spin lock), and gp_slabs.lock, each
+ * alone (nothing is allocated or called under them); the flavour's own inside call_rcu and
  * rcu_barrier. Built with liburcu's
  * headers (USLAB_HAVE_LIBURCU): without them these calls do not exist, and a
  * program that uses them fails to link. docs/GUIDE.md, "RCU". */
@@ -41,7 +41,7 @@ struct batch {
 _Static_assert(sizeof(struct batch) <= 2048, "a batch is a kmalloc-2k block");
 
 struct cpu_queue {
-	pthread_mutex_t lock;
+	int lock;                  /* a leaf spin lock: held for an append or a pointer swap */
 	struct batch *cur;         /* objects not yet handed to call_rcu */
 	struct rcu_head kick;      /* handed to call_rcu while kick_pending */
 	bool kick_pending;
@@ -122,12 +122,12 @@ static void hand_over(struct batch *b)
 static void kick_done(struct rcu_head *head)
 {
 	struct cpu_queue *q = (struct cpu_queue *)((char *)head - offsetof(struct cpu_queue, kick));
-	usl_lock(&q->lock);
+	usl_spin_lock_leaf(&q->lock);
 	struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
 	if (b)
 		q->cur = NULL;
 	q->kick_pending = false;
-	usl_unlock(&q->lock);
+	usl_spin_unlock_leaf(&q->lock);
 	if (b)
 		hand_over(b);
 }
@@ -135,7 +135,7 @@ static void kick_done(struct rcu_head *head)
 static void fork_prepare(void)
 {
 	for (unsigned int i = 0; i < nqueues; i++)
-		usl_lock(&queues[i].lock);
+		usl_spin_lock_leaf(&queues[i].lock);
 	usl_lock(&gp_slabs.lock);
 }
 
@@ -143,7 +143,7 @@ static void fork_release(void)
 {
 	usl_unlock(&gp_slabs.lock);
 	for (unsigned int i = nqueues; i-- > 0;)
-		usl_unlock(&queues[i].lock);
+		usl_spin_unlock_leaf(&queues[i].lock);
 }
 
 static void kvfree_rcu_barrier_quiet(void);
@@ -181,8 +181,6 @@ int uslab_rcu_init(const struct rcu_flavor_struct *f)
 			errno = ENOMEM;
 			return -1;
 		}
-		for (unsigned int i = 0; i < nqueues; i++)
-			pthread_mutex_init(&queues[i].lock, NULL);
 		mark_secret = (uintptr_t)usl_rand64() | 1;
 		__atomic_store_n(&usl_rcu_destroy_wait, destroy_wait, __ATOMIC_RELEASE);
 		__atomic_store_n(&usl_free_slab_after_gp, free_slab_after_gp, __ATOMIC_RELEASE);
@@ -250,7 +248,7 @@ void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr)
 	struct cpu_queue *q = &queues[(unsigned int)usl_current_cpu() % nqueues];
 	struct batch *spare = NULL;
 	for (;;) {
-		usl_lock(&q->lock);
+		usl_spin_lock_leaf(&q->lock);
 		if (!q->cur && spare) {
 			q->cur = spare;
 			spare = NULL;
@@ -266,14 +264,14 @@ void uslab_kvfree_call_rcu(struct rcu_head *head, void *ptr)
 				q->cur = NULL;
 			if (kick)
 				q->kick_pending = true;
-			usl_unlock(&q->lock);
+			usl_spin_unlock_leaf(&q->lock);
 			if (kick)
 				f->update_call_rcu(&q->kick, kick_done);
 			if (full)
 				hand_over(b);
 			break;
 		}
-		usl_unlock(&q->lock);
+		usl_spin_unlock_leaf(&q->lock);
 		spare = kmalloc(sizeof(struct batch), GFP_KERNEL | __GFP_NOWARN);
 		if (!spare) {
 			/* No memory for a batch: this object alone, after a
@@ -321,11 +319,11 @@ static void kvfree_rcu_barrier_quiet(void)
 	const struct rcu_flavor_struct *f = flavor;
 	for (unsigned int i = 0; i < nqueues; i++) {
 		struct cpu_queue *q = &queues[i];
-		usl_lock(&q->lock);
+		usl_spin_lock_leaf(&q->lock);
 		struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
 		if (b)
 			q->cur = NULL;
-		usl_unlock(&q->lock);
+		usl_spin_unlock_leaf(&q->lock);
 		if (b)
 			hand_over(b);
 	}
