@@ -52,6 +52,9 @@ lib=/usr/lib/x86_64-linux-gnu
 # Debug reports' call stacks and names (optional: the build works without).
 [ -e /usr/include/x86_64-linux-gnu/libunwind.h ] || [ -e /usr/include/libunwind.h ] || pkgs+=(libunwind-dev)
 [ -e /usr/include/elfutils/libdwfl.h ] || pkgs+=(libdw-dev)
+# kfree_rcu and SLAB_TYPESAFE_BY_RCU on liburcu (optional, headers only; its
+# tests and uslab-rcubench link it), and the kernel's test suites' RCU.
+ls /usr/include/urcu/uatomic.h /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
 # NUMA placement: slabs' pages bound to their node (optional, as above).
 [ -e /usr/include/numaif.h ] || pkgs+=(libnuma-dev)
 if [ "$want" = test ]; then
@@ -65,7 +68,6 @@ if [ "$want" = test ]; then
   # The kernel's own test suites on uslab (scripts/kernel-suites.sh): the
   # kernel's source as Debian ships it, and the RCU library they link.
   [ -e /usr/src/linux-source-6.12.tar.xz ] || pkgs+=(linux-source-6.12)
-  ls /usr/include/urcu/uatomic.h /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
 elif [ "$want" != bench ] && [ "$want" != package ]; then
   echo "deps: usage: deps.sh [bench|test|package]" >&2
   exit 2
