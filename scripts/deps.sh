@@ -54,7 +54,7 @@ lib=/usr/lib/x86_64-linux-gnu
 [ -e /usr/include/elfutils/libdwfl.h ] || pkgs+=(libdw-dev)
 # kfree_rcu and SLAB_TYPESAFE_BY_RCU on liburcu (optional, headers only; its
 # tests and uslab-rcubench link it), and the kernel's test suites' RCU.
-ls /usr/include/urcu/uatomic.h /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
+[ -e /usr/include/urcu/uatomic.h ] || ls /usr/include/*/urcu/uatomic.h >/dev/null 2>&1 || pkgs+=(liburcu-dev)
 # NUMA placement: slabs' pages bound to their node (optional, as above).
 [ -e /usr/include/numaif.h ] || pkgs+=(libnuma-dev)
 if [ "$want" = test ]; then
