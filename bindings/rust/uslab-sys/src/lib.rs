@@ -15,26 +15,33 @@
 
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
+/// An opaque C type: no fields, neither Send nor Sync nor Unpin (the
+/// pattern the Rustonomicon gives for FFI types).
+macro_rules! opaque {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[repr(C)]
+        pub struct $name {
+            _opaque: [u8; 0],
+            _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+        }
+    };
+}
+
 pub const USLAB_VERSION_MAJOR: c_uint = 0;
 pub const USLAB_VERSION_MINOR: c_uint = 1;
 
-/// An object cache (opaque).
-#[repr(C)]
-pub struct kmem_cache {
-    _opaque: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// An object cache (opaque).
+    kmem_cache
 }
-/// A prefilled sheaf (opaque).
-#[repr(C)]
-pub struct slab_sheaf {
-    _opaque: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// A prefilled sheaf (opaque).
+    slab_sheaf
 }
-/// C's `FILE` (opaque).
-#[repr(C)]
-pub struct FILE {
-    _opaque: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// C's `FILE` (opaque).
+    FILE
 }
 
 pub type slab_flags_t = c_uint;
@@ -92,17 +99,13 @@ pub struct uslab_slabinfo {
     pub sharedavail: c_ulong,
 }
 
-/// liburcu's `struct rcu_flavor_struct` (opaque here).
-#[repr(C)]
-pub struct rcu_flavor_struct {
-    _opaque: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// liburcu's `struct rcu_flavor_struct` (opaque here).
+    rcu_flavor_struct
 }
-/// liburcu's `struct rcu_head` (opaque here).
-#[repr(C)]
-pub struct rcu_head {
-    _opaque: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// liburcu's `struct rcu_head` (opaque here).
+    rcu_head
 }
 
 /// kfree_rcu's counters (`uslab_rcu_stats`).
