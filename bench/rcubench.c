@@ -28,6 +28,7 @@
 #pragma weak uslab_rcu_init
 #pragma weak uslab_kvfree_call_rcu
 #pragma weak kvfree_rcu_barrier
+#pragma weak uslab_rcu_stats
 
 struct obj {
 	struct rcu_head rcu;
@@ -122,6 +123,10 @@ static int child(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("%.4f %ld\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, ru.ru_maxrss);
+	struct uslab_rcu_stats st;
+	if (use_kfree_rcu && uslab_rcu_stats && uslab_rcu_stats(&st) == 0)   /* (for a run by hand) */
+		fprintf(stderr, "kfree_rcu: %lu queued in %lu batches, %lu waits at USLAB_RCU_MAX\n", st.queued, st.batches,
+		        st.waits);
 	return 0;
 }
 
