@@ -2,7 +2,7 @@
  * public API alone. CTest runs it with USLAB_SHEAVE=0 (a typo), USLAB_SLUB_DEBUG=FZPU
  * (the kernel's word, not uslab's option name), USLAB_RSEQ=yes, USLAB_MIN_OBJECTS=0,
  * USLAB_HARDEN=3, USLAB_BULK_LOOKAHEAD=0, USLAB_NODES=65 and USLAB_STACK_DEPTH=17 (out of range)
- * and USLAB_OOM=never (not a name it takes): each gets one line naming the variable, a malformed value names
+ * USLAB_RCU_MAX=12 (below its least), and USLAB_OOM=never (not a name it takes): each gets one line naming the variable, a malformed value names
  * the default as README gives it, and the defaults stay. */
 #include "../harness.h"   /* uslab.h only */
 
@@ -30,7 +30,7 @@ int main(void)
 	uslab_set_report_handler(NULL, NULL);
 	for (int i = 0; i < nlines; i++)
 		printf("%s\n", lines[i]);
-	CHECK_EQ(nlines, 10);
+	CHECK_EQ(nlines, 11);
 	CHECK_EQ(lines_with("unknown option USLAB_SHEAVE ", NULL), 1);
 	CHECK_EQ(lines_with("unknown option USLAB_SLUB_DEBUG ", NULL), 1);
 	CHECK_EQ(lines_with("USLAB_RSEQ='yes'", "keeping the default (automatic)"), 1);
@@ -41,8 +41,9 @@ int main(void)
 	CHECK_EQ(lines_with("USLAB_STACK_DEPTH='17'", "[0, 16]; keeping the default (16)"), 1);
 	CHECK_EQ(lines_with("USLAB_OOM='never'", "none of null, report and abort; keeping the default (null)"), 1);
 	CHECK_EQ(lines_with("USLAB_RANDOM='on'", "[0, 1]; keeping the default (1)"), 1);
+	CHECK_EQ(lines_with("USLAB_RCU_MAX='12'", "[1024, 1073741824]; keeping the default (1048576)"), 1);
 	CHECK_EQ(lines_with("keeping -1", NULL) + lines_with("keeping 0", NULL), 0);
-	CHECK_EQ(lines_with("uslab: ", NULL), 10);   /* every line is a report */
+	CHECK_EQ(lines_with("uslab: ", NULL), 11);   /* every line is a report */
 	/* The defaults stayed: rseq chosen automatically (as without the option),
 	 * sheaves on (a cache gets a sheaf capacity). */
 	CHECK(strcmp(mode, "rseq") == 0 || strcmp(mode, "locked") == 0);

@@ -111,6 +111,16 @@ static void before_init(void)
 	struct uslab_rcu_stats st;
 	CHECK_EQ(uslab_rcu_stats(&st), 0);
 	CHECK(st.refused == 2 && st.queued == 0 && !st.flavor_set);
+	errno = 0;
+	CHECK_EQ(uslab_rcu_stats(NULL), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* A flavour without the calls uslab needs. */
+	static struct rcu_flavor_struct lacking;
+	lacking = urcu_memb_flavor;
+	lacking.barrier = NULL;
+	errno = 0;
+	CHECK_EQ(uslab_rcu_init(&lacking), -1);
+	CHECK_EQ(errno, EINVAL);
 	kmem_cache_free(cache, n);
 	/* A SLAB_TYPESAFE_BY_RCU cache needs the flavour first. */
 	CHECK(kmem_cache_create("rcu-ts-early", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL) == NULL);
