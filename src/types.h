@@ -49,6 +49,18 @@ static inline void usl_list_add_between(struct usl_list *n, struct usl_list *p, 
 }
 static inline void usl_list_add_head(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h, h->next); }
 static inline void usl_list_add_tail(struct usl_list *n, struct usl_list *h) { usl_list_add_between(n, h->prev, h); }
+/* Every entry of from moved to the tail of to, in order; from left empty
+ * (the kernel's list_splice_tail_init). */
+static inline void usl_list_splice_tail_init(struct usl_list *from, struct usl_list *to)
+{
+	if (from->next == from)
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	from->next = from->prev = from;
+}
 static inline void usl_list_del(struct usl_list *n)
 {
 	n->prev->next = n->next;

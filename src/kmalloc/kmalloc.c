@@ -290,6 +290,14 @@ static inline struct kmem_cache *page_owner(uintptr_t off)
 	return usl_pagemap_user_cache(usl_pm_read(&usl_pagemap[off >> USL_PAGE_SHIFT]));
 }
 
+/* The cache owning the page p is in, or NULL: not a slab of a user or kmalloc
+ * cache, or outside the heap's range (a direct mapping, a foreign pointer). */
+static inline struct kmem_cache *owner_of(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - usl_base;
+	return off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+}
+
 /* The usable bytes of the block p starts (a slab object, a large block or a
  * mapping); 0 if p starts none. */
 static size_t block_size(const void *p)
@@ -297,15 +305,11 @@ static size_t block_size(const void *p)
 	size_t n = usl_obj_ksize(p);         /* the common case, as free checks it */
 	if (usl_likely(n))
 		return n;
-	uintptr_t off = (uintptr_t)p - usl_base;
-
-	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)) {
-		struct kmem_cache *s = page_owner(off);
-		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS))
-			return usl_debug_is_object(s, p) ? usl_debug_ksize(s, (void *)p) : 0;
-		if (s)   /* an object's start, not inside one */
-			return usl_cache_obj_ok(s, p) ? usl_cache_ksize(s) : 0;
-	}
+	struct kmem_cache *s = owner_of(p);
+	if (s && (s->flags & USL_SLAB_DEBUG_FLAGS))
+		return usl_debug_is_object(s, p) ? usl_debug_ksize(s, (void *)p) : 0;
+	if (s)   /* an object's start, not inside one */
+		return usl_cache_obj_ok(s, p) ? usl_cache_ksize(s) : 0;
 	return usl_large_size(p);
 }
 
@@ -316,8 +320,7 @@ size_t usl_block_size_named(const void *p, const char *fn)
 	size_t n = block_size(p);
 	if (usl_likely(n))
 		return n;
-	uintptr_t off = (uintptr_t)p - usl_base;
-	struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+	struct kmem_cache *s = owner_of(p);
 	if (s)
 		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an allocated object; not freed", fn,
 		           s->name, p);
@@ -330,8 +333,7 @@ size_t usl_block_size_named(const void *p, const char *fn)
  * for a large block: p is a block block_size knows. */
 const char *usl_block_owner_name(const void *p)
 {
-	uintptr_t off = (uintptr_t)p - usl_base;
-	struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+	struct kmem_cache *s = owner_of(p);
 	return s ? s->name : "kmalloc (large block)";
 }
 
@@ -376,10 +378,7 @@ static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp, int
 
 void usl_kmalloc_note_size(void *p, size_t n)
 {
-	uintptr_t off = (uintptr_t)p - usl_base;
-	if (off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
-		return;
-	struct kmem_cache *s = page_owner(off);
+	struct kmem_cache *s = owner_of(p);
 	if (s && (s->flags & USL_SLAB_DEBUG_FLAGS) && usl_debug_is_object(s, p))
 		usl_debug_resize(s, p, n);
 }
@@ -410,15 +409,12 @@ void *uslab_malloc(size_t size, gfp_t gfp)
 {
 	if (usl_likely(size <= KMALLOC_MAX_CACHE_SIZE && !(gfp & __GFP_ZERO))) {
 		size_t i = (size + 15) >> 4;
-		const struct usl_malloc_class *c = usl_malloc_class(i);
-		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
-		if (usl_malloc_owned(slots))
-			return usl_owned_pop_tagged((uintptr_t)slots);
-		if (usl_likely(slots != NULL))
-			return usl_malloc_pop(c, slots);
-		slots = __atomic_load_n(&usl_malloc_plain[i], __ATOMIC_ACQUIRE);
+		void *p;
+		if (usl_malloc_fast(i, &p))
+			return p;
+		struct kmem_cache_cpu *slots = __atomic_load_n(&usl_malloc_plain[i], __ATOMIC_ACQUIRE);
 		if (slots)
-			return usl_malloc_pop_plain(c, slots);
+			return usl_malloc_pop_plain(usl_malloc_class(i), slots);
 	}
 	void *p = usl_malloc_bytes(size < 16 ? 16 : size, gfp | __GFP_NOWARN, (uintptr_t)__builtin_return_address(0));
 	if (usl_unlikely(!p) && !(gfp & __GFP_NOWARN))
@@ -537,9 +533,7 @@ void *krealloc(const void *p, size_t n, gfp_t gfp)
 			usl_report_bad_ptr("krealloc", p);
 			return NULL;
 		}
-		/* (A direct mapping lies outside the heap's range: no page map entry.) */
-		uintptr_t off = (uintptr_t)p - usl_base;
-		struct kmem_cache *s = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE) ? page_owner(off) : NULL;
+		struct kmem_cache *s = owner_of(p);   /* (a direct mapping has none) */
 		if (s && (s->flags & USL_SLAB_DEBUG_FLAGS) && n <= s->object_size) {
 			/* In place: the size asked for, and the kmalloc red zone
 			 * after it, follow (the kernel's krealloc with orig_size). */

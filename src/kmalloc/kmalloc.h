@@ -82,6 +82,25 @@ slow:
 	return usl_malloc_slow(c);
 }
 
+/* malloc's fast path from table entry i (n <= 8 KiB: (n + 15) >> 4) when its
+ * class is published: the owned front end's tagged pop or the sheaf pop, its
+ * block (or NULL, out of memory) in *out, and true; false (nothing done)
+ * when no slots are published (the caller's other paths). */
+static inline __attribute__((always_inline)) bool usl_malloc_fast(size_t i, void **out)
+{
+	const struct usl_malloc_class *c = usl_malloc_class(i);
+	struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+	if (usl_malloc_owned(slots)) {     /* the owned front end: a bit of the cursor word */
+		*out = usl_owned_pop_tagged((uintptr_t)slots);
+		return true;
+	}
+	if (usl_likely(slots != NULL)) {
+		*out = usl_malloc_pop(c, slots);
+		return true;
+	}
+	return false;
+}
+
 /* The same with hardening off: the pop alone (slots from usl_malloc_plain). */
 static inline __attribute__((always_inline)) void *usl_malloc_pop_plain(const struct usl_malloc_class *c,
                                                                        struct kmem_cache_cpu *slots)

@@ -9,17 +9,15 @@
  * Also SLAB_TYPESAFE_BY_RCU: a discarded slab's pages go back only after a
  * grace period (free_slab_after_gp, the engines' hook).
  * Locks: a CPU's queue lock (a leaf spin lock), and gp_slabs.lock, each
- * alone (nothing is allocated or called under them); the flavour's own inside call_rcu and
- * rcu_barrier. Built with liburcu's
- * headers (USLAB_HAVE_LIBURCU): without them these calls do not exist, and a
- * program that uses them fails to link. docs/GUIDE.md, "RCU". */
+ * alone (nothing is allocated or called under them); the flavour's own
+ * inside call_rcu and rcu_barrier. Built with liburcu's headers
+ * (USLAB_HAVE_LIBURCU): without them these calls do not exist, and a program
+ * that uses them fails to link. docs/GUIDE.md, "RCU". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "kmalloc.h"
 
@@ -103,7 +101,7 @@ static inline uintptr_t queued_mark(const void *obj) { return (uintptr_t)obj ^ m
 /* After the grace period: the objects' marks cleared, the objects freed. */
 static void batch_done(struct rcu_head *head)
 {
-	struct batch *b = (struct batch *)((char *)head - offsetof(struct batch, head));
+	struct batch *b = usl_container_of(head, struct batch, head);
 	for (unsigned int i = 0; i < b->n; i++)
 		if (b->offs[i] != NO_HEAD)
 			((uintptr_t *)((char *)b->obj[i] + b->offs[i]))[1] = 0;
@@ -118,18 +116,25 @@ static void hand_over(struct batch *b)
 	flavor->update_call_rcu(&b->head, batch_done);
 }
 
-/* One grace period after a batch started: whatever it holds goes. */
-static void kick_done(struct rcu_head *head)
+/* Hands over what q's batch holds, if anything; kick: the call is q's kick
+ * (its callback), which may be queued again from now on. */
+static void hand_over_partial(struct cpu_queue *q, bool kick)
 {
-	struct cpu_queue *q = (struct cpu_queue *)((char *)head - offsetof(struct cpu_queue, kick));
 	usl_spin_lock_leaf(&q->lock);
 	struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
 	if (b)
 		q->cur = NULL;
-	q->kick_pending = false;
+	if (kick)
+		q->kick_pending = false;
 	usl_spin_unlock_leaf(&q->lock);
 	if (b)
 		hand_over(b);
+}
+
+/* One grace period after a batch started: whatever it holds goes. */
+static void kick_done(struct rcu_head *head)
+{
+	hand_over_partial(usl_container_of(head, struct cpu_queue, kick), true);
 }
 
 static void fork_prepare(void)
@@ -316,19 +321,10 @@ void kvfree_rcu_barrier(void)
 /* Every CPU's batch handed over, then the callbacks waited for. */
 static void kvfree_rcu_barrier_quiet(void)
 {
-	const struct rcu_flavor_struct *f = flavor;
-	for (unsigned int i = 0; i < nqueues; i++) {
-		struct cpu_queue *q = &queues[i];
-		usl_spin_lock_leaf(&q->lock);
-		struct batch *b = q->cur && q->cur->n ? q->cur : NULL;
-		if (b)
-			q->cur = NULL;
-		usl_spin_unlock_leaf(&q->lock);
-		if (b)
-			hand_over(b);
-	}
-	f->barrier();        /* every callback queued so far (a kick's hand-over too) has run */
-	f->barrier();        /* and the batches a kick handed over meanwhile */
+	for (unsigned int i = 0; i < nqueues; i++)
+		hand_over_partial(&queues[i], false);
+	flavor->barrier();   /* every callback queued so far (a kick's hand-over too) has run */
+	flavor->barrier();   /* and those they queued: a kick's batch, slabs_done's next list */
 }
 
 /* ===========================================================================
@@ -338,15 +334,6 @@ static void kvfree_rcu_barrier_quiet(void)
  * one call_rcu at a time on gp_slabs.head, and what was discarded meanwhile
  * goes with the next one. Lock: gp_slabs.lock, alone.
  */
-static void move_all(struct usl_list *to, struct usl_list *from)
-{
-	while (!usl_list_empty(from)) {
-		struct usl_list *e = from->next;
-		usl_list_del(e);
-		usl_list_add_tail(e, to);
-	}
-}
-
 static void slabs_done(struct rcu_head *head)
 {
 	(void)head;
@@ -362,7 +349,7 @@ static void slabs_done(struct rcu_head *head)
 	gp_slabs.released += n;
 	bool again = !usl_list_empty(&gp_slabs.pending);
 	if (again)
-		move_all(&gp_slabs.flight, &gp_slabs.pending);
+		usl_list_splice_tail_init(&gp_slabs.pending, &gp_slabs.flight);
 	else
 		gp_slabs.in_flight = false;
 	usl_unlock(&gp_slabs.lock);
@@ -377,7 +364,7 @@ static void free_slab_after_gp(struct slab *slab)
 	gp_slabs.deferred++;
 	bool go = !gp_slabs.in_flight;
 	if (go) {
-		move_all(&gp_slabs.flight, &gp_slabs.pending);
+		usl_list_splice_tail_init(&gp_slabs.pending, &gp_slabs.flight);
 		gp_slabs.in_flight = true;
 	}
 	usl_unlock(&gp_slabs.lock);

@@ -133,12 +133,9 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 		size_t pow2 = 1;
 		while (pow2 < want)
 			pow2 <<= 1;
-		const struct usl_malloc_class *c = usl_malloc_class((pow2 + 15) >> 4);
-		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
-		if (usl_malloc_owned(slots))
-			return usl_owned_pop_tagged((uintptr_t)slots);
-		if (usl_likely(slots != NULL))
-			return usl_malloc_pop(c, slots);
+		void *p;
+		if (usl_malloc_fast((pow2 + 15) >> 4, &p))
+			return p;
 	}
 	void *p = usl_kmalloc_aligned(align, n, gfp | __GFP_NOWARN);
 	if (!p)
@@ -165,14 +162,9 @@ static __attribute__((noinline)) void *malloc_other(size_t n)
 
 EXPORT void *malloc(size_t n)
 {
-	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {
-		const struct usl_malloc_class *c = usl_malloc_class((n + 15) >> 4);
-		struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
-		if (usl_malloc_owned(slots))     /* the owned front end: a bit of the cursor word */
-			return usl_owned_pop_tagged((uintptr_t)slots);
-		if (usl_likely(slots != NULL))
-			return usl_malloc_pop(c, slots);
-	}
+	void *p;
+	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE) && usl_malloc_fast((n + 15) >> 4, &p))
+		return p;
 	return malloc_other(n);
 }
 
