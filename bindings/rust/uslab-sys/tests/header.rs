@@ -177,22 +177,29 @@ fn squash_lines(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What the header (c) and src/lib.rs (r) say differently: names in one only,
+/// and names whose values differ.
+fn disagreements<V: PartialEq + std::fmt::Debug>(c: &BTreeMap<String, V>, r: &BTreeMap<String, V>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, v) in c {
+        match r.get(name) {
+            None => problems.push(format!("{name} ({v:?}): in uslab.h, not in src/lib.rs")),
+            Some(rv) if rv != v => problems.push(format!("{name}: C {v:?}, Rust {rv:?}")),
+            _ => {}
+        }
+    }
+    for name in r.keys().filter(|n| !c.contains_key(*n)) {
+        problems.push(format!("{name}: in src/lib.rs, not in uslab.h"));
+    }
+    problems
+}
+
 #[test]
 fn functions_match_the_header() {
     let c = header_functions();
     let r = rust_functions();
     assert!(c.len() >= 45, "the header parse found only {} functions", c.len());
-    let mut problems = Vec::new();
-    for (name, sig) in &c {
-        match r.get(name) {
-            None => problems.push(format!("{name}: in uslab.h, not declared in src/lib.rs")),
-            Some(rs) if rs != sig => problems.push(format!("{name}: C {sig:?}, Rust {rs:?}")),
-            _ => {}
-        }
-    }
-    for name in r.keys().filter(|n| !c.contains_key(*n)) {
-        problems.push(format!("{name}: declared in src/lib.rs, not in uslab.h"));
-    }
+    let problems = disagreements(&c, &r);
     assert!(problems.is_empty(), "declarations disagree with include/uslab.h:\n{}", problems.join("\n"));
 }
 
@@ -244,17 +251,7 @@ fn constants_match_the_header() {
         }
     }
     assert!(c.len() >= 30, "the header parse found only {} constants", c.len());
-    let mut problems = Vec::new();
-    for (name, v) in &c {
-        match r.get(name) {
-            None => problems.push(format!("{name} = {v}: in uslab.h, not in src/lib.rs")),
-            Some(rv) if rv != v => problems.push(format!("{name}: C {v}, Rust {rv}")),
-            _ => {}
-        }
-    }
-    for name in r.keys().filter(|n| !c.contains_key(*n)) {
-        problems.push(format!("{name}: in src/lib.rs, not in uslab.h"));
-    }
+    let problems = disagreements(&c, &r);
     assert!(problems.is_empty(), "constants disagree with include/uslab.h:\n{}", problems.join("\n"));
 }
 
