@@ -186,6 +186,9 @@ USL_HIDDEN void usl_free_ignore_area(const void *lo, size_t len);
 /* "FN: P is not an allocated kmalloc block ...; ignored" or "... is not a
  * uslab pointer; ignored". */
 USL_HIDDEN void usl_report_bad_ptr(const char *fn, const void *p) __attribute__((cold));
+/* A double free the free marker showed (x is free already, wherever it is;
+ * free, the bulk frees, kfree_rcu): reported, naming fn; nothing freed. */
+USL_HIDDEN void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn) __attribute__((cold));
 /* kmem_cache_destroy's wait for kfree_rcu's queued objects: NULL until
  * uslab_rcu_init (the kmalloc layer, src/kmalloc/rcu.c) sets it. */
 extern void (*usl_rcu_destroy_wait)(void) USL_HIDDEN;

@@ -10,8 +10,5 @@
  * failed): true if it was handed out all the same; else the free is refused
  * with a report naming fn. */
 USL_HIDDEN bool usl_uncarved_check(struct kmem_cache *s, void *x, const char *fn);
-/* A double free the free marker showed (x is free already, wherever it is):
- * reported, naming fn; the caller frees nothing. */
-USL_HIDDEN void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn) __attribute__((cold));
 
 #endif /* USL_COMMON_OBJECTS_H */

@@ -329,6 +329,11 @@ size_t usl_block_size_named(const void *p, const char *fn)
 	return 0;
 }
 
+struct kmem_cache *usl_block_owner(const void *p)
+{
+	return owner_of(p);
+}
+
 /* The name of the cache whose object p starts (for reports), "kmalloc"
  * for a large block: p is a block block_size knows. */
 const char *usl_block_owner_name(const void *p)

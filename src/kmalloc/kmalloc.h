@@ -132,9 +132,17 @@ USL_HIDDEN void usl_kmalloc_note_size(void *p, size_t n);
 USL_HIDDEN void *usl_kmalloc_aligned(size_t align, size_t n, gfp_t gfp);
 /* block_size of p, or 0 with a report naming fn and p's cache. */
 USL_HIDDEN size_t usl_block_size_named(const void *p, const char *fn);
-/* The name of the cache of the block p starts (usl_ksize_as said it is one). */
+/* The cache of the block p starts (usl_ksize_as said it is one); NULL for a
+ * large block. And its name, "kmalloc (large block)" for one. */
+USL_HIDDEN struct kmem_cache *usl_block_owner(const void *p);
 USL_HIDDEN const char *usl_block_owner_name(const void *p);
 /* ksize, with reports naming fn (0 for a pointer that starts no block). */
 USL_HIDDEN size_t usl_ksize_as(const void *p, const char *fn);
+
+#ifdef USLAB_HAVE_LIBURCU
+/* Of kfree_rcu's batches (uslab_rcu_stats), those that were RCU sheaves
+ * (rcu.c): for slabinfo's kfree_rcu line. */
+USL_HIDDEN unsigned long usl_rcu_sheaves(void);
+#endif
 
 #endif /* USL_KMALLOC_H */

@@ -545,6 +545,30 @@ void usl_sheaf_give_back(struct kmem_cache *s, struct slab_sheaf *sh)
 		usl_barn_visit(s, sh, -1);
 }
 /* ===========================================================================
+ * kfree_rcu's sheaves (the kmalloc layer's rcu.c, the kernel's rcu_free
+ * sheaf): an empty sheaf that objects wait in for a grace period, and that
+ * sheaf afterwards, its objects free, whole to the barn as any full sheaf.
+ */
+struct slab_sheaf *usl_sheaf_rcu_get(struct kmem_cache *s)
+{
+	struct slab_sheaf *sh = usl_barn_get(s, false);
+	if (sh && usl_sheaf_is_oversize(s, sh)) {
+		usl_sheaf_dispose(s, sh);
+		sh = NULL;
+	}
+	if (!sh)
+		sh = usl_sheaf_new(s, s->sheaf_capacity, GFP_NOWAIT);
+	return sh;
+}
+
+void usl_sheaf_rcu_put(struct kmem_cache *s, struct slab_sheaf *sh)
+{
+	usl_assert(sh->size <= sh->capacity && !usl_sheaf_is_oversize(s, sh));
+	usl_stat_add(s, USL_FREE_RCU_SHEAF, sh->size);
+	usl_sheaf_give_back(s, sh);
+}
+
+/* ===========================================================================
  * Flushing every CPU's sheaves and the barn (shrink, destroy). The slots are
  * reached with the engine's flush protocol (usl_slub_hold_slots): rseq mode marks every
  * slot and one membarrier(PRIVATE_EXPEDITED_RSEQ) aborts every section in

@@ -74,6 +74,21 @@ USL_HIDDEN int usl_sheaf_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, 
 /* p[0..nr) are checked objects of s (no NULLs). */
 USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 
+/* ---- kfree_rcu's sheaves (barn.c) ---- */
+/* Can objects of s wait for a grace period in a sheaf of its own, which then
+ * goes whole to the barn? SLUB with sheaves, no debugging, one node. */
+static inline bool usl_sheaf_rcu_ok(const struct kmem_cache *s)
+{
+	return s->sheaf_capacity && s->engine == USL_ENGINE_SLUB && !(s->flags & USL_SLAB_DEBUG_FLAGS) &&
+	       !(s->fast & USL_FAST_NUMA) && s->fast != USL_FAST_OWNED && usl_nr_nodes == 1;
+}
+/* An empty sheaf of s's capacity (the barn's, or new); NULL if no memory. */
+USL_HIDDEN struct slab_sheaf *usl_sheaf_rcu_get(struct kmem_cache *s);
+/* sh, from usl_sheaf_rcu_get, holds objects of s that are free now, each
+ * with the free state a push leaves (freestate.h): to the barn if full,
+ * else flushed to slabs. */
+USL_HIDDEN void usl_sheaf_rcu_put(struct kmem_cache *s, struct slab_sheaf *sh);
+
 /* ---- whole-cache work (barn.c) ---- */
 /* Every CPU's sheaves and the barn's to slabs, and the sheaves freed. */
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);

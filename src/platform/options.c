@@ -12,7 +12,7 @@
 struct usl_options usl_opt = { .min_objects = 0, .min_order = 0, .max_order = 3, .rseq = -1, .sheaves = -1,
                                .decay_ms = 1000, .background = 1, .harden = 1, .random = 1,
                                .slab_colour = 1, .bulk_lookahead = 3, .stack_depth = USL_STACK_MAX,
-                               .rcu_max = 1 << 20 };
+                               .rcu_max = 1 << 19 };
 
 
 bool usl_parse_int(const char *s, long lo, long hi, long *out)

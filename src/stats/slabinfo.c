@@ -96,8 +96,9 @@ void uslab_slabinfo(FILE *f)
 	 * slabinfo readers skip as they skip the header's. */
 	struct uslab_rcu_stats r;
 	if (uslab_rcu_stats(&r) == 0 && r.flavor_set)
-		fprintf(f, "# kfree_rcu: queued %lu batches %lu freed %lu waiting %lu refused %lu waits %lu slabs_waiting %lu\n",
-		        r.queued, r.batches, r.freed, r.waiting, r.refused, r.waits, r.slabs_waiting);
+		fprintf(f, "# kfree_rcu: queued %lu batches %lu freed %lu waiting %lu refused %lu waits %lu slabs_waiting %lu "
+		        "sheaves %lu\n", r.queued, r.batches, r.freed, r.waiting, r.refused, r.waits, r.slabs_waiting,
+		        usl_rcu_sheaves());
 #endif
 	fflush(f);
 }

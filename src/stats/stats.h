@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "../common/common.h"
+#include "../kmalloc/kmalloc.h"
 
 /* The counters' sysfs names, by enum usl_stat_item. */
 extern const char *const usl_stat_names[USL_NR_STATS] USL_HIDDEN;

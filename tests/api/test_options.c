@@ -41,7 +41,7 @@ int main(void)
 	CHECK_EQ(lines_with("USLAB_STACK_DEPTH='17'", "[0, 16]; keeping the default (16)"), 1);
 	CHECK_EQ(lines_with("USLAB_OOM='never'", "none of null, report and abort; keeping the default (null)"), 1);
 	CHECK_EQ(lines_with("USLAB_RANDOM='on'", "[0, 1]; keeping the default (1)"), 1);
-	CHECK_EQ(lines_with("USLAB_RCU_MAX='12'", "[1024, 1073741824]; keeping the default (1048576)"), 1);
+	CHECK_EQ(lines_with("USLAB_RCU_MAX='12'", "[1024, 1073741824]; keeping the default (524288)"), 1);
 	CHECK_EQ(lines_with("keeping -1", NULL) + lines_with("keeping 0", NULL), 0);
 	CHECK_EQ(lines_with("uslab: ", NULL), 11);   /* every line is a report */
 	/* The defaults stayed: rseq chosen automatically (as without the option),
