@@ -868,7 +868,7 @@ def report(d):
     L.append(part_output(raw, "rust.txt"))
     L.append("## RCU: kfree_rcu against call_rcu per object\n")
     L.append("uslab-rcubench: writers replace objects and retire the old ones after a grace period of liburcu "
-             "(memb), uslab's `kfree_rcu` (batched per CPU) against `call_rcu` with a callback that calls `free`, "
+             "(memb), uslab's `kfree_rcu` (per-CPU RCU sheaves, to the barn whole) against `call_rcu` with a callback that calls `free`, "
              "each allocator under LD_PRELOAD; throughput and peak RSS, medians.\n")
     L.append(part_output(raw, "rcu.txt"))
     L.append("## The kernel's own test suites\n")
