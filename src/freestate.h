@@ -46,7 +46,7 @@ static inline uintptr_t usl_cache_key(const struct kmem_cache *s, const void *at
  * pushed twice, or the sheaf entry was overwritten, and nothing is written. */
 /* Not an address (so no M equals an F), and a sign-extended 32-bit immediate
  * (one instruction on the pop's path). */
-#define USL_TW_FLAG 0xfffffffff1a6f1a6ul
+#define USL_FLAG_FREE 0xfffffffff1a6f1a6ul
 
 static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
 {
@@ -56,8 +56,8 @@ static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
 
 /* Two-word caches (every cache with sheaves whose objects hold a word beside
  * the free pointer's, no constructor, no debugging): a second word, the flag
- * (s->foff), says "free on its slab" ("F": the marker word's key ^
- * USL_TW_FLAG). No free writes it, so free's fast path writes the marker
+ * (s->flag_off), says "free on its slab" ("F": the marker word's key ^
+ * USL_FLAG_FREE). No free writes it, so free's fast path writes the marker
  * without reading the object, and what a blind write cannot see is checked
  * where objects change hands below the per-CPU layer:
  *   in a sheaf (any per-CPU array, barn, packed or prefilled sheaf):
@@ -65,8 +65,8 @@ static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
  *   free on its slab (a SLUB free list, a SLAB index array):
  *       flag = F; marker word = the encoded link (SLUB) or M (SLAB);
  *   handed out: marker cleared by the pop, flag cleared when it left its slab.
- * An object enters its slab only with its M and without F (usl_tw_enter_slab,
- * which writes F) and leaves it only with F (usl_tw_leave_slab, which clears
+ * An object enters its slab only with its M and without F (usl_flag_enter_slab,
+ * which writes F) and leaves it only with F (usl_flag_leave_slab, which clears
  * it); a pop takes only an M without F. So a second free of an object free
  * on its slab (which overwrote its link with an M: a list walk stops at a
  * link to itself) leaves a copy in a sheaf that can never be taken out, and a
@@ -75,30 +75,30 @@ static inline void usl_marker_set(const struct kmem_cache *s, void *obj)
  * free (docs/ARCHITECTURE.md). */
 static inline bool usl_two_word(const struct kmem_cache *s)
 {
-	return s->foff != s->offset;
+	return s->flag_off != s->offset;
 }
 
-static inline uintptr_t usl_tw_f(const struct kmem_cache *s, const void *obj)
+static inline uintptr_t usl_flag_free(const struct kmem_cache *s, const void *obj)
 {
-	return usl_cache_key(s, (const char *)obj + s->offset) ^ USL_TW_FLAG;
+	return usl_cache_key(s, (const char *)obj + s->offset) ^ USL_FLAG_FREE;
 }
 
 /* The check of every pop and of an object's entry into its slab: obj's
- * marker word at (key: its key) holds its M, and its flag word, foff bytes
+ * marker word at (key: its key) holds its M, and its flag word, flag_off bytes
  * into obj, no F. */
-static inline __attribute__((always_inline)) bool usl_marker_waits(const uintptr_t *at, uintptr_t key,
-                                                                   const void *obj, size_t foff)
+static USL_FAST_PATH bool usl_marker_check(const uintptr_t *at, uintptr_t key,
+                                           const void *obj, size_t flag_off)
 {
 	return usl_likely(*at == ((uintptr_t)obj ^ key) &&
-	                  *(const uintptr_t *)((const char *)obj + foff) != (key ^ USL_TW_FLAG));
+	                  *(const uintptr_t *)((const char *)obj + flag_off) != (key ^ USL_FLAG_FREE));
 }
 
 static inline bool usl_marker_pop(const struct kmem_cache *s, void *obj)
 {
 	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset);
 	uintptr_t key = usl_cache_key(s, at);
-	/* (In a one-word cache foff is offset: the M read again, never an F.) */
-	if (!usl_marker_waits(at, key, obj, s->foff))
+	/* (In a one-word cache flag_off is offset: the M read again, never an F.) */
+	if (!usl_marker_check(at, key, obj, s->flag_off))
 		return false;
 	*at = 0;
 	return true;
@@ -125,57 +125,57 @@ static inline size_t usl_markers_pop(struct kmem_cache *s, void **p, size_t n,
  * not free on a slab already); its flag becomes F (the engine then writes its
  * free pointer). False: a copy of an object that is free (reported by the
  * caller, and left out). Hardening on, two-word caches only. */
-static inline bool usl_tw_enter_slab(const struct kmem_cache *s, void *obj)
+static inline bool usl_flag_enter_slab(const struct kmem_cache *s, void *obj)
 {
-	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset), *fl = (uintptr_t *)((char *)obj + s->foff);
+	uintptr_t *at = (uintptr_t *)((char *)obj + s->offset), *fl = (uintptr_t *)((char *)obj + s->flag_off);
 	uintptr_t key = usl_cache_key(s, at);
-	if (!usl_marker_waits(at, key, obj, s->foff))
+	if (!usl_marker_check(at, key, obj, s->flag_off))
 		return false;
-	*fl = key ^ USL_TW_FLAG;
+	*fl = key ^ USL_FLAG_FREE;
 	return true;
 }
 
-/* obj, refused by usl_tw_enter_slab, is free on its slab already (else its
+/* obj, refused by usl_flag_enter_slab, is free on its slab already (else its
  * marker was overwritten: written after its free, or a second copy whose
  * first was handed out). For the report. */
-static inline bool usl_tw_free_on_slab(const struct kmem_cache *s, const void *obj)
+static inline bool usl_flag_free_on_slab(const struct kmem_cache *s, const void *obj)
 {
-	return *(const uintptr_t *)((const char *)obj + s->foff) == usl_tw_f(s, obj);
+	return *(const uintptr_t *)((const char *)obj + s->flag_off) == usl_flag_free(s, obj);
 }
 
 /* obj, taken from its slab's free list: true if it holds its F, which is
  * cleared. False: its flag was written after its free; the engine's walk
  * reports it and leaves it out (still counted in use). */
-static inline bool usl_tw_leave_slab(const struct kmem_cache *s, void *obj)
+static inline bool usl_flag_leave_slab(const struct kmem_cache *s, void *obj)
 {
-	uintptr_t *fl = (uintptr_t *)((char *)obj + s->foff);
-	if (__builtin_expect(*fl != usl_tw_f(s, obj), 0))
+	uintptr_t *fl = (uintptr_t *)((char *)obj + s->flag_off);
+	if (__builtin_expect(*fl != usl_flag_free(s, obj), 0))
 		return false;
 	*fl = 0;
 	return true;
 }
 
 /* obj, carved (never handed out) onto a free list: its F. */
-static inline void usl_tw_carved(const struct kmem_cache *s, void *obj)
+static inline void usl_flag_carved(const struct kmem_cache *s, void *obj)
 {
-	*(uintptr_t *)((char *)obj + s->foff) = usl_tw_f(s, obj);
+	*(uintptr_t *)((char *)obj + s->flag_off) = usl_flag_free(s, obj);
 }
 
 /* obj, carved straight into an array (never on a free list): its flag
  * cleared, so an F left in reused memory is not taken for one. */
-static inline void usl_tw_fresh(const struct kmem_cache *s, void *obj)
+static inline void usl_flag_fresh(const struct kmem_cache *s, void *obj)
 {
-	*(uintptr_t *)((char *)obj + s->foff) = 0;
+	*(uintptr_t *)((char *)obj + s->flag_off) = 0;
 }
 
 /* Hardening on and s a two-word cache: the checks above apply (a macro: the
  * options are the platform layer's, above this glossary's includes). */
-#define usl_tw_on(s) (usl_opt.harden && usl_two_word(s))
+#define usl_flagged(s) (usl_opt.harden && usl_two_word(s))
 
 
 /* Check x and mark it free: false (nothing written) if it is free already. */
-static inline __attribute__((always_inline)) bool usl_marker_take(uintptr_t x, uint32_t off, uintptr_t secret,
-                                                                  uint32_t blk_shift)
+static USL_FAST_PATH bool usl_marker_take(uintptr_t x, uint32_t off, uintptr_t secret,
+                                          uint32_t blk_shift)
 {
 	uintptr_t at = x + off, key = usl_key(secret, (const void *)at);
 	uintptr_t dec = *(uintptr_t *)at ^ key;
@@ -186,7 +186,7 @@ static inline __attribute__((always_inline)) bool usl_marker_take(uintptr_t x, u
 }
 
 /* An allocation's object: its marker (or free pointer) cleared. */
-static inline __attribute__((always_inline)) void *usl_marker_clear(void *obj, uint32_t off)
+static USL_FAST_PATH void *usl_marker_clear(void *obj, uint32_t off)
 {
 	if (usl_opt.harden && obj)
 		*(uintptr_t *)((char *)obj + off) = 0;

@@ -44,9 +44,9 @@ USL_HIDDEN struct slab_sheaf *usl_test_barn_take_unlocked(struct kmem_cache *s);
 /* common: the decay thread: running now, sweeps it ran, times it parked;
  * and every decay sweep, the thread's or a slow path's (a sequence count:
  * odd while one runs). */
-USL_HIDDEN bool usl_background_running(void);
-extern unsigned long usl_background_sweeps USL_HIDDEN;
-extern unsigned long usl_background_parks USL_HIDDEN;
+USL_HIDDEN bool usl_decay_thread_running(void);
+extern unsigned long usl_decay_thread_sweeps USL_HIDDEN;
+extern unsigned long usl_decay_thread_parks USL_HIDDEN;
 extern unsigned long usl_decay_sweeps USL_HIDDEN;
 
 /* kmalloc: the class cache serving size (NULL above 8 KiB): kmalloc's, and

@@ -17,6 +17,13 @@
 #define USL_HIDDEN __attribute__((visibility("hidden")))
 #define usl_likely(x) __builtin_expect(!!(x), 1)
 #define usl_unlikely(x) __builtin_expect(!!(x), 0)
+/* A function's role on a path. USL_FAST_PATH: a piece of a fast path, inlined
+ * into it. USL_OUT_OF_LINE: a path a fast one leaves for, kept out of line so
+ * the fast path saves no register for it. USL_SLOW_PATH: the same, off the
+ * usual course (a report, a refusal, a rare case): placed apart, cold. */
+#define USL_FAST_PATH inline __attribute__((always_inline))
+#define USL_OUT_OF_LINE __attribute__((noinline))
+#define USL_SLOW_PATH __attribute__((noinline, cold))
 #define USL_ALIGN(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
 #define USL_CACHELINE 64
 
@@ -284,17 +291,19 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
 /* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
-/* s->fast: the sheaf sections with hardening on in a two-word cache (the usual
- * case: the marker written blindly at free, checked at the pop), the sheaf
- * sections otherwise (hardening off, or a one-word cache, whose marker a free
- * checks first), the cpu slab's, or (USLAB_STATS) any of them through the
- * paths that count (common/alloc.c, common/free.c). */
-enum usl_fast_kind { USL_FAST_CPU_SLAB = 0, USL_FAST_SHEAF = 1, USL_FAST_COUNTED = 2, USL_FAST_SHEAF_OTHER = 3,
-                     USL_FAST_OWNED = 8 };   /* the owned front end (percpu/owned.c) */
-/* More than one node: or'ed into the kind (never into USL_FAST_COUNTED, whose
+/* s->path, the path a cache's alloc and free take (set in one place, cache.c's
+ * path_set; docs/ARCHITECTURE.md, "Which path a cache takes"): the sheaf
+ * sections with hardening on in a two-word cache (the usual case: the marker
+ * written blindly at free, checked at the pop), the sheaf sections otherwise
+ * (hardening off, or a one-word cache, whose marker a free checks first), the
+ * cpu slab's, or (USLAB_STATS) any of them through the paths that count
+ * (common/alloc.c, common/free.c). */
+enum usl_path { USL_PATH_CPU_SLAB = 0, USL_PATH_SHEAF = 1, USL_PATH_COUNTED = 2, USL_PATH_SHEAF_OTHER = 3,
+                     USL_PATH_OWNED = 8 };   /* the owned front end (percpu/owned.c) */
+/* More than one node: or'ed into the kind (never into USL_PATH_COUNTED, whose
  * free checks the node itself), so no kind's usual test matches and the
  * other paths free another node's object back to its node (common/free.c). */
-#define USL_FAST_NUMA 4u
+#define USL_PATH_NUMA 4u
 
 struct kmem_cache {
 	/* Read by the fast paths: keep together. */
@@ -310,9 +319,9 @@ struct kmem_cache {
 	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
 	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
 	                                free pointer lies in its object's block (slub/internal.h) */
-	uint32_t fast;               /* which fast path (enum usl_fast_kind): tested where
+	uint32_t path;               /* which path (enum usl_path): tested where
 	                                sheaf_capacity would be, so counting costs nothing off */
-	unsigned int foff;           /* a two-word cache's (usl_two_word) flag word: offset + 8
+	unsigned int flag_off;           /* a two-word cache's (usl_two_word) flag word: offset + 8
 	                                or offset - 8; else offset (none) */
 	unsigned int inuse;          /* object_size rounded to a word */
 	unsigned int align;

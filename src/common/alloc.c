@@ -23,13 +23,13 @@
 /* __GFP_ZERO's clearing of an allocated object. Out of line but not cold:
  * kmem_cache_zalloc and kzalloc are common, and a cold function's memset is
  * compiled for size, a byte-wise 'rep stosb', where libc's memset is wide. */
-static __attribute__((noinline)) void *zero_object(struct kmem_cache *s, void *obj)
+static USL_OUT_OF_LINE void *zero_object(struct kmem_cache *s, void *obj)
 {
 	return memset(obj, 0, __atomic_load_n(&s->object_size, __ATOMIC_RELAXED));
 }
 
 /* Everything but the common case: NULL cache, empty freelist. */
-static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
+static USL_SLOW_PATH void *alloc_tail(struct kmem_cache *s, gfp_t gfp, void *obj)
 {
 	if (usl_unlikely(!s)) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc: NULL cache");
@@ -66,7 +66,7 @@ static __attribute__((noinline, cold)) void *alloc_tail(struct kmem_cache *s, gf
 
 /* The slow paths of kmem_cache_alloc, each reached by a tail call so the fast
  * paths need no stack frame. */
-static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+static USL_OUT_OF_LINE void *sheaf_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	/* A destroyed cache's slots are empty: its allocations come here. */
 	if (usl_unlikely(!usl_cache_live(s))) {
@@ -84,7 +84,7 @@ static __attribute__((noinline)) void *sheaf_alloc_slow(struct kmem_cache *s, gf
 	return obj;
 }
 
-static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+static USL_OUT_OF_LINE void *cpu_slab_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj = usl_rseq_mode ? NULL : usl_slub_alloc_fast_locked(s);
 	return alloc_tail(s, gfp, obj);
@@ -92,7 +92,7 @@ static __attribute__((noinline)) void *cpu_slab_alloc_slow(struct kmem_cache *s,
 
 /* A popped object without its marker: reported, never handed out (it is
  * lost: someone may hold it), and the allocation tried again. */
-__attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn)
+USL_SLOW_PATH void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn)
 {
 	usl_report_pop_refused(s, obj, fn);
 	return kmem_cache_alloc(s, gfp);
@@ -101,8 +101,8 @@ __attribute__((noinline, cold)) void *usl_pop_refused(struct kmem_cache *s, gfp_
 /* The fast paths of kmem_cache_alloc: the sheaf section (sheaves) or the cpu
  * slab's, then its slow path; counted (USLAB_STATS) in alloc_counted's copy
  * only, so that the copy in kmem_cache_alloc tests nothing for it. */
-static inline __attribute__((always_inline)) void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool sheaves,
-                                                              bool counted, bool harden)
+static USL_FAST_PATH void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool sheaves,
+                                      bool counted, bool harden)
 {
 	void *obj;
 
@@ -131,20 +131,20 @@ slow:
 	return cpu_slab_alloc_slow(s, gfp);
 }
 
-static __attribute__((noinline)) void *alloc_counted(struct kmem_cache *s, gfp_t gfp)
+static USL_OUT_OF_LINE void *alloc_counted(struct kmem_cache *s, gfp_t gfp)
 {
 	return s->sheaf_capacity ? alloc_fast(s, gfp, true, true, usl_opt.harden) : alloc_fast(s, gfp, false, true, false);
 }
 
 /* The fast paths other than the usual one: sheaves with hardening off or in a
  * one-word cache (whose pop checks the marker all the same), the cpu slab. */
-static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t gfp)
+static USL_OUT_OF_LINE void *alloc_other(struct kmem_cache *s, gfp_t gfp)
 {
-	unsigned int kind = s->fast & ~USL_FAST_NUMA;   /* a CPU's sheaves hold its node's objects */
+	unsigned int kind = s->path & ~USL_PATH_NUMA;   /* a CPU's sheaves hold its node's objects */
 
-	if (kind == USL_FAST_SHEAF)
+	if (kind == USL_PATH_SHEAF)
 		return alloc_fast(s, gfp, true, false, true);
-	if (kind == USL_FAST_SHEAF_OTHER)
+	if (kind == USL_PATH_SHEAF_OTHER)
 		return alloc_fast(s, gfp, true, false, usl_opt.harden);
 	return alloc_fast(s, gfp, false, false, false);
 }
@@ -152,7 +152,7 @@ static __attribute__((noinline)) void *alloc_other(struct kmem_cache *s, gfp_t g
 /* The owned front end's slow path: a refill (usl_owned_alloc_slow), the
  * report of a failure, __GFP_ZERO. A destroyed cache is refused here (its
  * slots are sentinels, always marked). */
-static __attribute__((noinline)) void *owned_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+static USL_OUT_OF_LINE void *owned_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	if (usl_unlikely(!usl_cache_live(s))) {
 		usl_report_dead_cache("kmem_cache_alloc", s, "no object");
@@ -174,7 +174,7 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	if (usl_unlikely(!s))
 		return alloc_tail(s, gfp, NULL);
-	if (usl_likely(s->fast == USL_FAST_OWNED)) {
+	if (usl_likely(s->path == USL_PATH_OWNED)) {
 		/* The owned front end: the lowest free bit of this CPU's cursor
 		 * word (the object is never read). */
 		void *obj;
@@ -185,9 +185,9 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
 owned_slow:
 		return owned_alloc_slow(s, gfp);
 	}
-	if (usl_likely(s->fast == USL_FAST_SHEAF))
+	if (usl_likely(s->path == USL_PATH_SHEAF))
 		return alloc_fast(s, gfp, true, false, true);
-	if (usl_unlikely(s->fast == USL_FAST_COUNTED))
+	if (usl_unlikely(s->path == USL_PATH_COUNTED))
 		return alloc_counted(s, gfp);
 	return alloc_other(s, gfp);
 }
@@ -198,7 +198,7 @@ owned_slow:
  * (usl_engine_alloc_node); a node that does not exist is reported and the
  * local node serves. Debug caches and dead ones take kmem_cache_alloc's
  * paths (a debug cache keeps to node 0). */
-static __attribute__((noinline)) void *alloc_node_other(struct kmem_cache *s, gfp_t gfp, int node)
+static USL_OUT_OF_LINE void *alloc_node_other(struct kmem_cache *s, gfp_t gfp, int node)
 {
 	if (usl_unlikely(!usl_node_valid(node))) {
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_alloc_node(%s): node %d does not exist (node ids 0-%u, %d online); "

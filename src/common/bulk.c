@@ -31,7 +31,7 @@
 #define SMALL_BULK_CPU 8
 #define SMALL_BULK_OWNED 4       /* the owned front end: its single paths below this */
 
-static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
+static USL_SLOW_PATH int alloc_bulk_failed(struct kmem_cache *s, gfp_t gfp, size_t got, size_t nr)
 {
 	if (!(gfp & __GFP_NOWARN))
 		usl_report(USLAB_ERR_NOMEM, "kmem_cache_alloc_bulk(%s): out of memory after %zu of %zu objects; none kept",
@@ -39,14 +39,14 @@ static __attribute__((noinline, cold)) int alloc_bulk_failed(struct kmem_cache *
 	return 0;
 }
 
-static __attribute__((noinline)) int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
+static USL_OUT_OF_LINE int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p);
 
 /* alloc_bulk_small's way out at p[i]: a popped object without its marker
  * (refused: reported and kept out of use), or a pop that cannot be done (an
  * empty sheaf, a marked slot, locked mode, a destroyed cache). The rest take
  * alloc_bulk; if that fails, what was popped goes back. */
-static __attribute__((noinline)) int alloc_bulk_small_rest(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p,
-                                                          size_t i, void *refused)
+static USL_OUT_OF_LINE int alloc_bulk_small_rest(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p,
+                                                 size_t i, void *refused)
 {
 	if (refused)
 		usl_report_pop_refused(s, refused, "kmem_cache_alloc_bulk");
@@ -61,8 +61,8 @@ static __attribute__((noinline)) int alloc_bulk_small_rest(struct kmem_cache *s,
  * a two-word cache): a pop and a marker check an object, as kmem_cache_alloc's
  * fast path, without its call and checks per object. Calls nothing but its
  * way out (a tail call), so it needs no stack frame. */
-static inline __attribute__((always_inline)) int alloc_bulk_small(struct kmem_cache *s, gfp_t gfp, size_t nr,
-                                                                  void **p)
+static USL_FAST_PATH int alloc_bulk_small(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                          void **p)
 {
 	size_t i;
 	for (i = 0; i < nr; i++) {
@@ -83,8 +83,8 @@ rest:
  * this CPU's freelist, each object's free pointer cleared, up to
  * SMALL_BULK_CPU objects; the detached freelists' fixed cost is paid from
  * there on. */
-static inline __attribute__((always_inline)) int alloc_bulk_small_cpu(struct kmem_cache *s, gfp_t gfp, size_t nr,
-                                                                      void **p)
+static USL_FAST_PATH int alloc_bulk_small_cpu(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                              void **p)
 {
 	size_t i;
 	for (i = 0; i < nr; i++) {
@@ -100,8 +100,8 @@ slow:
 
 /* A few objects of an owned cache: the pop section inlined per object;
  * an empty cursor word takes the slow path for that one. */
-static inline __attribute__((always_inline)) int alloc_bulk_small_owned(struct kmem_cache *s, gfp_t gfp, size_t nr,
-                                                                        void **p)
+static USL_FAST_PATH int alloc_bulk_small_owned(struct kmem_cache *s, gfp_t gfp, size_t nr,
+                                                void **p)
 {
 	/* One section takes what the cursor word has of them. */
 	for (size_t i = usl_rseq_owned_pop_bulk(s->oslots, nr, p); i < nr; i++)
@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) int alloc_bulk_small_owned(struct k
 
 /* A few objects of an owned cache: those of the first one's local word in
  * one section (a mask), the rest by free's owned path. */
-static inline __attribute__((always_inline)) void free_bulk_small_owned(struct kmem_cache *s, size_t nr, void **p)
+static USL_FAST_PATH void free_bulk_small_owned(struct kmem_cache *s, size_t nr, void **p)
 {
 	const uintptr_t top = __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)p[0] - usl_base;
@@ -154,7 +154,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	if (!nr)
 		return 0;
-	if (s->fast == USL_FAST_OWNED && !(gfp & __GFP_ZERO)) {
+	if (s->path == USL_PATH_OWNED && !(gfp & __GFP_ZERO)) {
 		if (nr <= SMALL_BULK_OWNED)      /* the single pop, inlined, is cheaper */
 			return alloc_bulk_small_owned(s, gfp, nr, p);
 		if (usl_owned_alloc_bulk(s, nr, p))
@@ -163,9 +163,9 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	}
 	/* (In locked mode every section fails at once: the general paths.) */
 	if (usl_rseq_mode && !(gfp & __GFP_ZERO)) {
-		if (nr <= SMALL_BULK_ALLOC && s->fast == USL_FAST_SHEAF)
+		if (nr <= SMALL_BULK_ALLOC && s->path == USL_PATH_SHEAF)
 			return alloc_bulk_small(s, gfp, nr, p);
-		if (nr <= SMALL_BULK_CPU && s->fast == USL_FAST_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS))
+		if (nr <= SMALL_BULK_CPU && s->path == USL_PATH_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS))
 			return alloc_bulk_small_cpu(s, gfp, nr, p);
 	}
 	return alloc_bulk(s, gfp, nr, p);
@@ -356,13 +356,13 @@ static void bulk_markers_take(struct kmem_cache *s, size_t nr, void **p, const c
 		}
 }
 
-static __attribute__((noinline)) void free_bulk(struct kmem_cache *s, size_t nr, void **p);
+static USL_OUT_OF_LINE void free_bulk(struct kmem_cache *s, size_t nr, void **p);
 
 /* free_bulk_small's way out at p[i], whose marker is written: its push found
  * it on top already (a double free) or could not be done (a full main, a
  * marked slot, locked mode); then the rest as the small path would. */
-static __attribute__((noinline)) void free_bulk_small_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
-                                                          int r)
+static USL_OUT_OF_LINE void free_bulk_small_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
+                                                 int r)
 {
 	if (r == USL_RS_OTHER)
 		usl_report_double_free(s, p[i], "kmem_cache_free_bulk");
@@ -377,7 +377,7 @@ static __attribute__((noinline)) void free_bulk_small_rest(struct kmem_cache *s,
  * without a call and checks per object. From the first pointer that is not
  * simply an object of s (NULL, another cache's, a destroyed cache's) the rest
  * take free_bulk, which reports. Calls nothing but its ways out (tail calls). */
-static inline __attribute__((always_inline)) void free_bulk_small(struct kmem_cache *s, size_t nr, void **p)
+static USL_FAST_PATH void free_bulk_small(struct kmem_cache *s, size_t nr, void **p)
 {
 	for (size_t i = 0; i < nr; i++) {
 		void *x = p[i];
@@ -398,8 +398,8 @@ static inline __attribute__((always_inline)) void free_bulk_small(struct kmem_ca
  * (r = -1: reported, not freed), or its push onto the cpu slab could not be
  * done (r, the section's code: the engine's slow path frees it); then the
  * rest one by one. */
-static __attribute__((noinline)) void free_bulk_small_cpu_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
-                                                              int r)
+static USL_OUT_OF_LINE void free_bulk_small_cpu_rest(struct kmem_cache *s, size_t nr, void **p, size_t i,
+                                                     int r)
 {
 	if (r < 0)
 		usl_marker_double_free(s, p[i], "kmem_cache_free_bulk");
@@ -413,7 +413,7 @@ static __attribute__((noinline)) void free_bulk_small_cpu_rest(struct kmem_cache
  * read and written (a one-word cache: a double free is reported at once),
  * and the object pushed onto this CPU's freelist when its slab is the cpu
  * slab. */
-static inline __attribute__((always_inline)) void free_bulk_small_cpu(struct kmem_cache *s, size_t nr, void **p)
+static USL_FAST_PATH void free_bulk_small_cpu(struct kmem_cache *s, size_t nr, void **p)
 {
 	uint32_t blk = (uint32_t)__builtin_ctzl(s->fp_mask);
 	for (size_t i = 0; i < nr; i++) {
@@ -436,7 +436,7 @@ static inline __attribute__((always_inline)) void free_bulk_small_cpu(struct kme
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
-	if (s && p && s->fast == USL_FAST_OWNED) {
+	if (s && p && s->path == USL_PATH_OWNED) {
 		if (nr <= SMALL_BULK_OWNED) {
 			if (nr)
 				free_bulk_small_owned(s, nr, p);
@@ -446,11 +446,11 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 		return;
 	}
 	if (usl_rseq_mode && s && p && nr <= SMALL_BULK_CPU) {
-		if (nr <= SMALL_BULK && s->fast == USL_FAST_SHEAF) {
+		if (nr <= SMALL_BULK && s->path == USL_PATH_SHEAF) {
 			free_bulk_small(s, nr, p);
 			return;
 		}
-		if (s->fast == USL_FAST_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
+		if (s->path == USL_PATH_CPU_SLAB && !(s->flags & USL_SLAB_DEBUG_FLAGS)) {
 			free_bulk_small_cpu(s, nr, p);
 			return;
 		}
@@ -519,8 +519,8 @@ void kfree_bulk(size_t nr, void **p)
 				if (usl_opt.harden)
 					bulk_markers_take(s, 1, &p[i], "kfree_bulk");
 				/* A two-word cache's marker becomes F on the way in. */
-				if (p[i] && usl_tw_on(s) && usl_pm_is_object(s, p[i]) && !usl_tw_enter_slab(s, p[i])) {
-					usl_report_tw_enter(s, p[i], "kfree_bulk");
+				if (p[i] && usl_flagged(s) && usl_pm_is_object(s, p[i]) && !usl_flag_enter_slab(s, p[i])) {
+					usl_report_flag_enter(s, p[i], "kfree_bulk");
 					p[i] = NULL;
 				}
 				continue;

@@ -5,9 +5,9 @@
  * every lock of the library (C stdio's list lock first).
  * Locks: classes_lock (held by a layer above across its usl_cache_create
  * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
- * a sheaf class cache or of the kmem_cache cache), then slab_mutex; fast_lock
- * (the fast flags and the mode) and reclaim_lock (the reclaim's state, never
- * held across it) are leaves. */
+ * a sheaf class cache or of the kmem_cache cache), then slab_mutex; entry_lock
+ * (the entries' fast_path flags and the mode) and reclaim_lock (the reclaim's
+ * state, never held across it) are leaves. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +88,7 @@ static void fork_prepare(void)
 	 * libc outside uslab's locks (opendir, file I/O), where an allocator
 	 * other than uslab's (a sanitizer's) may not guard its own locks across
 	 * fork. */
-	usl_background_fork_hold();
+	usl_decay_fork_hold();
 	if (fork_locks_held) {
 		usl_mutex_fork_prepare();
 		return;
@@ -154,10 +154,10 @@ static void fork_release_parent(void)
 		if (fork_stdio)
 			_IO_list_unlock();
 	}
-	usl_background_fork_unhold();
+	usl_decay_fork_unhold();
 }
 
-static void fast_after_fork(void);
+static void entries_after_fork(void);
 static void reclaim_after_fork(void);
 
 /* The child has no decay thread (fork copies only the calling thread). */
@@ -165,15 +165,15 @@ static void fork_release_child(void)
 {
 	usl_random_fork_child();         /* a layout of its own (from a signal handler too) */
 	if (fork_locks_held) {
-		usl_background_after_fork(true);
+		usl_decay_after_fork(true);
 		return;
 	}
 	fork_release();
 	if (fork_stdio && !fork_stdio_reset)
 		_IO_list_unlock();
-	fast_after_fork();
+	entries_after_fork();
 	reclaim_after_fork();
-	usl_background_after_fork(false);
+	usl_decay_after_fork(false);
 }
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
@@ -183,7 +183,7 @@ static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
 	pthread_atfork(fork_prepare, fork_release_parent, fork_release_child);
-	usl_background_init(usl_decay_sweep, usl_fast_mode_sample);
+	usl_decay_init(usl_decay_sweep, usl_mode_tick);
 	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_oom, usl_reclaim_for_retry, __ATOMIC_RELEASE);
@@ -272,62 +272,62 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
  * so usl_caches stays in its first page. Under slab_mutex. */
 struct kmem_cache *usl_caches[USL_MAX_CACHES];
 static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */
-struct usl_cache_fast usl_cache_fast[USL_MAX_CACHES];
+struct usl_free_entry usl_free_entries[USL_MAX_CACHES];
 char *usl_slots;
 size_t usl_slot_stride;
 static size_t max_ids;               /* ids the slot area holds */
 static unsigned int ids_end;         /* one past the highest id given (written under slab_mutex) */
 
-/* The fast flags of usl_cache_fast follow usl_opt.fast_mode: both are written
- * under fast_lock, a leaf (nothing is taken under it; fork's child
+/* The fast_path flags of usl_free_entries follow usl_opt.mode: both are written
+ * under entry_lock, a leaf (nothing is taken under it; fork's child
  * re-initialises it and sets the flags again). */
-static int fast_lock;
+static int entry_lock;
 
-static void fast_flag_set(struct usl_cache_fast *f, unsigned int mode)   /* fast_lock held */
+static void entry_fast_path_set(struct usl_free_entry *f, unsigned int mode)   /* entry_lock held */
 {
-	__atomic_store_n(&f->fast, (uint8_t)(f->blind && mode == USL_MODE_HARDEN), __ATOMIC_RELAXED);
+	__atomic_store_n(&f->fast_path, (uint8_t)(f->blind && mode == USL_MODE_HARDEN), __ATOMIC_RELAXED);
 }
 
-static void fast_flags_all(unsigned int mode)                          /* fast_lock held */
+static void entries_fast_path_set(unsigned int mode)                          /* entry_lock held */
 {
 	unsigned int end = __atomic_load_n(&ids_end, __ATOMIC_RELAXED);
 	for (unsigned int id = 1; id < end; id++)
-		fast_flag_set(&usl_cache_fast[id], mode);
+		entry_fast_path_set(&usl_free_entries[id], mode);
 }
 
-void usl_fast_mode_sample(bool on)
+void usl_mode_tick(bool on)
 {
-	usl_spin_lock(&fast_lock);
-	unsigned int mode = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED);
-	unsigned int want = on ? mode | USL_MODE_SAMPLE : mode & ~USL_MODE_SAMPLE;
+	usl_spin_lock(&entry_lock);
+	unsigned int mode = __atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED);
+	unsigned int want = on ? mode | USL_MODE_TICK : mode & ~USL_MODE_TICK;
 	if (want != mode) {
-		__atomic_store_n(&usl_opt.fast_mode, want, __ATOMIC_RELAXED);
-		fast_flags_all(want);
+		__atomic_store_n(&usl_opt.mode, want, __ATOMIC_RELAXED);
+		entries_fast_path_set(want);
 	}
-	usl_spin_unlock(&fast_lock);
+	usl_spin_unlock(&entry_lock);
 }
 
-/* A thread of the parent may have held fast_lock, part-way through the flags. */
-static void fast_after_fork(void)
+/* A thread of the parent may have held entry_lock, part-way through the flags. */
+static void entries_after_fork(void)
 {
-	fast_lock = 0;
-	fast_flags_all(__atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED));
+	entry_lock = 0;
+	entries_fast_path_set(__atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED));
 }
 
 /* The entry of s, before its divisor publishes it (uslab's own caches are
  * never fast: no marker is written into their objects). */
-static void fast_entry_set(struct kmem_cache *s)
+static void entry_set(struct kmem_cache *s)
 {
-	struct usl_cache_fast *f = &usl_cache_fast[s->id];
+	struct usl_free_entry *f = &usl_free_entries[s->id];
 	f->slots = s->cpu_slab;
 	f->secret = s->fp_secret;
 	f->fp_offset = s->offset;
 	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
 	f->ksize = (uint32_t)usl_cache_ksize(s);
-	usl_spin_lock(&fast_lock);
-	f->blind = usl_tw_on(s) && !(s->flags & USL_SLAB_INTERNAL);
-	fast_flag_set(f, __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED));
-	usl_spin_unlock(&fast_lock);
+	usl_spin_lock(&entry_lock);
+	f->blind = usl_flagged(s) && !(s->flags & USL_SLAB_INTERNAL);
+	entry_fast_path_set(f, __atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED));
+	usl_spin_unlock(&entry_lock);
 	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
 }
 
@@ -395,7 +395,7 @@ static void cache_struct_free(struct kmem_cache *s)
 	 * mapped and empty, so a use after destroy reaches a slow path that
 	 * reports it. */
 	if (s->oslots) {
-		__atomic_store_n(&s->fast, USL_FAST_CPU_SLAB, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->path, USL_PATH_CPU_SLAB, __ATOMIC_RELEASE);
 		usl_oslab_free_retired(s);
 		usl_owned_cache_free(s);
 	}
@@ -406,7 +406,7 @@ static void cache_struct_free(struct kmem_cache *s)
 	if (s->id) {                         /* no slab of s is left: nothing names it */
 		cache_lock();
 		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
-		__atomic_store_n(&usl_cache_fast[s->id].div, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&usl_free_entries[s->id].div, 0, __ATOMIC_RELAXED);
 		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
 		cache_unlock();
 		s->id = 0;
@@ -514,7 +514,7 @@ static void make_alias(struct kmem_cache *s, unsigned int size, const char *name
 		__atomic_store_n(&s->object_size, size, __ATOMIC_RELAXED);
 	if (USL_ALIGN(size, (unsigned int)sizeof(void *)) > s->inuse)
 		__atomic_store_n(&s->inuse, USL_ALIGN(size, (unsigned int)sizeof(void *)), __ATOMIC_RELAXED);
-	__atomic_store_n(&usl_cache_fast[s->id].ksize, (uint32_t)usl_cache_ksize(s), __ATOMIC_RELAXED);
+	__atomic_store_n(&usl_free_entries[s->id].ksize, (uint32_t)usl_cache_ksize(s), __ATOMIC_RELAXED);
 }
 
 /* The internal cache holding sheaves of this capacity (uslab-sheaf-<bytes>),
@@ -759,7 +759,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	                   !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_VIRTUAL));   /* (SLAB_VIRTUAL: slub/slub.c) */
 	/* (A creator that placed the free pointer chose the one word uslab may
 	 * write in a free object: one word.) Before SLAB places its arrays. */
-	s->foff = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
+	s->flag_off = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));
 	if (slab_engine && usl_slab_cache_init(s) != 0)
 		return step_failed(err, "no slab order fits the object size (SLAB) or no memory for its arrays",
 		                   s->object_size);
@@ -803,7 +803,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	s->random = usl_opt.random && !internal && !(s->flags & (SLAB_ORDERED | USL_SLAB_DEBUG_FLAGS));
 	s->reuse_delay = s->random && !slab_engine && sheaf_capacity
 	                 ? usl_reuse_delay_for(sheaf_capacity) : 0;
-	fast_entry_set(s);
+	entry_set(s);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);
@@ -811,11 +811,11 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 			return step_failed(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
-	s->fast = s->stats ? USL_FAST_COUNTED
-	        : (!s->sheaf_capacity ? USL_FAST_CPU_SLAB : usl_tw_on(s) ? USL_FAST_SHEAF : USL_FAST_SHEAF_OTHER) |
-	          (usl_nr_nodes > 1 ? USL_FAST_NUMA : 0);
+	s->path = s->stats ? USL_PATH_COUNTED
+	        : (!s->sheaf_capacity ? USL_PATH_CPU_SLAB : usl_flagged(s) ? USL_PATH_SHEAF : USL_PATH_SHEAF_OTHER) |
+	            (usl_nr_nodes > 1 ? USL_PATH_NUMA : 0);
 	if (owned)
-		s->fast = USL_FAST_OWNED;
+		s->path = USL_PATH_OWNED;
 	return true;
 }
 
@@ -927,8 +927,8 @@ struct kmem_cache *uslab_kmem_cache_create_args(const char *name, unsigned int s
 	return usl_cache_create(name, size, args->align, flags, args->ctor, args, USL_CACHE_USER, 0);
 }
 
-__attribute__((noinline, cold)) void usl_report_dead_cache(const char *fn, const struct kmem_cache *s,
-                                                          const char *what)
+USL_SLOW_PATH void usl_report_dead_cache(const char *fn, const struct kmem_cache *s,
+                                         const char *what)
 {
 	usl_report(USLAB_ERR_BAD_ARG, "%s(%p): not a live cache (destroyed already?); %s", fn, (const void *)s, what);
 }

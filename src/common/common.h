@@ -23,12 +23,12 @@
  * at usl_slots + id * usl_slot_stride (an odd number of 128-byte slots, so the
  * slots of one CPU spread over the L1 sets), mapped at the first cache's
  * creation. So malloc (from its table) and free (from the page map's id) reach
- * a CPU's slot without loading the cache. usl_cache_fast[id] holds what free's
+ * a CPU's slot without loading the cache. usl_free_entries[id] holds what free's
  * fast path needs of the cache, in one line: div_inv | div_shift << 32 for the
  * object check, the slots, and the free marker's secret, word offset and slab
  * block bits (free.c); and the usable size, for malloc_usable_size and
  * realloc; all 0 for no cache. */
-struct usl_cache_fast {
+struct usl_free_entry {
 	uint64_t div;
 	struct kmem_cache_cpu *slots;   /* s->cpu_slab */
 	uintptr_t secret;            /* s->fp_secret */
@@ -37,29 +37,29 @@ struct usl_cache_fast {
 	uint32_t ksize;              /* an object's usable bytes (usl_cache_ksize) */
 	uint8_t blind;               /* a two-word cache with hardening on: free writes the
 	                                marker without reading it (usl_two_word) */
-	uint8_t fast;                /* free's fast path takes the cache's objects: blind,
+	uint8_t fast_path;           /* free's fast path takes the cache's objects: blind,
 	                                not uslab's own, and the mode hardening alone
-	                                (usl_fast_mode_set keeps it so) */
+	                                (cache.c's path_set and usl_mode_tick keep it so) */
 } __attribute__((aligned(64)));
-_Static_assert(sizeof(struct usl_cache_fast) == 64, "one entry: one line");
+_Static_assert(sizeof(struct usl_free_entry) == 64, "one entry: one line");
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;
 extern char *usl_slots USL_HIDDEN;
 extern size_t usl_slot_stride USL_HIDDEN;
-extern struct usl_cache_fast usl_cache_fast[USL_MAX_CACHES] USL_HIDDEN;
+extern struct usl_free_entry usl_free_entries[USL_MAX_CACHES] USL_HIDDEN;
 static inline struct kmem_cache_cpu *usl_id_slots(unsigned int id)
 {
 	return (struct kmem_cache_cpu *)(usl_slots + (size_t)id * usl_slot_stride);
 }
 /* The usable bytes of an object of s (ksize): all of its stride, unless the
  * free pointer lies beyond the object (a constructor's cache), then up to it.
- * A merge can raise inuse (make_alias), and usl_cache_fast[id].ksize with it. */
+ * A merge can raise inuse (make_alias), and usl_free_entries[id].ksize with it. */
 static inline size_t usl_cache_ksize(const struct kmem_cache *s)
 {
 	unsigned int inuse = __atomic_load_n(&s->inuse, __ATOMIC_RELAXED);
 	return s->offset >= inuse ? inuse : s->size;
 }
 /* The usable size of p if p starts an object of a user or kmalloc cache
- * without debugging (the page map and usl_cache_fast, as free's fast path
+ * without debugging (the page map and usl_free_entries, as free's fast path
  * checks it); 0 for anything else, which the caller's slow path sorts out. */
 USL_HIDDEN size_t usl_obj_ksize(const void *p);
 /* The cache whose slab holds the page of this entry, if kfree may free its
@@ -79,7 +79,7 @@ static inline bool usl_cache_live(const struct kmem_cache *s)
 	return id && id < USL_MAX_CACHES && __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE) == s;
 }
 /* Hook: with USLAB_STATS, called by every decay tick (the slow paths' and
- * sampled frees', with no lock held; thread false) and by the decay thread
+ * counted frees', with no lock held; thread false) and by the decay thread
  * (thread true) whenever the last call's answer has passed: the milliseconds
  * until the statistics layer wants the next call (0: none wanted, and the
  * ticks' answers are not used). The statistics layer sets it to publish its
@@ -95,7 +95,7 @@ USL_HIDDEN int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_ca
                                       void *arg);
 /* "FN(P): not a live cache (destroyed already?)" and what was not done. */
 USL_HIDDEN void usl_report_dead_cache(const char *fn, const struct kmem_cache *s, const char *what)
-	__attribute__((cold));
+	USL_SLOW_PATH;
 /* Is the object at offset off of a slab of s one of its object starts? */
 static inline bool usl_obj_index_in(const struct kmem_cache *s, uint32_t off, unsigned int objects)
 {
@@ -130,11 +130,11 @@ USL_HIDDEN void usl_cache_flush_all(struct kmem_cache *s);
  * was busy (try later). */
 USL_HIDDEN int usl_decay_sweep(uint64_t now);
 
-/* ---- the decay schedule and thread (background.c) ---- */
+/* ---- the decay schedule and thread (decay.c) ---- */
 /* The sweep it runs (the registry's usl_decay_sweep) and the switch of free's
- * sampling (usl_fast_mode_sample, which keeps the fast flags with the mode),
+ * count (usl_mode_tick, which keeps the entries' fast_path flags with the mode),
  * given once by common_init: the schedule sits above the registry. */
-USL_HIDDEN void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on));
+USL_HIDDEN void usl_decay_init(int (*sweep)(uint64_t now), void (*tick)(bool on));
 /* Called by every 256th free by pointer on a thread, and by the per-CPU
  * layer's slow paths (its hook): every 16th call may start the decay thread
  * (with USLAB_STATS every call until it runs, and every call ticks the live
@@ -149,16 +149,16 @@ USL_HIDDEN bool usl_reclaim_for_retry(void);
 /* fork()'s child: no thread, and its first tick sweeps whatever the parent's
  * clock said. locks_held: the forking thread holds uslab locks (a signal
  * handler's fork), so the thread's lock is left as it is. */
-USL_HIDDEN void usl_background_after_fork(bool locks_held);
+USL_HIDDEN void usl_decay_after_fork(bool locks_held);
 /* A fork whose thread holds uslab locks: the decay thread kept out of its
  * sweeps (bounded wait), and let go in the parent. */
-USL_HIDDEN void usl_background_fork_hold(void);
-USL_HIDDEN void usl_background_fork_unhold(void);
+USL_HIDDEN void usl_decay_fork_hold(void);
+USL_HIDDEN void usl_decay_fork_unhold(void);
 /* Start the decay thread now if it may run at all (USLAB_BACKGROUND, not a
  * vfork child, a thread not started yet); with USLAB_STATS whatever the
  * heap's size: the statistics layer's constructor, whose live view it keeps
  * current. */
-USL_HIDDEN void usl_background_start(void);
+USL_HIDDEN void usl_decay_thread_start(void);
 
 /* SLAB's tunables of s set at run time (cache.c): 0, or -EINVAL (not a SLAB
  * cache, or limit < 1, batch outside [1, limit], too large) or -ENOMEM. */
@@ -171,24 +171,24 @@ USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
  * (kfree, free); anything else is reported under fn and ignored. */
 USL_HIDDEN void usl_free_ptr(void *x, const char *fn);
 USL_HIDDEN void usl_free(void *x);   /* usl_free_ptr(x, "free") */
-/* USL_MODE_SAMPLE on or off in usl_opt.fast_mode, and every cache's
- * usl_cache_fast fast flag with it (cache.c). */
-USL_HIDDEN void usl_fast_mode_sample(bool on);
+/* USL_MODE_TICK on or off in usl_opt.mode, and every cache's
+ * usl_free_entries fast_path flag with it (cache.c). */
+USL_HIDDEN void usl_mode_tick(bool on);
 /* The same for a free that names the block's size (free_sized, sized
  * operator delete): a debug cache's block is checked against it. */
 USL_HIDDEN void usl_free_sized(void *x, size_t size, const char *fn);
 /* A sheaf pop's object that does not carry its free marker: reported under
  * fn, kept out of use, and another allocated instead (alloc.c). */
-USL_HIDDEN void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn) __attribute__((cold));
+USL_HIDDEN void *usl_pop_refused(struct kmem_cache *s, gfp_t gfp, void *obj, const char *fn) USL_SLOW_PATH;
 /* The malloc override's start-up area: blocks there are never freed, and
  * usl_free_ptr ignores them. */
 USL_HIDDEN void usl_free_ignore_area(const void *lo, size_t len);
 /* "FN: P is not an allocated kmalloc block ...; ignored" or "... is not a
  * uslab pointer; ignored". */
-USL_HIDDEN void usl_report_bad_ptr(const char *fn, const void *p) __attribute__((cold));
+USL_HIDDEN void usl_report_bad_ptr(const char *fn, const void *p) USL_SLOW_PATH;
 /* A double free the free marker showed (x is free already, wherever it is;
  * free, the bulk frees, kfree_rcu): reported, naming fn; nothing freed. */
-USL_HIDDEN void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn) __attribute__((cold));
+USL_HIDDEN void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn) USL_SLOW_PATH;
 /* kmem_cache_destroy's wait for kfree_rcu's queued objects: NULL until
  * uslab_rcu_init (the kmalloc layer, src/kmalloc/rcu.c) sets it. */
 extern void (*usl_rcu_destroy_wait)(void) USL_HIDDEN;

@@ -81,7 +81,7 @@ static bool make_kmalloc_caches(void)
 	return ok;
 }
 
-static __attribute__((noinline, cold)) bool kmalloc_create_caches(void)
+static USL_SLOW_PATH bool kmalloc_create_caches(void)
 {
 	usl_ensure_init();
 	return create_once(&kmalloc_ready, make_kmalloc_caches);
@@ -161,7 +161,7 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
 	__atomic_store_n(&usl_malloc_tab[j], s, __ATOMIC_RELEASE);
 	if (s->flags & USL_SLAB_DEBUG_FLAGS)
 		return;
-	uint8_t mode = (uint8_t)(usl_opt.fast_mode & ~USL_MODE_NUMA);   /* a CPU's sheaves hold its node's objects */
+	uint8_t mode = (uint8_t)(usl_opt.mode & ~USL_MODE_NUMA);   /* a CPU's sheaves hold its node's objects */
 	if (s->oslots) {                     /* the owned front end: no marker, whatever the mode */
 		__atomic_store_n(&usl_malloc_classes[j].slots, (struct kmem_cache_cpu *)((uintptr_t)s->oslots | 1),
 		                 __ATOMIC_RELEASE);
@@ -184,7 +184,7 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
  * cost python3 a quarter of a millisecond at start-up). */
 static void malloc_class_nomem(struct kmem_cache *s);
 
-static __attribute__((noinline, cold)) struct kmem_cache *malloc_make_class(size_t n)
+static USL_SLOW_PATH struct kmem_cache *malloc_make_class(size_t n)
 {
 	size_t i = n ? (n + 15) >> 4 : 1;
 	struct kmem_cache *s;
@@ -345,7 +345,7 @@ const char *usl_block_owner_name(const void *p)
 /* ===========================================================================
  * The family
  */
-static __attribute__((noinline)) void *kmalloc_large(size_t size, gfp_t gfp, int node)
+static USL_OUT_OF_LINE void *kmalloc_large(size_t size, gfp_t gfp, int node)
 {
 	void *p;
 

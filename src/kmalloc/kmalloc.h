@@ -40,7 +40,7 @@ extern struct usl_malloc_class usl_malloc_classes[USL_MALLOC_TAB] USL_HIDDEN;
 extern struct kmem_cache_cpu *usl_malloc_plain[USL_MALLOC_TAB] USL_HIDDEN;
 /* A block popped from class c whose free marker is wrong: reported, kept out
  * of use, and another allocated (NULL with errno ENOMEM if none can be). */
-USL_HIDDEN void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj) __attribute__((cold));
+USL_HIDDEN void *usl_malloc_refused(const struct usl_malloc_class *c, void *obj) USL_SLOW_PATH;
 /* malloc's allocation from class c when its sheaf pop cannot be done (an empty
  * sheaf, a marked slot, locked mode): kmem_cache_alloc of the class, errno
  * ENOMEM if it fails. */
@@ -48,12 +48,12 @@ USL_HIDDEN void *usl_malloc_slow(const struct usl_malloc_class *c);
 /* A malloc-family call (fn) for n bytes failed: errno ENOMEM, and with
  * USLAB_OOM a report (report) or a report and abort() (abort). n SIZE_MAX: a
  * size that overflows. */
-USL_HIDDEN void usl_malloc_nomem(const char *fn, size_t n) __attribute__((cold));
+USL_HIDDEN void usl_malloc_nomem(const char *fn, size_t n) USL_SLOW_PATH;
 
 /* The class entry at table index i (for n <= 8 KiB, i = (n + 15) >> 4); its
  * slots are NULL until the class is published: not made yet, a debug class,
  * or a mode other than hardening alone (the caller then takes alloc_bytes). */
-static inline __attribute__((always_inline)) const struct usl_malloc_class *usl_malloc_class(size_t i)
+static USL_FAST_PATH const struct usl_malloc_class *usl_malloc_class(size_t i)
 {
 	const struct usl_malloc_class *c = &usl_malloc_classes[i];
 	__asm__("" : "+r"(c));   /* one register for the entry: its fields as offsets from it */
@@ -66,15 +66,15 @@ static inline __attribute__((always_inline)) const struct usl_malloc_class *usl_
  * and the check of the popped block's free marker (at word 0, and no "free on
  * its slab" flag at word 1: a malloc class is a two-word cache, freestate.h,
  * usl_two_word), with no load of the cache. */
-static inline __attribute__((always_inline)) void *usl_malloc_pop(const struct usl_malloc_class *c,
-                                                                 struct kmem_cache_cpu *slots)
+static USL_FAST_PATH void *usl_malloc_pop(const struct usl_malloc_class *c,
+                                          struct kmem_cache_cpu *slots)
 {
 	uintptr_t secret = __atomic_load_n(&c->secret, __ATOMIC_RELAXED);
 	void *obj;
 
 	USL_RSEQ_SHEAF_POP(slots, obj, slow);
 	uintptr_t *at = obj, key = usl_key(secret, at);
-	if (!usl_marker_waits(at, key, obj, USL_MALLOC_FLAG))
+	if (!usl_marker_check(at, key, obj, USL_MALLOC_FLAG))
 		return usl_malloc_refused(c, obj);
 	*at = 0;
 	return obj;
@@ -86,7 +86,7 @@ slow:
  * class is published: the owned front end's tagged pop or the sheaf pop, its
  * block (or NULL, out of memory) in *out, and true; false (nothing done)
  * when no slots are published (the caller's other paths). */
-static inline __attribute__((always_inline)) bool usl_malloc_fast(size_t i, void **out)
+static USL_FAST_PATH bool usl_malloc_fast(size_t i, void **out)
 {
 	const struct usl_malloc_class *c = usl_malloc_class(i);
 	struct kmem_cache_cpu *slots = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
@@ -102,8 +102,8 @@ static inline __attribute__((always_inline)) bool usl_malloc_fast(size_t i, void
 }
 
 /* The same with hardening off: the pop alone (slots from usl_malloc_plain). */
-static inline __attribute__((always_inline)) void *usl_malloc_pop_plain(const struct usl_malloc_class *c,
-                                                                       struct kmem_cache_cpu *slots)
+static USL_FAST_PATH void *usl_malloc_pop_plain(const struct usl_malloc_class *c,
+                                                struct kmem_cache_cpu *slots)
 {
 	void *obj;
 

@@ -58,7 +58,7 @@ static int classes_ready;
 /* Before the first allocation: start uslab and make the kmalloc classes once,
  * with re-entry served from the boot area (malloc's own classes are made as
  * they are first used). */
-static __attribute__((noinline, cold)) bool startup(void)
+static USL_SLOW_PATH bool startup(void)
 {
 	usl_free_ignore_area(boot_area, sizeof(boot_area));   /* free() of a boot block is no error */
 	in_startup = 1;
@@ -81,7 +81,7 @@ static inline bool ready(void)
 
 /* Before the classes exist: the boot area while they are being made, else
  * (start-up failed) nothing. */
-static __attribute__((noinline, cold)) void *not_ready(size_t n, size_t align)
+static USL_SLOW_PATH void *not_ready(size_t n, size_t align)
 {
 	void *b = in_startup ? boot_alloc(n ? n : 1, align) : NULL;
 	if (!b)
@@ -149,7 +149,7 @@ static void *alloc_aligned(size_t align, size_t n, gfp_t gfp)
 /* malloc's cases other than a class that exists: hardening off (the plain
  * pop), large sizes, counters on, start-up. Out of line, so malloc itself is
  * a table load and the pop. */
-static __attribute__((noinline)) void *malloc_other(size_t n)
+static USL_OUT_OF_LINE void *malloc_other(size_t n)
 {
 	if (usl_likely(n <= KMALLOC_MAX_CACHE_SIZE)) {   /* hardening off: the plain pop */
 		size_t i = (n + 15) >> 4;
@@ -499,7 +499,7 @@ typedef void (*new_handler_fn)(void);
 extern new_handler_fn usl_cxx_get_new_handler(void) __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
 extern void usl_cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv") __attribute__((weak, noreturn));
 
-static __attribute__((noinline, cold)) void *new_failed(size_t align, size_t n)
+static USL_SLOW_PATH void *new_failed(size_t align, size_t n)
 {
 	for (;;) {
 		new_handler_fn h = usl_cxx_get_new_handler ? usl_cxx_get_new_handler() : NULL;

@@ -174,7 +174,7 @@ static inline uintptr_t pack_get(const struct kmem_cache *s, void **node, unsign
 	return (uintptr_t)*at ^ usl_cache_key(s, at);
 }
 
-static __attribute__((noinline, cold)) void pack_corrupt(const struct kmem_cache *s, void **node, uintptr_t v)
+static USL_SLOW_PATH void pack_corrupt(const struct kmem_cache *s, void **node, uintptr_t v)
 {
 	usl_report(USLAB_ERR_CORRUPT, "%s: packed free objects corrupted: the free object %p holds %#lx, not an object "
 	           "of this cache (a write after free?); the rest of that sheaf is dropped", s->name, (void *)node,

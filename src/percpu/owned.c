@@ -469,7 +469,7 @@ bool usl_owned_alloc_bulk(struct kmem_cache *s, size_t nr, void **p)
 }
 
 /* x is no object of an owned slab of s (or of any, s NULL): why, reported. */
-static __attribute__((noinline, cold)) void free_bulk_bad(struct kmem_cache *s, void *x, const char *fn)
+static USL_SLOW_PATH void free_bulk_bad(struct kmem_cache *s, void *x, const char *fn)
 {
 	uintptr_t off = (uintptr_t)x - usl_base;
 	uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)

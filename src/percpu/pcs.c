@@ -492,8 +492,8 @@ void usl_sheaf_free(struct kmem_cache *s, void *x)
  * from its top into p[], or push p[] onto it. Returns how many moved. rseq:
  * sections of at most SHEAF_SECTION_MAX; locked mode: under the slot's
  * sheaf_lock. */
-static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p,
-                                                                  bool push)
+static USL_FAST_PATH size_t move_bulk_fast(struct kmem_cache *s, size_t n, void **p,
+                                           bool push)
 {
 	if (usl_rseq_mode) {
 		int st;
@@ -533,7 +533,7 @@ static inline __attribute__((always_inline)) size_t move_bulk_fast(struct kmem_c
 	return k;
 }
 
-static __attribute__((noinline, cold)) void bulk_pop_refused(struct kmem_cache *s, const void *obj)
+static USL_SLOW_PATH void bulk_pop_refused(struct kmem_cache *s, const void *obj)
 {
 	usl_report_pop_refused(s, obj, "kmem_cache_alloc_bulk");
 }

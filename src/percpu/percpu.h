@@ -64,7 +64,7 @@ USL_HIDDEN void *usl_sheaf_alloc(struct kmem_cache *s, gfp_t gfp);
 /* A sheaf pop's object without its free marker (usl_marker_pop, types.h): it
  * was pushed twice or the sheaf overwritten. Reported under fn; the caller
  * keeps it out of use and allocates another. */
-USL_HIDDEN void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn) __attribute__((cold));
+USL_HIDDEN void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn) USL_SLOW_PATH;
 /* The push section failed (full main, marked slot, locked mode, no CPU); x is a
  * checked object of s. */
 USL_HIDDEN void usl_sheaf_free(struct kmem_cache *s, void *x);
@@ -80,7 +80,7 @@ USL_HIDDEN void usl_sheaf_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 static inline bool usl_sheaf_rcu_ok(const struct kmem_cache *s)
 {
 	return s->sheaf_capacity && s->engine == USL_ENGINE_SLUB && !(s->flags & USL_SLAB_DEBUG_FLAGS) &&
-	       !(s->fast & USL_FAST_NUMA) && s->fast != USL_FAST_OWNED && usl_nr_nodes == 1;
+	       !(s->path & USL_PATH_NUMA) && s->path != USL_PATH_OWNED && usl_nr_nodes == 1;
 }
 /* An empty sheaf of s's capacity (the barn's, or new); NULL if no memory. */
 USL_HIDDEN struct slab_sheaf *usl_sheaf_rcu_get(struct kmem_cache *s);
@@ -134,7 +134,7 @@ USL_HIDDEN void usl_owned_free_slow(void *x, const char *fn);
  * the slab to its owner's inbox (listed at the owner's next refill). */
 USL_HIDDEN void usl_owned_list(struct usl_oslab *h);
 /* A double free the owner's section saw (the bit set): reported under fn. */
-USL_HIDDEN void usl_owned_double(struct usl_oslab *h, const void *x, const char *fn) __attribute__((cold));
+USL_HIDDEN void usl_owned_double(struct usl_oslab *h, const void *x, const char *fn) USL_SLOW_PATH;
 /* nr objects of s into p (all or nothing: true), and nr objects freed by
  * pointer (each checked: an object of s, or of any owned cache with s NULL;
  * anything else reported under fn, NULLs skipped). */
@@ -159,7 +159,7 @@ USL_HIDDEN void usl_owned_fork_unlock(struct kmem_cache *s);
 /* kmem_cache_alloc's fast path in the owned front end (and malloc's, with
  * the class table's tagged slots: usl_owned_pop_tagged): the lowest free bit
  * of the cursor word; the block is never touched. */
-static inline __attribute__((always_inline)) void *usl_owned_pop(struct usl_oslot *slots)
+static USL_FAST_PATH void *usl_owned_pop(struct usl_oslot *slots)
 {
 	void *obj;
 
@@ -169,7 +169,7 @@ slow:
 	return usl_owned_alloc_slow(slots);
 }
 
-static inline __attribute__((always_inline)) void *usl_owned_pop_tagged(uintptr_t tagged)
+static USL_FAST_PATH void *usl_owned_pop_tagged(uintptr_t tagged)
 {
 	void *obj;
 
@@ -184,8 +184,8 @@ slow:
  * index from the slab's metadata line, then the local section (this CPU owns
  * the slab: one bit set, a double free found there); anything else to
  * usl_owned_free_slow. */
-static inline __attribute__((always_inline)) void usl_owned_free_at(void *x, uintptr_t off, uint64_t e,
-                                                                    const char *fn)
+static USL_FAST_PATH void usl_owned_free_at(void *x, uintptr_t off, uint64_t e,
+                                            const char *fn)
 {
 	struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
 	uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);

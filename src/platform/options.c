@@ -255,7 +255,7 @@ void usl_read_options(void)
 	usl_allocator_parse(getenv("USLAB_ALLOCATOR"));
 	usl_front_parse(getenv("USLAB_FRONT"));
 	usl_oom_parse(getenv("USLAB_OOM"));
-	usl_opt.fast_mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0) |
-	                    (!usl_opt.background && usl_opt.decay_ms ? USL_MODE_SAMPLE : 0);   /* common/background.c */
+	usl_opt.mode = (usl_opt.harden ? USL_MODE_HARDEN : 0) | (usl_opt.stats ? USL_MODE_STATS : 0) |
+	                    (!usl_opt.background && usl_opt.decay_ms ? USL_MODE_TICK : 0);   /* common/decay.c */
 	unknown_options();
 }

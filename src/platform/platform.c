@@ -264,7 +264,7 @@ void usl_platform_init(void)
 			usl_report(USLAB_ERR_OPTION, "node ids up to %ld: nodes from %d on are counted as node 0 (uslab keeps "
 			           "%d nodes)", top, USL_MAX_NODES, USL_MAX_NODES);
 		if (usl_nr_nodes > 1)
-			usl_opt.fast_mode |= USL_MODE_NUMA;
+			usl_opt.mode |= USL_MODE_NUMA;
 		usl_rseq_mode = rseq_usable();
 		usl_rseq_off = usl_rseq_mode ? (long)__rseq_offset
 		                             : (long)((char *)&dummy_rseq - (char *)__builtin_thread_pointer());

@@ -26,9 +26,9 @@ struct usl_options {
 	                                order, delayed reuse; docs/ARCHITECTURE.md,
 	                                "Hardening"), 0 = the kernel's order */
 	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
-	unsigned int fast_mode;      /* what the malloc fast paths test, once: USL_MODE_HARDEN
+	unsigned int mode;           /* what the malloc fast paths test, once: USL_MODE_HARDEN
 	                                alone is the common case (usl_read_options); its low
-	                                byte is malloc's, USL_MODE_SAMPLE free's alone */
+	                                byte is malloc's, USL_MODE_TICK free's alone */
 	const char *stats_out;       /* where slabinfo goes at exit: NULL none, "" stderr, else a path */
 	int allocator;               /* USLAB_ALLOCATOR: enum usl_engine */
 	int nodes;                   /* USLAB_NODES: a fake topology of that many nodes (0: the real one) */
@@ -42,15 +42,15 @@ struct usl_options {
 extern struct usl_options usl_opt USL_HIDDEN;
 #define USL_MODE_HARDEN 1u
 #define USL_MODE_STATS 2u
-/* More than one node: free's fast entries are not fast (its other path tests
+/* More than one node: free's fast path takes no cache's objects (its other path tests
  * the object's node and sends another node's object back to it,
  * common/free.c); malloc's classes ignore it; set once at start-up, after the
  * topology. */
 #define USL_MODE_NUMA 4u
 /* free's fast path counts its frees for the decay tick: set and cleared at
- * run time by the tick (common/background.c) while the heap is large and no
+ * run time by the tick (common/decay.c) while the heap is large and no
  * decay thread runs. Above the low byte, which malloc's fast path reads. */
-#define USL_MODE_SAMPLE 0x100u
+#define USL_MODE_TICK 0x100u
 enum usl_front { USL_FRONT_SHEAVES = 0, USL_FRONT_CPUSLAB = 1, USL_FRONT_OWNED = 2 };
 /* A malloc-family call that fails: NULL and ENOMEM alone (glibc's), and a
  * report, or a report and abort() (jemalloc's xmalloc). */
@@ -97,7 +97,7 @@ USL_HIDDEN void usl_report_deliver_queued(void);
 /* A free pointer in the free object obj of cache `name` decoded to next, not
  * an object of obj's slab (a write after free, an overflow from a neighbour):
  * reported (USLAB_ERR_CORRUPT); returns NULL, where the caller cuts the list. */
-USL_HIDDEN void *usl_report_free_list(const char *name, const void *obj, const void *next) __attribute__((cold));
+USL_HIDDEN void *usl_report_free_list(const char *name, const void *obj, const void *next) USL_SLOW_PATH;
 /* fork(): report_lock and the queue's lock, then init_lock (platform.c), taken
  * by the prepare handler (common/cache.c) and released in parent and child. */
 USL_HIDDEN void usl_report_fork_lock(void);
@@ -216,7 +216,7 @@ USL_HIDDEN int usl_membarrier_rseq(void);       /* abort all rseq sections of th
  * its holder's id (usl_spin_holder) instead of 1. */
 #ifdef USLAB_ASSERTS
 USL_HIDDEN void usl_assert_fail(const char *cond, const char *file, int line, const char *fn)
-	__attribute__((noreturn, cold));
+	__attribute__((noreturn)) USL_SLOW_PATH;
 #define usl_assert(c) (usl_likely(c) ? (void)0 : usl_assert_fail(#c, __FILE__, __LINE__, __func__))
 /* This thread's spin-lock id: never 0, the same in a fork's child. */
 USL_HIDDEN int usl_spin_holder_slow(void);

@@ -48,8 +48,8 @@ static unsigned int estimate(const struct kmem_cache *s, unsigned int order, uns
  * there, else after them; UINT32_MAX if it fits in neither place. */
 static unsigned int obj_place(const struct kmem_cache *s, unsigned int bytes)
 {
-	unsigned int lo = s->offset < s->foff ? s->offset : s->foff;
-	unsigned int hi = (s->offset > s->foff ? s->offset : s->foff) + (unsigned int)sizeof(void *);
+	unsigned int lo = s->offset < s->flag_off ? s->offset : s->flag_off;
+	unsigned int hi = (s->offset > s->flag_off ? s->offset : s->flag_off) + (unsigned int)sizeof(void *);
 	if (bytes <= lo)
 		return 0;
 	if (hi + bytes <= s->size)

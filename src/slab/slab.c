@@ -80,7 +80,7 @@ static void set_pm_count(const struct slab *slab, unsigned int handed)
 		usl_pm_set_count(&e[i], handed);
 }
 
-static __attribute__((noinline, cold)) void written_after_free(struct kmem_cache *s, const void *obj)
+static USL_SLOW_PATH void written_after_free(struct kmem_cache *s, const void *obj)
 {
 	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free marker is gone); "
 	           "nothing it holds is used", s->name, obj);
@@ -89,7 +89,7 @@ static __attribute__((noinline, cold)) void written_after_free(struct kmem_cache
 /* An object of the shared array without its marker: a copy a second free
  * left (another copy took the marker), or written after its free. Left out
  * (under list_lock: the report is queued until the lock is dropped). */
-static __attribute__((noinline, cold)) void shared_refused(struct kmem_cache *s, const void *obj)
+static USL_SLOW_PATH void shared_refused(struct kmem_cache *s, const void *obj)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "cache_alloc_refill(%s): %p is not free any more (freed twice, or written "
 	           "after its free); not handed out again", s->name, obj);
@@ -100,7 +100,7 @@ static __attribute__((noinline, cold)) void shared_refused(struct kmem_cache *s,
 static inline void tw_on_slab(const struct kmem_cache *s, void *obj)
 {
 	usl_marker_set(s, obj);
-	usl_tw_carved(s, obj);
+	usl_flag_carved(s, obj);
 }
 
 /* Take up to want objects from slab into out[] (the kernel's alloc_block);
@@ -114,7 +114,7 @@ static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **
 	unsigned int handed = num - usl_counters_uncarved(c), k = 0;
 	char *base = s_mem(slab);
 
-	bool tw = usl_tw_on(s);
+	bool tw = usl_flagged(s);
 	while (active < num && k < want) {
 		unsigned int idx = idx_get(s, slab, active++);
 		char *obj = base + (size_t)idx * s->size;
@@ -123,14 +123,14 @@ static unsigned int alloc_block(struct kmem_cache *s, struct slab *slab, void **
 			 * all (its marker is checked as below); a fresh one's flag
 			 * is cleared (reused memory may hold an old F). */
 			if (idx < handed) {
-				if (usl_unlikely(!usl_tw_leave_slab(s, obj))) {
-					usl_tw_refused(s, obj);   /* (queued until list_lock is dropped) */
+				if (usl_unlikely(!usl_flag_leave_slab(s, obj))) {
+					usl_flag_refused(s, obj);   /* (queued until list_lock is dropped) */
 					continue;
 				}
 				if (usl_unlikely(!usl_marker_pop(s, obj)))
 					written_after_free(s, obj);
 			} else {
-				usl_tw_fresh(s, obj);
+				usl_flag_fresh(s, obj);
 			}
 		} else if (usl_opt.harden && idx < handed && usl_unlikely(!usl_marker_pop(s, obj))) {
 			/* An object freed before carries its free marker: one
@@ -302,7 +302,7 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 		/* Not handed out in order now: every object carries its free
 		 * marker from the start (a free of one never handed out is then
 		 * a double free), and the page map counts them all. */
-		if (usl_tw_on(s))
+		if (usl_flagged(s))
 			for (unsigned int i = 0; i < num; i++)
 				tw_on_slab(s, first + (size_t)i * s->size);
 		else if (usl_opt.harden)
@@ -389,13 +389,13 @@ static void free_block(struct kmem_cache *s, struct kmem_cache_node *n, void **o
                        struct usl_list *list)
 {
 	usl_assert_held(&n->list_lock);
-	bool tw = usl_tw_on(s);
+	bool tw = usl_flagged(s);
 	unsigned int freed = nr;
 	for (unsigned int i = 0; i < nr; i++) {
 		struct slab *slab = usl_virt_to_slab(objs[i]);
 		if (tw) {                            /* with its M, and not free on the slab already */
-			if (usl_unlikely(!usl_tw_enter_slab(s, objs[i]))) {
-				usl_report_tw_enter(s, objs[i], "free_block");
+			if (usl_unlikely(!usl_flag_enter_slab(s, objs[i]))) {
+				usl_report_flag_enter(s, objs[i], "free_block");
 				freed--;
 				continue;
 			}
@@ -604,7 +604,7 @@ int usl_slab_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		size_t want = nr - i > 65535 ? 65535 : nr - i;
 		unsigned int k = usl_slab_refill(s, p + i, (unsigned int)want, gfp);
 		if (!k) {
-			if (usl_tw_on(s))   /* back as freed objects go: with their M */
+			if (usl_flagged(s))   /* back as freed objects go: with their M */
 				for (size_t j = 0; j < i; j++)
 					usl_marker_set(s, p[j]);
 			usl_slab_free_bulk(s, i, p);

@@ -38,9 +38,9 @@ static unsigned int carve_array(const struct kmem_cache *s, struct slab *slab, s
 	usl_carve_order_init(&o, s, k);
 	for (unsigned int i = 0; i < k; i++)
 		p[i] = q + (size_t)usl_carve_order_next(&o) * s->size;
-	if (usl_tw_on(s))          /* never on a list: no F to take; an old one in reused memory cleared */
+	if (usl_flagged(s))          /* never on a list: no F to take; an old one in reused memory cleared */
 		for (unsigned int i = 0; i < k; i++)
-			usl_tw_fresh(s, p[i]);
+			usl_flag_fresh(s, p[i]);
 	return k;
 }
 
@@ -52,8 +52,8 @@ static size_t tw_leave(const struct kmem_cache *s, void **p, size_t from, size_t
 {
 	size_t k = from;
 	for (size_t j = from; j < to; j++) {
-		if (usl_unlikely(!usl_tw_leave_slab(s, p[j]))) {
-			usl_tw_refused(s, p[j]);
+		if (usl_unlikely(!usl_flag_leave_slab(s, p[j]))) {
+			usl_flag_refused(s, p[j]);
 			continue;
 		}
 		p[k++] = p[j];
@@ -66,7 +66,7 @@ int usl_slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 {
 	struct usl_private_slot b;
 	size_t i = 0;
-	bool tw = usl_tw_on(s);
+	bool tw = usl_flagged(s);
 
 	/* Most calls are served by this CPU's freelist in one section. The section
 	 * is capped, so a restart (preemption, a signal) repeats little work; the
@@ -459,10 +459,10 @@ void usl_slub_free_bulk_as(const char *fn, struct kmem_cache *s, size_t nr, void
 	 * they are on already (a copy of an object that is free: left out). The
 	 * entries that are no objects of s are the gathering's to report. A NULL
 	 * s (kfree_bulk) checked each of its entries before. */
-	if (s && usl_tw_on(s))
+	if (s && usl_flagged(s))
 		for (size_t i = 0; i < nr; i++)
-			if (p[i] && usl_pm_is_object(s, p[i]) && usl_unlikely(!usl_tw_enter_slab(s, p[i]))) {
-				usl_report_tw_enter(s, p[i], fn);
+			if (p[i] && usl_pm_is_object(s, p[i]) && usl_unlikely(!usl_flag_enter_slab(s, p[i]))) {
+				usl_report_flag_enter(s, p[i], fn);
 				p[i] = NULL;
 			}
 	if (nr == 1) {                 /* nothing to gather: the single-object path */

@@ -25,8 +25,8 @@ static inline struct kmem_cache_cpu *usl_hint_slot(struct kmem_cache *s)
 
 /* locked mode: push the chain head..tail of slab onto the hinted slot's freelist
  * if slab is its cpu slab. The same return codes as usl_rseq_free_chain. */
-static inline __attribute__((always_inline)) int usl_locked_push_chain(struct kmem_cache *s, struct slab *slab,
-                                                                      void *head, void *tail)
+static USL_FAST_PATH int usl_locked_push_chain(struct kmem_cache *s, struct slab *slab,
+                                               void *head, void *tail)
 {
 	struct kmem_cache_cpu *c = usl_hint_slot(s);
 

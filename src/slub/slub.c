@@ -52,7 +52,7 @@ void usl_slub_flush_end(void)
  * end (no lock is held here: the slow paths drop theirs around new_slab). The
  * sleep is the system call itself, not libc's nanosleep: an allocation is no
  * cancellation point. */
-static __attribute__((noinline, cold)) bool flush_wait(void)
+static USL_SLOW_PATH bool flush_wait(void)
 {
 	if (flushing_here || !__atomic_load_n(&flushing, __ATOMIC_ACQUIRE))
 		return false;
@@ -145,19 +145,19 @@ void usl_carve_order_init(struct usl_carve_order *o, const struct kmem_cache *s,
 static void *link_objects(const struct kmem_cache *s, char *p, unsigned int k)
 {
 	struct usl_carve_order o;
-	bool tw = usl_tw_on(s);      /* a two-word cache's free objects carry their F */
+	bool tw = usl_flagged(s);      /* a two-word cache's free objects carry their F */
 	usl_carve_order_init(&o, s, k);
 	char *first = p + (size_t)usl_carve_order_next(&o) * s->size, *cur = first;
 	for (unsigned int i = 1; i < k; i++) {
 		char *next = p + (size_t)usl_carve_order_next(&o) * s->size;
 		usl_set_freepointer(s, cur, next);
 		if (tw)
-			usl_tw_carved(s, cur);
+			usl_flag_carved(s, cur);
 		cur = next;
 	}
 	usl_set_freepointer(s, cur, NULL);
 	if (tw)
-		usl_tw_carved(s, cur);
+		usl_flag_carved(s, cur);
 	return first;
 }
 
@@ -346,7 +346,7 @@ static void *get_freelist(const struct kmem_cache *s, struct slab *slab)
 	return head;
 }
 
-__attribute__((noinline, cold)) void usl_report_loop(struct kmem_cache *s, const struct slab *slab)
+USL_SLOW_PATH void usl_report_loop(struct kmem_cache *s, const struct slab *slab)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s: the free list of slab %p loops (an object freed twice?); "
 	           "the slab is abandoned: its %u objects are not reused", s->name, slab->addr,
@@ -523,8 +523,8 @@ static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
  * Freeing to a slab: the kernel's __slab_free. One 16-byte CAS; list_lock only
  * when the slab changes list. head..tail is a chain of cnt objects of slab.
  */
-__attribute__((noinline)) void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail,
-                                                  unsigned int cnt)
+USL_OUT_OF_LINE void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab, void *head, void *tail,
+                                        unsigned int cnt)
 {
 	struct kmem_cache_node *n = NULL;
 	bool was_frozen, had_free = false, on_node_partial = false;
@@ -669,8 +669,8 @@ static void *take_one(const struct kmem_cache *s, const struct slab *slab, void 
 		obj = usl_carve_start(s, slab, c);
 		*next = NULL;
 		u--;
-		if (usl_tw_on(s))      /* as if carved onto the list: the caller takes its F */
-			usl_tw_carved(s, obj);
+		if (usl_flagged(s))      /* as if carved onto the list: the caller takes its F */
+			usl_flag_carved(s, obj);
 	}
 	*nc = usl_counters_set_uncarved(usl_counters_remake(c, inuse, false), u);
 	return obj;
@@ -868,7 +868,7 @@ void usl_slot_put(struct kmem_cache *s, struct usl_private_slot *b)
 	}
 }
 
-__attribute__((noinline)) void *usl_slub_alloc_slow(struct kmem_cache *s, gfp_t gfp)
+USL_OUT_OF_LINE void *usl_slub_alloc_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	struct usl_private_slot b;
 	void *obj;
@@ -901,7 +901,7 @@ nomem:
  * with its slow path for the layers above
  */
 
-__attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
+USL_OUT_OF_LINE void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 {
 	struct kmem_cache_cpu *c = usl_hint_slot(s);
 	unsigned long tid;
@@ -926,7 +926,7 @@ __attribute__((noinline)) void *usl_slub_alloc_fast_locked(struct kmem_cache *s)
 	return obj;
 }
 
-static inline __attribute__((always_inline)) void *alloc_one(struct kmem_cache *s, gfp_t gfp)
+static USL_FAST_PATH void *alloc_one(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj;
 
@@ -940,7 +940,7 @@ slow:
 
 /* A two-word cache's object taken from a free list without its F (types.h,
  * usl_two_word): written after its free. Left out, still counted in use. */
-__attribute__((noinline, cold)) void usl_tw_refused(const struct kmem_cache *s, const void *obj)
+USL_SLOW_PATH void usl_flag_refused(const struct kmem_cache *s, const void *obj)
 {
 	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free flag is gone); "
 	           "not handed out, and kept out of use", s->name, obj);
@@ -951,8 +951,8 @@ __attribute__((noinline, cold)) void usl_tw_refused(const struct kmem_cache *s, 
 void *usl_slub_alloc(struct kmem_cache *s, gfp_t gfp)
 {
 	void *obj = alloc_one(s, gfp);
-	while (usl_unlikely(obj && usl_tw_on(s)) && usl_unlikely(!usl_tw_leave_slab(s, obj))) {
-		usl_tw_refused(s, obj);
+	while (usl_unlikely(obj && usl_flagged(s)) && usl_unlikely(!usl_flag_leave_slab(s, obj))) {
+		usl_flag_refused(s, obj);
 		obj = alloc_one(s, gfp);
 	}
 	return obj;
@@ -974,9 +974,9 @@ void *usl_slub_alloc_node(struct kmem_cache *s, gfp_t gfp, unsigned int node)
 				           s->name, node, s->object_size, s->order);
 			return NULL;
 		}
-		if (!usl_tw_on(s) || usl_tw_leave_slab(s, obj))
+		if (!usl_flagged(s) || usl_flag_leave_slab(s, obj))
 			return obj;
-		usl_tw_refused(s, obj);
+		usl_flag_refused(s, obj);
 	}
 }
 
@@ -986,8 +986,8 @@ void *usl_slub_alloc_node(struct kmem_cache *s, gfp_t gfp, unsigned int node)
 
 /* Why x cannot be freed (reported, not freed). fn names the entry point; s is the
  * cache the caller named, or NULL for kfree_bulk (any cache). */
-__attribute__((noinline, cold)) void usl_report_bad_free(const char *fn, struct kmem_cache *s, const void *x,
-                                                        struct slab *slab)
+USL_SLOW_PATH void usl_report_bad_free(const char *fn, struct kmem_cache *s, const void *x,
+                                       struct slab *slab)
 {
 	const char *name = s ? s->name : "any cache";
 
@@ -1022,16 +1022,16 @@ bool usl_slub_handed_out(struct kmem_cache *s, const void *x)
 	return !(usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, x));
 }
 
-__attribute__((noinline)) void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)
+USL_OUT_OF_LINE void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
 	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 }
 
 /* A two-word cache's object refused on its way back to its slab
- * (usl_tw_enter_slab): free there already, or without its marker. */
-__attribute__((noinline, cold)) void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn)
+ * (usl_flag_enter_slab): free there already, or without its marker. */
+USL_SLOW_PATH void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn)
 {
-	if (usl_tw_free_on_slab(s, x))
+	if (usl_flag_free_on_slab(s, x))
 		usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
 	else
 		usl_report(USLAB_ERR_CORRUPT, "%s(%s): free object %p lost its free marker (written after its free, or "
@@ -1039,7 +1039,7 @@ __attribute__((noinline, cold)) void usl_report_tw_enter(const struct kmem_cache
 }
 
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
-static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)
+static USL_OUT_OF_LINE void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)
 {
 	if (usl_unlikely(__atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE) != s)) {
 		usl_report_bad_free("kmem_cache_free", s, x, slab);
@@ -1050,8 +1050,8 @@ static __attribute__((noinline)) void free_checked_slow(struct kmem_cache *s, st
 
 /* A single object whose section (usl_rseq_free, result r) did not push it:
  * a double free, the locked-mode push, or a slab that is not this CPU's. */
-__attribute__((noinline)) void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r,
-                                                  const char *fn)
+USL_OUT_OF_LINE void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r,
+                                        const char *fn)
 {
 	if (r == USL_RS_OTHER) {
 		usl_report_double_free(s, x, fn);
@@ -1075,8 +1075,8 @@ __attribute__((noinline)) void usl_slub_free_slow(struct kmem_cache *s, struct s
  * with its M, and on no free list already). */
 void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
-	if (usl_tw_on(s) && usl_unlikely(!usl_tw_enter_slab(s, x))) {
-		usl_report_tw_enter(s, x, "kmem_cache_free");
+	if (usl_flagged(s) && usl_unlikely(!usl_flag_enter_slab(s, x))) {
+		usl_report_flag_enter(s, x, "kmem_cache_free");
 		return;
 	}
 	int r = usl_rseq_free(s, slab, x);

@@ -57,16 +57,16 @@ USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char
 /* A two-word cache's object refused on its way back to its slab: a double
  * free, or a free object whose marker was overwritten (freestate.h). Both
  * engines report with it. */
-USL_HIDDEN void usl_report_tw_enter(const struct kmem_cache *s, const void *x, const char *fn) __attribute__((cold));
+USL_HIDDEN void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn) USL_SLOW_PATH;
 /* A two-word cache's object taken from its slab without its F (written after
  * its free): reported; both engines leave it out, counted in use. */
-USL_HIDDEN void usl_tw_refused(const struct kmem_cache *s, const void *obj) __attribute__((cold));
+USL_HIDDEN void usl_flag_refused(const struct kmem_cache *s, const void *obj) USL_SLOW_PATH;
 /* x is an object start of s beyond its page map count (pages/pages.h): false
  * if it was never handed out (a free of it must be refused). */
 USL_HIDDEN bool usl_slub_handed_out(struct kmem_cache *s, const void *x);
 /* Why x cannot be freed to s (NULL: any cache), reported under fn. */
 USL_HIDDEN void usl_report_bad_free(const char *fn, struct kmem_cache *s, const void *x, struct slab *slab)
-	__attribute__((cold));
+	USL_SLOW_PATH;
 /* Locked mode: the slot this thread uses (a CPU hint), and the hint re-read. */
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_slot(struct kmem_cache *s);
 USL_HIDDEN struct kmem_cache_cpu *usl_slub_hint_refresh(struct kmem_cache *s);

@@ -7,7 +7,7 @@
  * an increment is a plain read and write, not an atomic one: a thread that
  * migrates between the two may lose another CPU's increment (rare; exact for
  * one thread). Summed on read (stats/attr.c). The fast paths count only in
- * their counting copies (common/alloc.c and free.c, s->fast), with usl_stat_inc. No locks. */
+ * their counting copies (common/alloc.c and free.c, s->path), with usl_stat_inc. No locks. */
 #ifndef USL_SLUB_STAT_H
 #define USL_SLUB_STAT_H
 
@@ -84,7 +84,7 @@ static inline void usl_stat_inc(const struct kmem_cache *s, enum usl_stat_item i
 
 /* Counting: a test of s->stats inline, the increment out of line (stat.c). */
 USL_HIDDEN void usl_stat_add_slow(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
-	__attribute__((cold));
+	USL_SLOW_PATH;
 
 static inline void usl_stat_add(const struct kmem_cache *s, enum usl_stat_item i, unsigned long n)
 {

@@ -3,9 +3,9 @@
  * sequence counts: stats/live.h) for tools/uslabinfo to read from outside.
  * Made when the library is loaded (the constructor usl_live_init, which the
  * malloc override names so that a static link keeps this file), which also
- * starts the decay thread (common/background.c); rewritten every PUBLISH_MS
+ * starts the decay thread (common/decay.c); rewritten every PUBLISH_MS
  * by that thread, idle program or not, and at most every PUBLISH_MS by the
- * decay ticks (usl_stats_tick: slow paths and sampled frees, no lock held);
+ * decay ticks (usl_stats_tick: slow paths and counted frees, no lock held);
  * removed at exit. Without the thread (USLAB_BACKGROUND=0, pthread_create
  * refused) it is as current as the last tick. A file left by a process that
  * died without exiting is removed by the next process that makes one (its pid
@@ -430,7 +430,7 @@ __attribute__((constructor)) void usl_live_init(void)
 	}
 	live_held = false;
 	usl_unlock(&live_lock);
-	usl_background_start();             /* keeps the view current while the program is idle */
+	usl_decay_thread_start();             /* keeps the view current while the program is idle */
 }
 
 /* The file is removed under live_lock, so that no publisher (the decay

@@ -131,7 +131,7 @@ static void idle_give_back(void)
 	long full = burst();
 	CHECK(full - before > 40 * 1024);
 	/* The first slow-path sweep starts the thread. */
-	CHECK(usl_background_running());
+	CHECK(usl_decay_thread_running());
 	bool named;
 	CHECK(threads(&named) >= 2);                 /* (sanitizers add threads of their own) */
 	CHECK(named);
@@ -143,13 +143,13 @@ static void idle_give_back(void)
 	(void)proc_full;
 #endif
 	/* Then it parks: no sweep while nothing changes. */
-	for (int k = 0; k < 100 && !__atomic_load_n(&usl_background_parks, __ATOMIC_RELAXED); k++)
+	for (int k = 0; k < 100 && !__atomic_load_n(&usl_decay_thread_parks, __ATOMIC_RELAXED); k++)
 		sleep_ms(100);
-	CHECK(__atomic_load_n(&usl_background_parks, __ATOMIC_RELAXED) >= 1);
-	unsigned long sweeps = __atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED);
+	CHECK(__atomic_load_n(&usl_decay_thread_parks, __ATOMIC_RELAXED) >= 1);
+	unsigned long sweeps = __atomic_load_n(&usl_decay_thread_sweeps, __ATOMIC_RELAXED);
 	long long pubs = publications();
 	sleep_ms(1500);
-	CHECK_EQ(__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED), sweeps);
+	CHECK_EQ(__atomic_load_n(&usl_decay_thread_sweeps, __ATOMIC_RELAXED), sweeps);
 	if (stats) {                             /* it wakes to publish, not to sweep */
 		CHECK(pubs >= 0);
 		CHECK(publications() >= pubs + 4);
@@ -157,7 +157,7 @@ static void idle_give_back(void)
 	/* Allocation traffic wakes it again (a slow-path tick). */
 	long full2 = burst();
 	CHECK(falls_back(start_kib, full2, &after));
-	CHECK(__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED) > sweeps);
+	CHECK(__atomic_load_n(&usl_decay_thread_sweeps, __ATOMIC_RELAXED) > sweeps);
 }
 
 /* A thread keeps allocating while the main thread forks, so forks land while
@@ -186,7 +186,7 @@ static void fork_while_running(void)
 {
 	long after = 0;
 	burst();
-	CHECK(usl_background_running());
+	CHECK(usl_decay_thread_running());
 	pthread_t t;
 	pthread_create(&t, NULL, churn, NULL);
 	/* The forks land inside uslab's work, not inside a thread's start: the
@@ -196,15 +196,15 @@ static void fork_while_running(void)
 	 * blocked on that copied lock (1 run in 12 under ASan). */
 	while (__atomic_load_n(&churned, __ATOMIC_RELAXED) < 1000)
 		sleep_ms(1);
-	while (!__atomic_load_n(&usl_background_sweeps, __ATOMIC_RELAXED))
+	while (!__atomic_load_n(&usl_decay_thread_sweeps, __ATOMIC_RELAXED))
 		sleep_ms(10);
 	for (int round = 0; round < 6; round++) {
 		sleep_ms(round * 150);                 /* at different points of the sweeps */
 		pid_t pid = fork();
 		if (pid == 0) {
-			int ok = !usl_background_running();   /* the thread was not copied */
+			int ok = !usl_decay_thread_running();   /* the thread was not copied */
 			long f = burst(), a = 0;   /* (the parent's burst may not be back yet) */
-			ok |= usl_background_running() << 1;  /* its own, started by its sweep */
+			ok |= usl_decay_thread_running() << 1;  /* its own, started by its sweep */
 			ok |= falls_back(start_kib, f, &a) << 2;
 			if (ok != 7)
 				fprintf(stderr, "  child: %d\n", ok);
@@ -225,7 +225,7 @@ static void off(void)
 	long before = uslab_kib();
 	long full = burst();
 	CHECK(full - before > 40 * 1024);
-	CHECK(!usl_background_running());
+	CHECK(!usl_decay_thread_running());
 	bool named;
 	threads(&named);
 	CHECK(!named);
@@ -239,13 +239,13 @@ static void off(void)
 	/* Without the thread free's fast path counts toward the tick: no cache's
 	 * entry is fast, and the flags follow the mode both ways. */
 	struct kmem_cache *s = kmem_cache_create("fast-flag", 64, 0, 0, NULL);
-	const struct usl_cache_fast *f = &usl_cache_fast[s->id];
-	CHECK(usl_opt.fast_mode & USL_MODE_SAMPLE);
-	CHECK(f->blind && !f->fast);
-	usl_fast_mode_sample(false);
-	CHECK(!(usl_opt.fast_mode & USL_MODE_SAMPLE) && f->fast);
-	usl_fast_mode_sample(true);
-	CHECK((usl_opt.fast_mode & USL_MODE_SAMPLE) && !f->fast);
+	const struct usl_free_entry *f = &usl_free_entries[s->id];
+	CHECK(usl_opt.mode & USL_MODE_TICK);
+	CHECK(f->blind && !f->fast_path);
+	usl_mode_tick(false);
+	CHECK(!(usl_opt.mode & USL_MODE_TICK) && f->fast_path);
+	usl_mode_tick(true);
+	CHECK((usl_opt.mode & USL_MODE_TICK) && !f->fast_path);
 	kmem_cache_destroy(s);
 }
 

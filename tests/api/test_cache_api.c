@@ -517,8 +517,8 @@ static void test_cache_ids(void)
 					if (x != y || i != j)   /* two different slots */
 						CHECK((uintptr_t)&ab[x]->cpu_slab[i] / 128 !=
 						      (uintptr_t)&ab[y]->cpu_slab[j] / 128);
-	CHECK_EQ(usl_cache_fast[b->id].div, b->div_inv | (uint64_t)b->div_shift << 32);
-	CHECK_EQ(usl_cache_fast[0].div, 0);
+	CHECK_EQ(usl_free_entries[b->id].div, b->div_inv | (uint64_t)b->div_shift << 32);
+	CHECK_EQ(usl_free_entries[0].div, 0);
 	void *ax[40];                                /* leave state in a's slots */
 	for (int i = 0; i < 40; i++)
 		ax[i] = kmem_cache_alloc(a, GFP_KERNEL);
@@ -544,7 +544,7 @@ static void test_cache_ids(void)
 	for (int i = 1; i < 40; i += 2)
 		kmem_cache_free(a, ax[i]);
 	kmem_cache_destroy(a);
-	CHECK(usl_caches[aid] == NULL && usl_cache_fast[aid].div == 0);
+	CHECK(usl_caches[aid] == NULL && usl_free_entries[aid].div == 0);
 	/* The id's next cache starts with clean slots: no sheaf, no count, no
 	 * cpu slab left from the old one. A cache without sheaves (a debug one)
 	 * has the empty sheaf as main too, so free's fast path fails on it. */

@@ -645,7 +645,7 @@ static void test_class_tables(void)
 	CHECK(s != NULL);
 	if (!s)
 		return;
-	unsigned int mode = usl_opt.fast_mode & 0xff & ~USL_MODE_NUMA;   /* nodes change neither pop */
+	unsigned int mode = usl_opt.mode & 0xff & ~USL_MODE_NUMA;   /* nodes change neither pop */
 	if (s->oslots) {
 		/* Owned: the slots, tagged, in the one table whatever the mode
 		 * (there is no marker to check or skip); a free sets a bit and

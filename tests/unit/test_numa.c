@@ -94,7 +94,7 @@ static void test_machine_topology(void)
 #else
 	CHECK(!usl_numa_bind);
 #endif
-	CHECK_EQ(!!(usl_opt.fast_mode & USL_MODE_NUMA), usl_nr_nodes > 1);
+	CHECK_EQ(!!(usl_opt.mode & USL_MODE_NUMA), usl_nr_nodes > 1);
 }
 
 static void test_topology(void)
@@ -110,7 +110,7 @@ static void test_topology(void)
 		CHECK_EQ(usl_node_of_cpu((int)c), c % n);
 	CHECK(usl_node_valid(0) && !usl_node_valid((int)n) && !usl_node_valid(-1) && !usl_node_valid(1000));
 	CHECK(!usl_numa_bind);                     /* a fake topology binds nothing */
-	CHECK_EQ(!!(usl_opt.fast_mode & USL_MODE_NUMA), n > 1);
+	CHECK_EQ(!!(usl_opt.mode & USL_MODE_NUMA), n > 1);
 	/* Every cache has a node structure per node, and no more. */
 	struct kmem_cache *s = kmem_cache_create("numa-shape", 64, 0, SLAB_NO_MERGE, NULL);
 	for (unsigned int i = 0; i < n; i++)

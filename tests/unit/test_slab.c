@@ -173,7 +173,7 @@ static void test_bad_frees(void)
 	usl_cache_flush_all(s);
 	/* A two-word cache keeps a, written after its free, out of use: its
 	 * marker cannot tell a write from a second copy handed out. */
-	CHECK_EQ(usl_slab_objects_in_use(s), usl_tw_on(s) ? 1 : 0);
+	CHECK_EQ(usl_slab_objects_in_use(s), usl_flagged(s) ? 1 : 0);
 	CHECK_EQ(usl_slab_check_lists(s), 0);
 	kmem_cache_destroy(s);
 	expected_errors += uslab_error_count() - errors0;

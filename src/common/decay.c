@@ -1,4 +1,4 @@
-/* background.c - the decay schedule: the tick of the slow paths
+/* decay.c - the decay schedule: the tick of the slow paths
  * (usl_decay_tick), and the background thread ("uslab-decay"), which runs the
  * decay sweep (usl_decay_sweep, given by common_init) every half decay
  * interval, so a program that stops calling the allocator still gets its free
@@ -9,10 +9,10 @@
  *
  * Started lazily, by the first slow-path tick (usl_decay_tick: every 16th slow
  * path; free's fast path counts toward it only while no thread runs and the
- * heap is large: sampling_update) once the page provider has committed
+ * heap is large: tick_update) once the page provider has committed
  * MIN_HEAP outside the metadata regions: a small program never has it. With
  * USLAB_STATS it starts regardless of the heap: from the statistics layer's
- * constructor (usl_background_start) and, in a forked child, at its first
+ * constructor (usl_decay_thread_start) and, in a forked child, at its first
  * tick. Off with USLAB_BACKGROUND=0, with USLAB_DECAY_MS=0 unless USLAB_STATS
  * is set (then it only publishes), and when pthread_create fails (a sandbox
  * that forbids threads): then the slow paths sweep and publish, as without
@@ -61,7 +61,7 @@ static bool bg_kicked;               /* under bg_lock: a tick asked for a sweep 
  * USLAB_STATS the thread may start before (from the statistics layer's
  * constructor), and sweeps nothing until sweep_fn is there. */
 static int (*sweep_fn)(uint64_t now);   /* atomic: usl_decay_sweep */
-static void (*sample_fn)(bool on);      /* usl_fast_mode_sample */
+static void (*tick_fn)(bool on);      /* usl_mode_tick */
 static uint64_t next_sweep_ms;       /* atomic: the ticks' clock */
 static pid_t bg_pid;                 /* the process that may start the thread (not a vfork child) */
 static unsigned int no_stats_tick(bool thread)
@@ -71,8 +71,8 @@ static unsigned int no_stats_tick(bool thread)
 }
 unsigned int (*usl_stats_tick)(bool thread) = no_stats_tick;
 static __thread unsigned int tick_calls;
-unsigned long usl_background_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
-unsigned long usl_background_parks;  /* atomic: times its sweeps parked */
+unsigned long usl_decay_thread_sweeps; /* atomic: sweeps the thread ran (tests, docs) */
+unsigned long usl_decay_thread_parks;  /* atomic: times its sweeps parked */
 
 /* Sweeps in a row that gave nothing back, with no barn holding sheaves, before
  * the thread's sweeps park: a free block ages over two epochs of the page
@@ -91,7 +91,7 @@ static bool bg_wait(uint64_t ms, bool park)
 	usl_lock(&bg_lock);
 	if (park && !bg_parked) {
 		bg_parked = true;
-		__atomic_fetch_add(&usl_background_parks, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&usl_decay_thread_parks, 1, __ATOMIC_RELAXED);
 	}
 	if (ms == FOREVER) {
 		while (!bg_kicked)
@@ -122,7 +122,7 @@ static int bg_sweep(uint64_t now, size_t *dirty)
 {
 	int (*sweep)(uint64_t) = __atomic_load_n(&sweep_fn, __ATOMIC_ACQUIRE);
 	int r = sweep ? sweep(now) : 0;
-	__atomic_fetch_add(&usl_background_sweeps, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&usl_decay_thread_sweeps, 1, __ATOMIC_RELAXED);
 	usl_pages_stats(NULL, dirty, NULL);
 	return r;
 }
@@ -174,15 +174,15 @@ static void *bg_main(void *unused)
  * fail) keeps a single thread. */
 #define MIN_HEAP ((size_t)8 << 20)
 
-void usl_background_init(int (*sweep)(uint64_t now), void (*sample)(bool on))
+void usl_decay_init(int (*sweep)(uint64_t now), void (*tick)(bool on))
 {
 	__atomic_store_n(&sweep_fn, sweep, __ATOMIC_RELEASE);
-	__atomic_store_n(&sample_fn, sample, __ATOMIC_RELEASE);
+	__atomic_store_n(&tick_fn, tick, __ATOMIC_RELEASE);
 }
 
 /* The process that may start the thread: this one, at load (a vfork child
  * that makes the first allocation must not become it); fork's child takes
- * its own pid in usl_background_after_fork. Before the other constructors
+ * its own pid in usl_decay_after_fork. Before the other constructors
  * (the statistics layer's starts the thread). */
 __attribute__((constructor(101))) static void bg_owner(void)
 {
@@ -243,22 +243,22 @@ static bool background_kick(void)
 	return true;
 }
 
-/* free's fast path counts its frees toward this tick (USL_MODE_SAMPLE) only
+/* free's fast path counts its frees toward this tick (USL_MODE_TICK) only
  * while no decay thread runs and none will: USLAB_BACKGROUND=0 (set from the
  * start, usl_read_options), a failed pthread_create, or a heap of MIN_HEAP or
  * more whose thread has not started yet. Then a program whose frees all take
  * fast paths still sweeps. With the thread, the slow paths' ticks wake it;
  * without it and with a smaller heap (a program that will start the thread
  * if it grows), there is little to give back. */
-static void sampling_update(void)
+static void tick_update(void)
 {
 	enum bg_state st = __atomic_load_n(&bg_state, __ATOMIC_ACQUIRE);
 	bool want = usl_opt.decay_ms && st != BG_RUNNING &&
 	            (!usl_opt.background || st == BG_FAILED ||
 	             __atomic_load_n(&usl_top, __ATOMIC_RELAXED) - usl_meta_reserved() >= MIN_HEAP);
-	bool has = __atomic_load_n(&usl_opt.fast_mode, __ATOMIC_RELAXED) & USL_MODE_SAMPLE;
+	bool has = __atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED) & USL_MODE_TICK;
 	if (want != has)
-		__atomic_load_n(&sample_fn, __ATOMIC_ACQUIRE)(want);
+		__atomic_load_n(&tick_fn, __ATOMIC_ACQUIRE)(want);
 }
 
 void usl_decay_tick(void)
@@ -271,7 +271,7 @@ void usl_decay_tick(void)
 	if (usl_opt.decay_ms == 0 || ++tick_calls % 16)
 		return;                          /* the clock is read every 16 slow paths */
 	background_start();                  /* once the heap is large enough for it */
-	sampling_update();
+	tick_update();
 	uint64_t now = usl_now_ms(), next = __atomic_load_n(&next_sweep_ms, __ATOMIC_RELAXED);
 	if (now < next || !__atomic_compare_exchange_n(&next_sweep_ms, &next, now + usl_opt.decay_ms / 2, false,
 	                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -282,7 +282,7 @@ void usl_decay_tick(void)
 		__atomic_load_n(&sweep_fn, __ATOMIC_ACQUIRE)(now);
 }
 
-void usl_background_start(void)
+void usl_decay_thread_start(void)
 {
 	background_start();
 }
@@ -298,7 +298,7 @@ void usl_background_start(void)
  * "fork"). */
 static __thread bool gate_held;
 
-void usl_background_fork_hold(void)
+void usl_decay_fork_hold(void)
 {
 	gate_held = false;
 	enum bg_state st = __atomic_load_n(&bg_state, __ATOMIC_ACQUIRE);
@@ -319,14 +319,14 @@ void usl_background_fork_hold(void)
 	}
 }
 
-void usl_background_fork_unhold(void)
+void usl_decay_fork_unhold(void)
 {
 	if (gate_held)
 		pthread_mutex_unlock(&bg_gate);
 	gate_held = false;
 }
 
-void usl_background_after_fork(bool locks_held)
+void usl_decay_after_fork(bool locks_held)
 {
 	__atomic_store_n(&next_sweep_ms, 0, __ATOMIC_RELAXED);
 	bg_pid = getpid();
@@ -338,10 +338,10 @@ void usl_background_after_fork(bool locks_held)
 	if (locks_held)
 		return;                          /* bg_lock may be the interrupted code's; its next tick samples */
 	pthread_mutex_init(&bg_lock, NULL);
-	sampling_update();                   /* no thread here (yet): frees count if the heap is large */
+	tick_update();                   /* no thread here (yet): frees count if the heap is large */
 }
 
-bool usl_background_running(void)
+bool usl_decay_thread_running(void)
 {
 	return __atomic_load_n(&bg_state, __ATOMIC_ACQUIRE) == BG_RUNNING;
 }
