@@ -1,13 +1,12 @@
 /* cache.c - the cache registry: kmem_cache_create checks and merging, the
- * cache ids and the slot area they index (usl_slots), the sheaf class caches,
- * destroy ("Objects remaining"), shrink, the decay sweep, malloc_trim's
- * release and the out-of-memory reclaim, and the fork handlers, which take
- * every lock of the library (C stdio's list lock first).
+ * list of caches and its walks, the sheaf class caches and uslab's other own
+ * caches, destroy ("Objects remaining"), shrink and the small queries. The
+ * ids and the path a cache takes are path.c's; fork's handlers fork.c's;
+ * giving memory back across the caches reclaim.c's.
  * Locks: classes_lock (held by a layer above across its usl_cache_create
  * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
- * a sheaf class cache or of the kmem_cache cache), then slab_mutex; entry_lock
- * (the entries' fast_path flags and the mode) and reclaim_lock (the reclaim's
- * state, never held across it) are leaves. */
+ * a sheaf class cache or of the kmem_cache cache), then slab_mutex; walk_lock
+ * is held only to count walks, never across one. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "../percpu/percpu.h"
 #include "../testing.h"
 #include "common.h"
+#include "registry.h"
 
 /* Set by the kmalloc layer's uslab_rcu_init (src/kmalloc/rcu.c): waits for the
  * objects kfree_rcu queued, before a cache is destroyed. One of the calls that
@@ -39,6 +39,7 @@ static __thread unsigned int walks_here;   /* this thread's walks in progress */
 
 static void walks_wait(void)         /* walk_lock held: all but this thread's own */
 {
+	usl_assert_held(&walk_lock);
 	while (walkers > walks_here)
 		pthread_cond_wait(&walk_done, &walk_lock);
 }
@@ -52,152 +53,29 @@ static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its cr
 
 static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_sheaf_class_caches[] */
 
-/* fork(): take every allocator lock in the documented order (classes_lock,
- * sheaf_classes_lock, cache_cache_lock, slab_mutex, flush_mutex, each cache's
- * sheaf locks and barn lock, its slot locks and list_lock, start_lock,
- * pages_lock, mappings_lock, then the platform's init_lock, report_lock and the
- * report queue's lock), so the child of a multithreaded parent finds them all
- * free.
- *
- * Two exceptions (docs/ARCHITECTURE.md, "fork"):
- * - C stdio's list lock comes first, as in glibc's own fork, which takes it
- *   before its malloc locks: a thread in fflush(NULL) holds it while it waits
- *   for a stream whose holder is inside malloc (getline), so a fork that held
- *   the allocator's locks while it waited for the list lock would close a
- *   circle. glibc resets the lock in the child of a multithreaded parent
- *   itself; otherwise the child handler lets go of it.
- * - A thread that forks while it holds a uslab lock (its signal handler
- *   interrupted an allocation) takes nothing: it cannot take what it holds,
- *   and the code it interrupted goes on in the parent and in the child alike,
- *   releasing what it holds. The decay thread is kept out of its sweeps
- *   meanwhile. glibc does the same for a process with one thread. */
-extern void _IO_list_lock(void) __attribute__((weak));
-extern void _IO_list_unlock(void) __attribute__((weak));
-extern char __libc_single_threaded __attribute__((weak));
 
-static __thread bool fork_locks_held;   /* this fork takes nothing */
-static __thread bool fork_stdio;        /* this fork took stdio's list lock */
-static __thread bool fork_stdio_reset;  /* and glibc resets it in the child */
-
-static void fork_prepare(void)
-{
-	fork_locks_held = usl_report_holds != 0;
-	fork_stdio = false;
-	/* The decay thread out of its sweep and publication first (bounded): a
-	 * sweep may wait for a lock this thread holds, and a publication calls
-	 * libc outside uslab's locks (opendir, file I/O), where an allocator
-	 * other than uslab's (a sanitizer's) may not guard its own locks across
-	 * fork. */
-	usl_decay_fork_hold();
-	if (fork_locks_held) {
-		usl_mutex_fork_prepare();
-		return;
-	}
-	if (_IO_list_lock && _IO_list_unlock && &__libc_single_threaded) {
-		fork_stdio_reset = !__libc_single_threaded;   /* glibc's own test, made just after this */
-		_IO_list_lock();
-		fork_stdio = true;
-	}
-	usl_lock(&walk_lock);            /* and no walk in progress (a walk allocates) */
-	walks_wait();
-	usl_stack_fork_lock();         /* a symbolizing thread allocates under it */
-	usl_lock(&classes_lock);
-	usl_lock(&sheaf_classes_lock);
-	usl_lock(&cache_cache_lock);
-	usl_lock(&slab_mutex);
-	/* Owned slots marked first (after the owned flushers' mutex: a flusher
-	 * between its unmark and its unlock would leave it held in the child):
-	 * a refill that holds one may take any cache's locks below (a new
-	 * slab's bitmap comes from another cache). */
-	usl_owned_fork_lock_global();
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
-		usl_owned_fork_lock(usl_container_of(it, struct kmem_cache, list));
-	usl_slub_fork_lock_global();
-	usl_debug_fork_lock();
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
-		usl_sheaf_fork_lock(usl_container_of(it, struct kmem_cache, list));
-		usl_engine_fork_lock(usl_container_of(it, struct kmem_cache, list));
-	}
-	usl_meta_fork_lock();
-	usl_pages_fork_lock();
-	usl_map_fork_lock();
-	usl_platform_fork_lock();
-}
-
-static void fork_release(void)
-{
-	usl_platform_fork_unlock();
-	usl_map_fork_unlock();
-	usl_pages_fork_unlock();
-	usl_meta_fork_unlock();
-	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
-		usl_engine_fork_unlock(usl_container_of(it, struct kmem_cache, list));
-		usl_sheaf_fork_unlock(usl_container_of(it, struct kmem_cache, list));
-	}
-	usl_debug_fork_unlock();
-	usl_slub_fork_unlock_global();
-	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
-		usl_owned_fork_unlock(usl_container_of(it, struct kmem_cache, list));
-	usl_owned_fork_unlock_global();
-	usl_unlock(&slab_mutex);
-	usl_unlock(&cache_cache_lock);
-	usl_unlock(&sheaf_classes_lock);
-	usl_unlock(&classes_lock);
-	usl_stack_fork_unlock();
-	usl_unlock(&walk_lock);
-}
-
-static void fork_release_parent(void)
-{
-	if (!fork_locks_held) {
-		fork_release();
-		if (fork_stdio)
-			_IO_list_unlock();
-	}
-	usl_decay_fork_unhold();
-}
-
-static void entries_after_fork(void);
-static void reclaim_after_fork(void);
-
-/* The child has no decay thread (fork copies only the calling thread). */
-static void fork_release_child(void)
-{
-	usl_random_fork_child();         /* a layout of its own (from a signal handler too) */
-	if (fork_locks_held) {
-		usl_decay_after_fork(true);
-		return;
-	}
-	fork_release();
-	if (fork_stdio && !fork_stdio_reset)
-		_IO_list_unlock();
-	entries_after_fork();
-	reclaim_after_fork();
-	usl_decay_after_fork(false);
-}
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
  * which the layers below reach this one (docs/ARCHITECTURE.md, "Layers"). */
-static void reclaim_before_grow(void);
 static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {
-	pthread_atfork(fork_prepare, fork_release_parent, fork_release_child);
+	usl_fork_init();
 	usl_decay_init(usl_decay_sweep, usl_mode_tick);
-	__atomic_store_n(&usl_slub_before_grow, reclaim_before_grow, __ATOMIC_RELEASE);
+	__atomic_store_n(&usl_slub_before_grow, usl_reclaim_before_grow, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_slow_tick, usl_decay_tick, __ATOMIC_RELEASE);
 	__atomic_store_n(&usl_percpu_oom, usl_reclaim_for_retry, __ATOMIC_RELEASE);
 }
 
 __thread int usl_registry_held __attribute__((tls_model("initial-exec")));
 
-static void cache_lock(void)
+void usl_registry_lock(void)
 {
 	usl_lock(&slab_mutex);
 	usl_registry_held++;
 }
 
-static void cache_unlock(void)
+void usl_registry_unlock(void)
 {
 	usl_registry_held--;
 	usl_unlock(&slab_mutex);
@@ -215,7 +93,7 @@ void usl_cache_classes_unlock(void)
 	usl_unlock(&classes_lock);
 }
 
-static bool cache_trylock(void)
+bool usl_registry_trylock(void)
 {
 	if (!usl_trylock(&slab_mutex))
 		return false;
@@ -223,12 +101,48 @@ static bool cache_trylock(void)
 	return true;
 }
 
+void usl_registry_each(void (*fn)(struct kmem_cache *s, void *arg), void *arg, enum usl_each order)
+{
+	usl_assert_held(&slab_mutex);
+	if (order == USL_EACH_BACKWARD) {
+		for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
+			fn(usl_container_of(it, struct kmem_cache, list), arg);
+		return;
+	}
+	for (int internal = 0; internal < 2; internal++)
+		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
+			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
+			if (order == USL_EACH_FORWARD ? !internal : !(s->flags & USL_SLAB_INTERNAL) == !internal)
+				fn(s, arg);
+		}
+}
+
+void usl_registry_fork_lock(void)
+{
+	usl_lock(&walk_lock);
+	walks_wait();
+	usl_stack_fork_lock();           /* a symbolizing thread allocates under it */
+	usl_lock(&classes_lock);
+	usl_lock(&sheaf_classes_lock);
+	usl_lock(&cache_cache_lock);
+	usl_lock(&slab_mutex);
+}
+
+void usl_registry_fork_unlock(void)
+{
+	usl_unlock(&slab_mutex);
+	usl_unlock(&cache_cache_lock);
+	usl_unlock(&sheaf_classes_lock);
+	usl_unlock(&classes_lock);
+	usl_stack_fork_unlock();
+	usl_unlock(&walk_lock);
+}
+
 /* Cache structures (each with its node and per-CPU slots: bytes) are objects
  * of one internal cache, "kmem_cache", as in the kernel; its own structure is
- * a page block. A page each cost a program with the ~60 malloc classes about
- * 230 KiB of RSS, and put the first line of every cache and every cache's
- * slot of a CPU in one L1 set (12 ways), so a mix of a few dozen classes
- * missed L1 on each call; packed, they spread over the sets. */
+ * a page block. Packed, the structures spread over the L1 sets and cost little
+ * RSS; a page each would put the first line of every cache in one set
+ * (docs/PERFORMANCE.md has the numbers). */
 static __thread bool making_cache_cache;
 
 static struct kmem_cache *cache_struct_alloc(size_t bytes)
@@ -267,135 +181,10 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 	return s;
 }
 
-/* Cache ids: the page map names a slab's cache by a 16-bit id, so an entry is
- * 8 bytes (a pointer would make it 16). The lowest free id is given,
- * so usl_caches stays in its first page. Under slab_mutex. */
-struct kmem_cache *usl_caches[USL_MAX_CACHES];
-static uint64_t ids_used[USL_MAX_CACHES / 64] = { 1 };   /* id 0: no cache */
-struct usl_free_entry usl_free_entries[USL_MAX_CACHES];
-char *usl_slots;
-size_t usl_slot_stride;
-static size_t max_ids;               /* ids the slot area holds */
-static unsigned int ids_end;         /* one past the highest id given (written under slab_mutex) */
-
-/* The fast_path flags of usl_free_entries follow usl_opt.mode: both are written
- * under entry_lock, a leaf (nothing is taken under it; fork's child
- * re-initialises it and sets the flags again). */
-static int entry_lock;
-
-static void entry_fast_path_set(struct usl_free_entry *f, unsigned int mode)   /* entry_lock held */
-{
-	__atomic_store_n(&f->fast_path, (uint8_t)(f->blind && mode == USL_MODE_HARDEN), __ATOMIC_RELAXED);
-}
-
-static void entries_fast_path_set(unsigned int mode)                          /* entry_lock held */
-{
-	unsigned int end = __atomic_load_n(&ids_end, __ATOMIC_RELAXED);
-	for (unsigned int id = 1; id < end; id++)
-		entry_fast_path_set(&usl_free_entries[id], mode);
-}
-
-void usl_mode_tick(bool on)
-{
-	usl_spin_lock(&entry_lock);
-	unsigned int mode = __atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED);
-	unsigned int want = on ? mode | USL_MODE_TICK : mode & ~USL_MODE_TICK;
-	if (want != mode) {
-		__atomic_store_n(&usl_opt.mode, want, __ATOMIC_RELAXED);
-		entries_fast_path_set(want);
-	}
-	usl_spin_unlock(&entry_lock);
-}
-
-/* A thread of the parent may have held entry_lock, part-way through the flags. */
-static void entries_after_fork(void)
-{
-	entry_lock = 0;
-	entries_fast_path_set(__atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED));
-}
-
-/* The entry of s, before its divisor publishes it (uslab's own caches are
- * never fast: no marker is written into their objects). */
-static void entry_set(struct kmem_cache *s)
-{
-	struct usl_free_entry *f = &usl_free_entries[s->id];
-	f->slots = s->cpu_slab;
-	f->secret = s->fp_secret;
-	f->fp_offset = s->offset;
-	f->blk_shift = (unsigned int)__builtin_ctzl(s->fp_mask);
-	f->ksize = (uint32_t)usl_cache_ksize(s);
-	usl_spin_lock(&entry_lock);
-	f->blind = usl_flagged(s) && !(s->flags & USL_SLAB_INTERNAL);
-	entry_fast_path_set(f, __atomic_load_n(&usl_opt.mode, __ATOMIC_RELAXED));
-	usl_spin_unlock(&entry_lock);
-	__atomic_store_n(&f->div, s->div_inv | (uint64_t)s->div_shift << 32, __ATOMIC_RELEASE);
-}
-
-/* The slot area: every possible id's slots, reserved once (only the pages of
- * ids in use are touched, and ids are given lowest-first). Where address
- * space is short (ulimit -v) fewer ids fit: halved down to 256. Under
- * slab_mutex. */
-static bool slots_map(void)
-{
-	if (usl_slots)
-		return true;
-	size_t lines = usl_nr_cpus;
-	if (!(lines & 1))
-		lines++;
-	usl_slot_stride = lines * sizeof(struct kmem_cache_cpu);
-	/* Under RLIMIT_AS at most a 64th of the limit, and the least where the
-	 * limit leaves less than a region (the range grows in pieces). */
-	size_t n = USL_MAX_CACHES, limit = usl_pages_limit();
-	while (n > 256 && (usl_pages_pieces() || (limit && n * usl_slot_stride > limit / 64)))
-		n /= 2;
-	for (; n >= 256; n /= 2) {
-		void *p = usl_map_guarded(USL_ALIGN(n * usl_slot_stride, USL_PAGE_SIZE), PROT_READ | PROT_WRITE);
-		if (p) {
-			usl_slots = p;
-			max_ids = n;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The lowest free id for s, with its slots zeroed (an id is reused) and
- * s->cpu_slab pointing at them. */
-static bool id_assign(struct kmem_cache *s)
-{
-	cache_lock();
-	if (!slots_map()) {
-		cache_unlock();
-		return false;
-	}
-	for (size_t w = 0; w < max_ids / 64; w++) {
-		if (~ids_used[w]) {
-			unsigned int b = (unsigned int)__builtin_ctzll(~ids_used[w]);
-			ids_used[w] |= 1ULL << b;
-			s->id = (unsigned int)(w * 64 + b);
-			s->cpu_slab = usl_id_slots(s->id);
-			if (s->id >= ids_end)
-				__atomic_store_n(&ids_end, s->id + 1, __ATOMIC_RELAXED);
-			memset(s->cpu_slab, 0, usl_nr_cpus * sizeof(struct kmem_cache_cpu));
-			for (unsigned int i = 0; i < usl_nr_cpus; i++)   /* the sections' "no sheaf" */
-				s->cpu_slab[i].main = &usl_empty_sheaf;
-			__atomic_store_n(&usl_caches[s->id], s, __ATOMIC_RELEASE);
-			cache_unlock();
-			return true;
-		}
-	}
-	cache_unlock();
-	return false;
-}
-
 static void cache_struct_free(struct kmem_cache *s)
 {
-	/* A destroyed owned cache's fast paths must not reach its freed owned
-	 * slots: its kind becomes the cpu slab's, whose slots (by id) stay
-	 * mapped and empty, so a use after destroy reaches a slow path that
-	 * reports it. */
-	if (s->oslots) {
-		__atomic_store_n(&s->path, USL_PATH_CPU_SLAB, __ATOMIC_RELEASE);
+	if (s->oslots) {                     /* its fast paths kept from its freed slots */
+		usl_path_retire(s);
 		usl_oslab_free_retired(s);
 		usl_owned_cache_free(s);
 	}
@@ -403,14 +192,8 @@ static void cache_struct_free(struct kmem_cache *s)
 		usl_slab_cache_free(s);
 	for (unsigned int nid = 0; nid < USL_MAX_NODES && s->node[nid]; nid++)
 		pthread_mutex_destroy(&s->node[nid]->list_lock);
-	if (s->id) {                         /* no slab of s is left: nothing names it */
-		cache_lock();
-		__atomic_store_n(&usl_caches[s->id], NULL, __ATOMIC_RELEASE);
-		__atomic_store_n(&usl_free_entries[s->id].div, 0, __ATOMIC_RELAXED);
-		ids_used[s->id / 64] &= ~(1ULL << (s->id % 64));
-		cache_unlock();
-		s->id = 0;
-	}
+	if (s->id)                           /* no slab of s is left: nothing names it */
+		usl_id_release(s);
 	if (s->stats) {
 		usl_meta_free(s->stats);
 		s->stats = NULL;
@@ -492,10 +275,10 @@ static void alias_name_drop(const struct kmem_cache *s, bool all)
 int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_cache *target, void *arg), void *arg)
 {
 	int r = 0;
-	cache_lock();
+	usl_registry_lock();
 	for (unsigned int i = 0; i < nr_alias_names && !r; i++)
 		r = fn(alias_names[i].name, alias_names[i].target, arg);
-	cache_unlock();
+	usl_registry_unlock();
 	return r;
 }
 
@@ -663,11 +446,11 @@ static struct kmem_cache *create_merge(const char *name, unsigned int size, unsi
 
 	if (kind != USL_CACHE_USER || ctor || (flags & SLAB_NEVER_MERGE) || usl_opt.nomerge == 1)
 		return NULL;
-	cache_lock();
+	usl_registry_lock();
 	s = find_mergeable(size, align, flags);
 	if (s)
 		make_alias(s, size, name);
-	cache_unlock();
+	usl_registry_unlock();
 	return s;
 }
 
@@ -686,12 +469,12 @@ static struct kmem_cache *create_struct(struct create_err *err)
 		step_failed(err, "out of memory for the cache structure", bytes);
 		return NULL;
 	}
-	if (!id_assign(s)) {
+	if (!usl_id_assign(s)) {
 		if (!usl_slots)
 			step_failed(err, "no address space for the per-CPU slots (bytes for 256 ids)",
 			            256 * usl_slot_stride);
 		else
-			step_failed(err, "no cache id left: live caches at the limit", max_ids - 1);
+			step_failed(err, "no cache id left: live caches at the limit", usl_ids_max() - 1);
 		cache_struct_free(s);
 		return NULL;
 	}
@@ -803,7 +586,6 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	s->random = usl_opt.random && !internal && !(s->flags & (SLAB_ORDERED | USL_SLAB_DEBUG_FLAGS));
 	s->reuse_delay = s->random && !slab_engine && sheaf_capacity
 	                 ? usl_reuse_delay_for(sheaf_capacity) : 0;
-	entry_set(s);
 	if (sheaf_capacity) {
 		s->sheaf_capacity = sheaf_capacity;
 		s->sheaf_cache = sheaf_class_cache_get(sheaf_capacity);
@@ -811,21 +593,17 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 			return step_failed(err, "out of memory for its sheaves", sheaf_capacity);
 		usl_sheaf_cache_init(s);
 	}
-	s->path = s->stats ? USL_PATH_COUNTED
-	        : (!s->sheaf_capacity ? USL_PATH_CPU_SLAB : usl_flagged(s) ? USL_PATH_SHEAF : USL_PATH_SHEAF_OTHER) |
-	            (usl_nr_nodes > 1 ? USL_PATH_NUMA : 0);
-	if (owned)
-		s->path = USL_PATH_OWNED;
+	usl_path_set(s, owned);
 	return true;
 }
 
 /* Publish: on the list, where walks and merges see it. */
 static void create_publish(struct kmem_cache *s)
 {
-	cache_lock();
+	usl_registry_lock();
 	usl_list_add_tail(&s->list, &cache_list);
 	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);
-	cache_unlock();
+	usl_registry_unlock();
 }
 
 /* The kernel's create_cache, in steps: check the arguments, merge into an
@@ -891,10 +669,9 @@ int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 	walkers++;
 	walks_here++;
 	usl_unlock(&walk_lock);
-	/* Up to the highest id given, not the table's 64Ki entries (512 KiB a
-	 * walk: most of a live-view publication's time); a cache made while
-	 * the walk runs may be missed, as one made just after it. */
-	for (size_t id = 1; id < __atomic_load_n(&ids_end, __ATOMIC_RELAXED) && !r; id++) {
+	/* Up to the highest id given, not the table's 64Ki entries; a cache
+	 * made while the walk runs may be missed, as one made just after it. */
+	for (size_t id = 1; id < __atomic_load_n(&usl_ids_end, __ATOMIC_RELAXED) && !r; id++) {
 		struct kmem_cache *s = __atomic_load_n(&usl_caches[id], __ATOMIC_ACQUIRE);
 		if (s && __atomic_load_n(&s->published, __ATOMIC_ACQUIRE))
 			r = fn(s, arg);
@@ -949,21 +726,21 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	 * (their release may report). */
 	if (s && usl_cache_live(s) && (s->flags & USL_SLAB_DEBUG_FLAGS))
 		usl_debug_quarantine_flush(s);
-	cache_lock();
+	usl_registry_lock();
 	if (!usl_cache_live(s)) {
-		cache_unlock();
+		usl_registry_unlock();
 		usl_report_dead_cache("kmem_cache_destroy", s, "nothing done");
 		return;
 	}
 	if ((s->flags & USL_SLAB_KMALLOC) && s->refcount <= 1) {
-		cache_unlock();
+		usl_registry_unlock();
 		usl_report(USLAB_ERR_BAD_ARG, "kmem_cache_destroy(%s): a kmalloc cache (or a cache already destroyed "
 		           "that was its alias); not destroyed", s->name);
 		return;
 	}
 	if (--s->refcount > 0) {     /* an alias: drop one reference */
 		alias_name_drop(s, false);
-		cache_unlock();
+		usl_registry_unlock();
 		return;
 	}
 	usl_cache_flush_all(s);
@@ -972,7 +749,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		/* The kernel's "Objects remaining on __kmem_cache_shutdown()": the
 		 * cache stays alive so nothing that still points into it breaks. */
 		s->refcount = 1;
-		cache_unlock();
+		usl_registry_unlock();
 		usl_report(USLAB_ERR_LEAK, "kmem_cache_destroy(%s): Objects remaining: %lu; cache not destroyed",
 		           s->name, remaining);
 		if (s->flags & USL_SLAB_DEBUG_FLAGS)
@@ -982,7 +759,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	usl_list_del(&s->list);
 	alias_name_drop(s, true);
 	__atomic_store_n(&s->published, 0, __ATOMIC_RELEASE);
-	cache_unlock();
+	usl_registry_unlock();
 	/* No walk that may have seen it is still running (walk_lock). */
 	usl_lock(&walk_lock);
 	walks_wait();
@@ -1015,13 +792,13 @@ int usl_cache_tune(struct kmem_cache *s, unsigned int limit, unsigned int batch,
 	struct kmem_cache *cls = usl_sheaf_class(limit) >= 0 ? sheaf_class_cache_get(limit) : NULL;
 	if (usl_sheaf_class(limit) >= 0 && !cls)
 		return -ENOMEM;
-	cache_lock();
+	usl_registry_lock();
 	int r = usl_slab_tune(s, limit, batch, shared);
 	if (!r) {
 		__atomic_store_n(&s->sheaf_cache, cls, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->sheaf_capacity, limit, __ATOMIC_RELAXED);
 	}
-	cache_unlock();
+	usl_registry_unlock();
 	if (!r)
 		usl_sheaf_flush_all(s);
 	return r;
@@ -1113,144 +890,4 @@ const char *kmem_cache_name(struct kmem_cache *s)
 		return NULL;
 	}
 	return s ? s->name : NULL;
-}
-
-/* Before the page provider grows (the engine's hook): give back what caches
- * hold beyond need (the barns' surplus of full sheaves). Skipped if slab_mutex
- * is busy. */
-static void reclaim_before_grow(void)
-{
-	if (!cache_trylock())
-		return;
-	for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next)
-		usl_sheaf_trim_barn(usl_container_of(it, struct kmem_cache, list));
-	cache_unlock();
-}
-
-
-/* fn(s, arg) on every cache, uslab's own caches last: the others' flushes free
- * their sheaves into them. Under slab_mutex. */
-static void each_cache_own_last(void (*fn)(struct kmem_cache *, void *), void *arg)
-{
-	usl_assert_held(&slab_mutex);
-	for (int internal = 0; internal < 2; internal++)
-		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
-			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-			if (!(s->flags & USL_SLAB_INTERNAL) == !internal)
-				fn(s, arg);
-		}
-}
-
-struct sweep {
-	uint64_t now;
-	unsigned int flushed;                /* sheaves sent back to slabs */
-	bool pending;                        /* a barn still holds what a later sweep gives back */
-};
-
-static void decay_one(struct kmem_cache *s, void *arg)
-{
-	struct sweep *sw = arg;
-	if (usl_is_slab(s)) {                /* SLAB's cache_reap */
-		unsigned int done = usl_array_reap(s, sw->now);
-		sw->flushed += done;
-		sw->pending |= done != 0;
-		return;
-	}
-	if (s->oslots) {                     /* the owned front end: idle slots give their slabs up */
-		sw->flushed += usl_owned_decay(s, &sw->pending);
-		return;
-	}
-	sw->flushed += usl_sheaf_decay(s, sw->now);
-	sw->pending |= usl_sheaf_decay_pending(s);
-}
-
-/* A cache's part of malloc_trim: sheaves, barn and cpu slabs flushed, empty
- * slabs freed. */
-static void release_one(struct kmem_cache *s, void *unused)
-{
-	(void)unused;
-	usl_cache_flush_all(s);
-	usl_engine_release(s);
-}
-
-/* atomic, for tests: a sequence count, odd while a sweep runs, +2 a sweep */
-unsigned long usl_decay_sweeps;
-
-int usl_decay_sweep(uint64_t now)
-{
-	struct sweep sw = { now, 0, false };
-
-	if (!cache_trylock())
-		return -1;
-	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_SEQ_CST);
-	int saved_errno = errno;             /* free() keeps errno; the sweep makes system calls */
-	usl_pages_aging = true;
-	each_cache_own_last(decay_one, &sw);
-	usl_pages_aging = false;
-	cache_unlock();
-	size_t purged = usl_pages_purge(false) + usl_map_purge(false);
-	__atomic_fetch_add(&usl_decay_sweeps, 1, __ATOMIC_SEQ_CST);
-	errno = saved_errno;
-	return sw.flushed || purged || sw.pending;
-}
-
-/* An allocation found no memory: what uslab holds free goes back, as
- * malloc_trim gives it (every cache's per-CPU caches, barns and empty slabs,
- * the free page blocks, the kept mappings), and the caller tries once more.
- * Only with no uslab lock held on this thread (a nested allocation, or one
- * under a slot, cannot flush) and not from inside a reclaim. One thread at a
- * time; those that waited for it try again at once. True when the caller
- * should retry. */
-static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;   /* a leaf */
-static pthread_cond_t reclaim_done = PTHREAD_COND_INITIALIZER;
-static bool reclaim_busy;            /* under reclaim_lock: a reclaim runs */
-static unsigned long reclaims;       /* under reclaim_lock: reclaims done */
-static __thread bool reclaiming;
-
-bool usl_reclaim_for_retry(void)
-{
-	if (usl_report_holds || reclaiming || !__atomic_load_n(&usl_inited, __ATOMIC_ACQUIRE))
-		return false;
-	int saved_errno = errno;
-	usl_lock(&reclaim_lock);
-	unsigned long seen = reclaims;
-	while (reclaim_busy && reclaims == seen)
-		pthread_cond_wait(&reclaim_done, &reclaim_lock);
-	if (reclaims == seen) {              /* else another thread's reclaim just ended */
-		reclaim_busy = reclaiming = true;
-		usl_unlock(&reclaim_lock);
-		cache_lock();
-		each_cache_own_last(release_one, NULL);
-		cache_unlock();
-		usl_pages_release();
-		usl_map_purge(true);
-		usl_lock(&reclaim_lock);
-		reclaim_busy = reclaiming = false;
-		reclaims++;
-		pthread_cond_broadcast(&reclaim_done);
-	}
-	usl_unlock(&reclaim_lock);
-	errno = saved_errno;
-	return true;
-}
-
-/* A fork's child: no reclaim runs (its thread may have been another). */
-static void reclaim_after_fork(void)
-{
-	pthread_mutex_init(&reclaim_lock, NULL);
-	pthread_cond_init(&reclaim_done, NULL);
-	reclaim_busy = false;
-}
-
-/* malloc_trim's job: every cache's sheaves, barns and cpu slabs flushed, its
- * empty slabs freed, then every free page returned to the OS. uslab's own
- * caches last, as in the decay sweep (shrunk first, a sheaf cache kept a page
- * of freed sheaves per capacity: 28 KiB of churn's 1.9 MB after its trim). */
-size_t uslab_release_free_memory(void)
-{
-	usl_ensure_init();
-	cache_lock();
-	each_cache_own_last(release_one, NULL);
-	cache_unlock();
-	return usl_pages_release() + usl_map_purge(true);
 }

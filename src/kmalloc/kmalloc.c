@@ -179,9 +179,8 @@ static void malloc_publish(size_t j, struct kmem_cache *s)
  * are theirs. NULL if it cannot be made. A thread already holding the
  * registry's locks (a report handler that mallocs) gets the kmalloc class.
  * The class size grows with n, so the entries a class serves are one run of
- * the table around entry i: walked from i both ways, a few entries per class
- * (scanning the whole table, with a division an entry, for every class had
- * cost python3 a quarter of a millisecond at start-up). */
+ * the table around entry i: walked from i both ways, a few entries per class,
+ * not the whole table (a division an entry) for every class. */
 static void malloc_class_nomem(struct kmem_cache *s);
 
 static USL_SLOW_PATH struct kmem_cache *malloc_make_class(size_t n)

@@ -22,18 +22,19 @@ struct huge_entry {
 	uintptr_t addr;      /* 0: empty; 1: deleted */
 	size_t len;
 };
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct huge_entry *huge_tab;
 static size_t huge_cap, huge_used, huge_live, huge_bytes;
 static size_t huge_max_live, huge_max_bytes;   /* their peaks (malloc_stats' "max mmap" lines) */
 
 static void huge_peaks(void)        /* mappings_lock held */
 {
+	usl_assert_held(&mappings_lock);
 	if (huge_live > huge_max_live)
 		__atomic_store_n(&huge_max_live, huge_live, __ATOMIC_RELAXED);
 	if (huge_bytes > huge_max_bytes)
 		__atomic_store_n(&huge_max_bytes, huge_bytes, __ATOMIC_RELAXED);
 }
-static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 #define HUGE_DELETED ((uintptr_t)1)
 
 static inline size_t huge_slot(uintptr_t a, size_t cap)

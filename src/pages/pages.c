@@ -1,6 +1,6 @@
 /* pages.c - the page provider: start-up, the reserved range, the struct slab
  * table and the page map, buddy blocks of 2^order pages, and giving free blocks
- * back to the OS (madvise). Locks: start_lock (start-up), pages_lock (only
+ * back to the OS (madvise); reserving the range is range.c's. Locks: start_lock (start-up), pages_lock (only
  * large.c's mappings_lock is taken inside it). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,23 +12,6 @@
 
 #include "../testing.h"
 #include "pages.h"
-
-/* The range: with no RLIMIT_AS, 16 TiB of address space reserved (PROT_NONE,
- * nothing committed; smaller where the kernel refuses, dividing by four down
- * to 256 MiB). Under RLIMIT_AS, as much as the limit, not reserved: regions
- * are mapped at the range's end as it grows, from a start far below the
- * kernel's top-down mmap area (docs/ARCHITECTURE.md, "Memory and metadata"). ThreadSanitizer
- * allows mappings only in its application ranges: 64 GiB there. */
-#ifdef USLAB_TSAN
-#define USL_RANGE_MAX (64UL << 30)
-#else
-#define USL_RANGE_MAX (16UL << 40)
-#endif
-#define USL_RANGE_MIN (256UL << 20)
-/* Where an unreserved range starts: tried in turn (16, 24, 32, 40 TiB). */
-#define USL_HINT_FIRST (16UL << 40)
-#define USL_HINT_STEP (8UL << 40)
-#define USL_HINT_TRIES 4
 
 uintptr_t usl_base;
 uintptr_t usl_range;
@@ -245,20 +228,13 @@ static long lowest_block(unsigned int k, int map, unsigned int node)
 	return -1;
 }
 
-/* An anonymous mapping of bytes (PROT_NONE: a reservation), or NULL. */
-static void *map_anon(void *at, size_t bytes, int prot, int flags)
-{
-	void *p = mmap(at, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 /* The structures sized from the range: the table and the page map (PROT_NONE,
  * committed region by region in grow), the region bits (the same), and the
  * index block (summaries and region bit sets, zeroed, touched as used).
  * False, with nothing left mapped, if one cannot be reserved. */
 static void *side_maps[5];
 static size_t side_bytes[5];
-static bool side_reserve(size_t range)
+bool usl_side_reserve(size_t range)
 {
 	size_t pages = range >> USL_PAGE_SHIFT, regions = range >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	nsum = (regions + 63) / 64;
@@ -288,75 +264,10 @@ static bool side_reserve(size_t range)
 	return true;
 }
 
-/* The soft RLIMIT_AS, rounded down to the largest block; 0 if there is none
- * (or it is beyond the largest range). */
-static size_t as_limit(size_t max_block)
+void usl_side_release(void)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= USL_RANGE_MAX)
-		return 0;
-	size_t limit = (size_t)rl.rlim_cur / max_block * max_block;
-	return limit ? limit : max_block;    /* a limit below one region: one, mapped in part */
-}
-
-/* Under RLIMIT_AS: a range of up to the limit, of which only the first
- * largest block is reserved; grow maps the rest at its end as needed. It
- * starts at one of a few fixed addresses far below the kernel's top-down mmap
- * area (which would otherwise take the addresses after it), checked free by
- * MAP_FIXED_NOREPLACE (kernels before 4.17 take it as a hint: a different
- * address is refused). */
-static bool range_unreserved(size_t limit, size_t max_block)
-{
-	if (!side_reserve(limit))
-		return false;
-	for (int i = 0; i < USL_HINT_TRIES; i++) {
-		uintptr_t at = USL_HINT_FIRST + (uintptr_t)i * USL_HINT_STEP;
-		void *r = map_anon((void *)at, max_block, PROT_NONE, MAP_FIXED_NOREPLACE);
-		if (r == (void *)at) {
-			usl_base = at;
-			usl_range = limit;
-			reserved_end = max_block;
-			return true;
-		}
-		if (r)
-			munmap(r, max_block);
-		/* The limit leaves less than a region: the address checked free
-		 * with one page, and the first region mapped in part (grow). */
-		r = map_anon((void *)at, USL_PAGE_SIZE, PROT_NONE, MAP_FIXED_NOREPLACE);
-		if (r)
-			munmap(r, USL_PAGE_SIZE);
-		if (r == (void *)at) {
-			usl_base = at;
-			usl_range = limit;
-			reserved_end = 0;
-			return true;
-		}
-	}
 	for (int i = 0; i < 5; i++)
 		usl_unmap_guarded(side_maps[i], side_bytes[i]);
-	return false;
-}
-
-/* With no limit: the whole range reserved, aligned to the largest block;
- * where the kernel refuses (valgrind, or a limit), a quarter, down to the
- * minimum. */
-static bool range_reserved(size_t max_block)
-{
-	for (usl_range = USL_RANGE_MAX; usl_range >= USL_RANGE_MIN; usl_range /= 4) {
-		void *r = map_anon(NULL, usl_range + max_block, PROT_NONE, 0);
-		if (!r)
-			continue;
-		if (side_reserve(usl_range)) {
-			usl_base = USL_ALIGN((uintptr_t)r, max_block);
-			if (usl_base > (uintptr_t)r)
-				munmap(r, usl_base - (uintptr_t)r);
-			munmap((void *)(usl_base + usl_range), (uintptr_t)r + max_block - usl_base);
-			reserved_end = usl_range;
-			return true;
-		}
-		munmap(r, usl_range + max_block);
-	}
-	return false;
 }
 
 static int pages_init(void)
@@ -365,10 +276,8 @@ static int pages_init(void)
 
 	if ((size_t)ps != USL_PAGE_SIZE)
 		return -2;
-	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER, limit = as_limit(max_block);
-	if (!(limit && range_unreserved(limit, max_block)) && !range_reserved(max_block))
+	if (!usl_range_reserve(&limit_bytes, &reserved_end))
 		return -1;
-	limit_bytes = limit;
 	epoch_start = last_decay_check = usl_now_ms();
 	return 0;
 }
@@ -445,7 +354,7 @@ static bool map_piece(unsigned int k)
 {
 	size_t n = (size_t)1 << k;
 	void *at = (void *)(usl_base + ((top_region_pfn + top_mapped) << USL_PAGE_SHIFT));
-	void *r = map_anon(at, n << USL_PAGE_SHIFT, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
+	void *r = usl_map_anon(at, n << USL_PAGE_SHIFT, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
 	if (r != at) {
 		if (r)
 			munmap(r, n << USL_PAGE_SHIFT);
@@ -507,7 +416,7 @@ static bool grow(unsigned int node, unsigned int order)
 	} else {
 		/* Unreserved (under RLIMIT_AS): map it at the range's end, if the
 		 * address is still free and the limit allows. */
-		void *r = map_anon(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
+		void *r = usl_map_anon(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
 		if (r != at) {
 			if (r) {                 /* elsewhere: the address is taken */
 				munmap(r, bytes);
@@ -667,8 +576,8 @@ static void release_entries(size_t pfn, unsigned int order)
  * to the OS at each purge: every entry on them is in the free state
  * (USL_PAGE_UNUSED, which zeros also mean). Not after a decay interval, as
  * blocks: purges come at most every decay/4, and a page that gets a head again
- * costs one fault, while holding them kept churn's RSS after its frees 0.4 MB
- * up (1.06 of before -> 1.31). Under pages_lock. */
+ * costs one fault (held, they kept RSS up: docs/PERFORMANCE.md). Under
+ * pages_lock. */
 static void release_tables(size_t region)
 {
 	usl_assert_held(&pages_lock);

@@ -218,6 +218,19 @@ static inline unsigned int usl_bytes_order(size_t size)
 USL_HIDDEN void usl_pages_head(void *addr, unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_unhead(void *addr, const void *owner);
 
+/* ---- reserving the range (range.c) and its side structures (pages.c) ---- */
+/* At start-up: usl_base and usl_range set and the side structures reserved;
+ * *limit the RLIMIT_AS in force (0: none), *reserved where the range's
+ * PROT_NONE reservation ends (an offset; beyond, regions are mapped). */
+USL_HIDDEN bool usl_range_reserve(size_t *limit, uintptr_t *reserved);
+/* The table, the page map, the region bits, the index block and the chunk
+ * map, sized from range (PROT_NONE where grow commits them); false with
+ * nothing left mapped. usl_side_release unmaps them. */
+USL_HIDDEN bool usl_side_reserve(size_t range);
+USL_HIDDEN void usl_side_release(void);
+/* An anonymous mapping (PROT_NONE: a reservation; MAP_NORESERVE), or NULL. */
+USL_HIDDEN void *usl_map_anon(void *at, size_t bytes, int prot, int flags);
+
 /* ---- uslab's own structures (meta.c) ---- */
 /* Blocks in metadata regions: whole regions of the range that hold no user
  * block, with a PROT_NONE page at each end (docs/ARCHITECTURE.md, "Memory and metadata").

@@ -1,7 +1,6 @@
-/* barn.c - the per-node barn of full and empty sheaves, and the per-CPU
- * layer's whole-cache work: flushing every CPU's sheaves (with the engine's
- * mark + membarrier protocol), the decay sweep's part, trimming the barn
- * before growth, packed sheaves, fork locks and counts. Lock: the barn's spin
+/* barn.c - the per-node barn of full and empty sheaves, packed sheaves, and
+ * kfree_rcu's sheaves; the whole-cache work over the barns (flushes, decay,
+ * trim, fork, counts) is sweep.c's. Lock: the barn's spin
  * lock, held for a few list operations or to pack one sheaf (plain stores into
  * its objects), never across a call out. */
 #define _GNU_SOURCE
@@ -29,7 +28,7 @@
  * flush it all at once.
  */
 
-static void barn_set(unsigned int *counter, unsigned int v)
+void usl_barn_set(unsigned int *counter, unsigned int v)
 {
 	__atomic_store_n(counter, v, __ATOMIC_RELAXED);   /* peeked unlocked */
 }
@@ -39,7 +38,7 @@ static void barn_set_long(unsigned long *counter, unsigned long v)
 }
 
 /* Under barn->lock: pop a sheaf. */
-static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
+struct slab_sheaf *usl_barn_take_locked(struct usl_barn *barn, bool full)
 {
 	usl_assert_held(&barn->lock);
 	struct slab_sheaf **top = full ? &barn->full : &barn->empty;
@@ -58,11 +57,11 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 			__builtin_prefetch(&sh->next->objects[sh->next->capacity - 1], 0);
 	}
 	if (full) {
-		barn_set(&barn->nr_full, barn->nr_full - 1);
+		usl_barn_set(&barn->nr_full, barn->nr_full - 1);
 		if (barn->nr_full < barn->low_full)
 			barn->low_full = barn->nr_full;
 	} else {
-		barn_set(&barn->nr_empty, barn->nr_empty - 1);
+		usl_barn_set(&barn->nr_empty, barn->nr_empty - 1);
 		if (barn->nr_empty < barn->low_empty)
 			barn->low_empty = barn->nr_empty;
 	}
@@ -71,17 +70,17 @@ static struct slab_sheaf *barn_take_locked(struct usl_barn *barn, bool full)
 
 struct slab_sheaf *usl_test_barn_take_unlocked(struct kmem_cache *s)
 {
-	return barn_take_locked(usl_get_barn(s), false);
+	return usl_barn_take_locked(usl_get_barn(s), false);
 }
 
 /* Under barn->lock: move up to n full sheaves to the private list *out. */
-static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out)
+void usl_barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out)
 {
 	usl_assert_held(&barn->lock);
 	for (; n && barn->full; n--) {
 		struct slab_sheaf *sh = barn->full;
 		barn->full = sh->next;
-		barn_set(&barn->nr_full, barn->nr_full - 1);
+		usl_barn_set(&barn->nr_full, barn->nr_full - 1);
 		usl_list_add_tail(&sh->barn_list, out);
 	}
 }
@@ -91,8 +90,8 @@ static void barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct 
  * water mark says; which sheaves go does not matter (a stack keeps a push or pop
  * to the one sheaf it moves), so they are taken from the top. max: how many to
  * move at most (the rest at the next check). */
-static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
-                                  struct usl_list *out)
+void usl_barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
+                               struct usl_list *out)
 {
 	usl_assert_held(&barn->lock);
 	if (now < barn->last_decay + usl_opt.decay_ms)   /* (last_decay may be after now) */
@@ -103,20 +102,20 @@ static void barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, u
 		excess = max;
 	else
 		barn->last_decay = now;
-	barn_take_full_locked(barn, excess, out);
+	usl_barn_take_full_locked(barn, excess, out);
 	barn->low_full = barn->high_full = barn->nr_full;
 }
 
 static void barn_decay_locked(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *out)
 {
 	if (usl_opt.decay_ms == 0) {
-		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, out);
+		usl_barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, out);
 		barn->low_full = barn->high_full = barn->nr_full;
 		return;
 	}
 	if (++barn->puts % 16)
 		return;          /* read the clock every 16 puts above the level */
-	barn_decay_due_locked(s, barn, usl_now_ms(), 64, out);   /* bounded: a put pays for it */
+	usl_barn_decay_due_locked(s, barn, usl_now_ms(), 64, out);   /* bounded: a put pays for it */
 }
 
 /* ===========================================================================
@@ -316,7 +315,7 @@ static void **flush_packed(struct kmem_cache *s, struct usl_barn *barn, void **h
 }
 
 /* flush_packed, and what it could not flush back on the barn's young stack. */
-static void flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void **head)
+void usl_barn_flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void **head)
 {
 	void **rest = flush_packed(s, barn, head);
 
@@ -327,7 +326,7 @@ static void flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void *
 		usl_spin_lock(&barn->lock);
 		pack_head_put(s, rest, barn->packed, n);
 		barn->packed = rest;
-		barn_set(&barn->nr_packed, barn->nr_packed + 1);
+		usl_barn_set(&barn->nr_packed, barn->nr_packed + 1);
 		usl_spin_unlock(&barn->lock);
 		rest = next;
 	}
@@ -335,15 +334,15 @@ static void flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void *
 
 /* Under barn->lock: both stacks of packed sheaves, detached: the young one
  * returned, the old one in *old. */
-static void **barn_take_packed_locked(struct usl_barn *barn, void ***old)
+void **usl_barn_take_packed_locked(struct usl_barn *barn, void ***old)
 {
 	usl_assert_held(&barn->lock);
 	void **young = barn->packed;
 
 	*old = barn->packed_old;
 	barn->packed = barn->packed_old = NULL;
-	barn_set(&barn->nr_packed, 0);
-	barn_set(&barn->nr_packed_old, 0);
+	usl_barn_set(&barn->nr_packed, 0);
+	usl_barn_set(&barn->nr_packed_old, 0);
 	return young;
 }
 
@@ -362,11 +361,11 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	if ((head = barn->packed)) {
 		pack_head_get(s, head, &next, &n);
 		barn->packed = next;
-		barn_set(&barn->nr_packed, next ? barn->nr_packed - 1 : 0);
+		usl_barn_set(&barn->nr_packed, next ? barn->nr_packed - 1 : 0);
 	} else if ((head = barn->packed_old)) {
 		pack_head_get(s, head, &next, &n);
 		barn->packed_old = next;
-		barn_set(&barn->nr_packed_old, next ? barn->nr_packed_old - 1 : 0);
+		usl_barn_set(&barn->nr_packed_old, next ? barn->nr_packed_old - 1 : 0);
 	}
 	if (head)
 		barn_set_long(&barn->packed_objects, barn->packed_objects - n);
@@ -384,7 +383,6 @@ bool usl_barn_unpack(struct kmem_cache *s, struct slab_sheaf *sh)
 	return true;
 }
 
-static void flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list);
 
 /* One barn visit: give `give` (full or empty, may be NULL) and take a sheaf of
  * the kind `want` says (1 full, 0 empty, -1 none). Returns what was taken, or
@@ -428,7 +426,7 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct usl_barn *barn
 		barn->packed = pack_sheaf(s, give, barn->packed);
 		barn->visits++;
 		barn->dry_refills = 0;
-		barn_set(&barn->nr_packed, barn->nr_packed + 1);
+		usl_barn_set(&barn->nr_packed, barn->nr_packed + 1);
 		barn_set_long(&barn->packed_objects, barn->packed_objects + n);   /* no locked add: it would wait for the stores above */
 		if (want == 0) {
 			usl_spin_unlock(&barn->lock);
@@ -444,13 +442,13 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct usl_barn *barn
 		barn->visits++;
 	}
 	if (want >= 0)
-		got = barn_take_locked(barn, want == 1);
+		got = usl_barn_take_locked(barn, want == 1);
 	if (give && give->size) {
 		usl_stat(s, USL_BARN_PUT);
 		barn->dry_refills = 0;
 		give->next = barn->full;
 		barn->full = give;
-		barn_set(&barn->nr_full, barn->nr_full + 1);
+		usl_barn_set(&barn->nr_full, barn->nr_full + 1);
 		if (barn->nr_full > barn->high_full)
 			barn->high_full = barn->nr_full;
 		if (barn->nr_full > s->barn_max_full)
@@ -462,7 +460,7 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct usl_barn *barn
 		if (barn->nr_empty < limit) {
 			give->next = barn->empty;
 			barn->empty = give;
-			barn_set(&barn->nr_empty, barn->nr_empty + 1);
+			usl_barn_set(&barn->nr_empty, barn->nr_empty + 1);
 		} else {
 			drop = give;
 		}
@@ -473,7 +471,7 @@ static struct slab_sheaf *barn_visit(struct kmem_cache *s, struct usl_barn *barn
 	if (drop)
 		usl_sheaf_dispose(s, drop);
 	if (!usl_list_empty(&decayed))
-		flush_list(s, barn, &decayed);
+		usl_barn_flush_list(s, barn, &decayed);
 	return got;
 }
 
@@ -507,7 +505,7 @@ void usl_barn_dry_refill(struct kmem_cache *s)
 	usl_spin_lock(&barn->lock);
 	if (++barn->dry_refills >= DRY_REFILLS)
 		for (int n = 0; n < 8 && barn->nr_empty > s->barn_max_empty; n++) {
-			struct slab_sheaf *e = barn_take_locked(barn, false);
+			struct slab_sheaf *e = usl_barn_take_locked(barn, false);
 			e->next = drop;
 			drop = e;
 		}
@@ -521,7 +519,7 @@ void usl_barn_dry_refill(struct kmem_cache *s)
 
 /* Flush every sheaf of a private list to slabs and keep the empties in the
  * barn they came from, or free them. */
-static void flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list)
+void usl_barn_flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list)
 {
 	while (!usl_list_empty(list)) {
 		struct slab_sheaf *sh = usl_container_of(list->next, struct slab_sheaf, barn_list);
@@ -566,397 +564,4 @@ void usl_sheaf_rcu_put(struct kmem_cache *s, struct slab_sheaf *sh)
 	usl_assert(sh->size <= sh->capacity && !usl_sheaf_is_oversize(s, sh));
 	usl_stat_add(s, USL_FREE_RCU_SHEAF, sh->size);
 	usl_sheaf_give_back(s, sh);
-}
-
-/* ===========================================================================
- * Flushing every CPU's sheaves and the barn (shrink, destroy). The slots are
- * reached with the engine's flush protocol (usl_slub_hold_slots): rseq mode marks every
- * slot and one membarrier(PRIVATE_EXPEDITED_RSEQ) aborts every section in
- * flight, so no section commits to a marked slot (each checks the mark after its
- * start); locked mode takes each slot's sheaf_lock. While the slots are held only
- * pointers move; objects go back to slabs after they are released, and every
- * sheaf, the barn's empty ones too, is freed (the kernel's barn_shrink): sheaf
- * structures are scattered over the range.
- */
-static void sheaf_flush_all(struct kmem_cache *s)
-{
-	struct usl_list taken;
-
-	usl_list_init(&taken);
-	if (usl_slub_hold_slots(s)) {
-		for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-			struct kmem_cache_cpu *c = &s->cpu_slab[i];
-			if (!usl_rseq_mode)
-				usl_spin_lock_leaf(&c->sheaf_lock);
-			struct slab_sheaf *sh[2] = { usl_slot_main_detach(c), c->spare };
-			c->spare = NULL;
-			if (!usl_rseq_mode)
-				usl_spin_unlock_leaf(&c->sheaf_lock);
-			for (int k = 0; k < 2; k++)
-				if (sh[k] && sh[k] != &usl_empty_sheaf)
-					usl_list_add_tail(&sh[k]->barn_list, &taken);
-		}
-		usl_slub_release_slots(s);
-	}
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
-		struct usl_barn *barn = usl_node_barn(s, nid);
-		usl_spin_lock(&barn->lock);
-		barn_take_full_locked(barn, ~0u, &taken);
-		barn->low_full = barn->high_full = 0;
-		struct slab_sheaf *e;
-		while ((e = barn_take_locked(barn, false)))
-			usl_list_add_tail(&e->barn_list, &taken);
-		void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
-		usl_spin_unlock(&barn->lock);
-		flush_packed_all(s, barn, packed);
-		flush_packed_all(s, barn, packed_old);
-	}
-
-	while (!usl_list_empty(&taken)) {
-		struct slab_sheaf *sh = usl_container_of(taken.next, struct slab_sheaf, barn_list);
-		usl_list_del(&sh->barn_list);
-		usl_sheaf_flush(s, sh);
-		usl_sheaf_dispose(s, sh);
-	}
-}
-
-/* What it takes out of the slots and the barn is out of reach until it is
- * flushed (usl_slub_flush_begin). */
-void usl_sheaf_flush_all(struct kmem_cache *s)
-{
-	if (!s->sheaf_capacity)
-		return;
-	usl_slub_flush_begin();
-	sheaf_flush_all(s);
-	usl_slub_flush_end();
-}
-
-/* Does any CPU slot of s hold objects (a sheaf with some, a cpu slab, cpu
- * partial slabs)? In rseq mode unlocked peeks (sheaves are objects of uslab's
- * caches, whose memory stays mapped, so a stale pointer reads harmlessly); in
- * locked mode under the slot's locks, one at a time (docs/ARCHITECTURE.md, "Locks, in order"). */
-static bool slot_sheaves_hold(struct kmem_cache_cpu *c)
-{
-	struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_RELAXED);
-	return usl_slot_main_objects(c) ||
-	       (sp && __atomic_load_n(&sp->size, __ATOMIC_RELAXED));
-}
-
-static bool slot_slabs_hold(struct kmem_cache_cpu *c)
-{
-	return __atomic_load_n(&c->slab, __ATOMIC_RELAXED) || __atomic_load_n(&c->partial, __ATOMIC_RELAXED) ||
-	       __atomic_load_n(&c->freelist, __ATOMIC_RELAXED);
-}
-
-/* Does any CPU slot of s hold cpu partial slabs? An unlocked peek in rseq
- * mode, under each slot's lock in locked mode (as slots_hold_objects). */
-static bool slots_hold_partials(struct kmem_cache *s)
-{
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		bool some;
-		if (usl_rseq_mode) {
-			some = __atomic_load_n(&c->partial, __ATOMIC_RELAXED) != NULL;
-		} else {
-			usl_spin_lock(&c->lock);
-			some = c->partial != NULL;
-			usl_spin_unlock(&c->lock);
-		}
-		if (some)
-			return true;
-	}
-	return false;
-}
-
-/* The sweep flushes CPU slots only while membarrier works: a process that
- * forbids it later (a seccomp sandbox) gets no report and no failing call on
- * every sweep; shrink, destroy and malloc_trim still try and report. */
-static bool sweep_flush_off;
-
-static bool sweep_may_flush(void)
-{
-	if (usl_rseq_mode && usl_membarrier_rseq() != 0) {
-		__atomic_store_n(&sweep_flush_off, true, __ATOMIC_RELAXED);
-		return false;
-	}
-	return true;
-}
-
-static bool slots_hold_objects(struct kmem_cache *s)
-{
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		bool some;
-		if (usl_rseq_mode) {
-			some = slot_sheaves_hold(c) || slot_slabs_hold(c);
-		} else {
-			usl_spin_lock_leaf(&c->sheaf_lock);
-			some = slot_sheaves_hold(c);
-			usl_spin_unlock_leaf(&c->sheaf_lock);
-			if (!some) {
-				usl_spin_lock(&c->lock);
-				some = slot_slabs_hold(c);
-				usl_spin_unlock(&c->lock);
-			}
-		}
-		if (some)
-			return true;
-	}
-	return false;
-}
-
-/* Every CPU's sheaves, then its cpu slab (the flushed objects may land on this
- * CPU's cpu slab), back to the slabs. */
-static void flush_cpus(struct kmem_cache *s)
-{
-	usl_sheaf_flush_all(s);
-	usl_engine_flush_cpus(s);
-}
-
-/* The periodic sweep (the common layer's decay tick): the surplus that stayed unused for a
- * decay interval goes back to slabs even if this cache's barn is not visited.
- * A barn not visited since the previous sweep (at least a decay interval ago)
- * gives back all its full sheaves, and the slabs they empty go to the page
- * provider: the cache, if used at all, runs on the CPUs' own sheaves. For a
- * kmalloc or malloc class what every CPU holds of it goes back too, and its
- * next refills are small (a program that stopped using a size, or uses it a
- * few objects at a time, keeps a few objects of it). uslab's own caches (no
- * sheaves) give back the slabs on their CPUs' partial lists: the sheaf
- * structures of a burst, freed since, would keep them there for ever. */
-static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now);
-
-unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now)
-{
-	if (!s->sheaf_capacity)
-		return sheaf_decay(s, now);
-	usl_slub_flush_begin();                  /* what it takes off the barn is out of reach */
-	unsigned int r = sheaf_decay(s, now);
-	usl_slub_flush_end();
-	return r;
-}
-
-/* One node's barn in the sweep: its surplus empties, packed sheaves and, if
- * it was not visited for an interval, its full sheaves back to slabs. Adds
- * the sheaves it flushed (own), packed sheaves it gave back and empties it
- * freed; returns whether the barn went unvisited. */
-static bool barn_sweep(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int *own_out,
-                       unsigned int *packed_out, unsigned int *disposed_out)
-{
-	struct usl_list out;
-
-	usl_list_init(&out);
-	usl_spin_lock(&barn->lock);
-	/* Empty sheaves above the kernel's ten that nobody took for a whole
-	 * interval (a burst of frees left them, its objects since allocated)
-	 * are freed: arrays waiting for a burst that does not come. */
-	struct slab_sheaf *unused_empties = NULL;
-	if (now >= barn->last_empty_check + usl_opt.decay_ms) {
-		unsigned int low = barn->low_empty < barn->nr_empty ? barn->low_empty : barn->nr_empty;
-		for (unsigned int n = low > s->barn_max_empty ? low - s->barn_max_empty : 0; n; n--) {
-			struct slab_sheaf *e = barn_take_locked(barn, false);
-			e->next = unused_empties;
-			unused_empties = e;
-		}
-		barn->low_empty = barn->nr_empty;
-		barn->last_empty_check = now;
-	}
-	/* Unvisited: no barn visit since the last sweep (a cache used only
-	 * through its main sheaves visits no barn). */
-	bool unvisited = barn->visits == barn->visits_swept && now >= barn->last_decay + usl_opt.decay_ms;
-	barn->visits_swept = barn->visits;
-	/* Packed sheaves age by stacks: what is still on the old stack at an
-	 * aging was not taken for a whole interval and goes back to slabs; the
-	 * young stack becomes the old one. An unvisited barn gives back both. */
-	void **packed = NULL, **packed_young = NULL;
-	unsigned int nr_packed = 0;
-	if (unvisited) {
-		nr_packed = barn->nr_packed + barn->nr_packed_old;
-		packed_young = barn_take_packed_locked(barn, &packed);
-		barn->last_packed_age = now;
-	} else if (now >= barn->last_packed_age + usl_opt.decay_ms) {
-		packed = barn->packed_old;
-		nr_packed = barn->nr_packed_old;
-		barn->packed_old = barn->packed;
-		barn_set(&barn->nr_packed_old, barn->nr_packed);
-		barn->packed = NULL;
-		barn_set(&barn->nr_packed, 0);
-		barn->last_packed_age = now;
-	}
-	if (unvisited) {
-		/* Idle, or used only through the CPUs' own sheaves: either way
-		 * nobody needed the barn's full sheaves for an interval. The next
-		 * such sweep is an interval later. */
-		barn_take_full_locked(barn, barn->nr_full, &out);
-		barn->low_full = barn->high_full = 0;
-		barn->last_decay = now;
-	} else if (barn->nr_full > s->barn_max_full) {
-		barn_decay_due_locked(s, barn, now, UINT_MAX, &out);
-	}
-	usl_spin_unlock(&barn->lock);
-	while (unused_empties) {
-		struct slab_sheaf *e = unused_empties;
-		unused_empties = e->next;
-		usl_sheaf_dispose(s, e);
-		++*disposed_out;
-	}
-	flush_packed_all(s, barn, packed);
-	flush_packed_all(s, barn, packed_young);
-	unsigned int own = 0;                    /* flush_list visits the barn once a sheaf */
-	for (struct usl_list *it = out.next; it != &out; it = it->next)
-		own++;
-	flush_list(s, barn, &out);
-	if (own) {
-		usl_spin_lock(&barn->lock);
-		barn->visits_swept += own;           /* the sweep's own visits are not use */
-		usl_spin_unlock(&barn->lock);
-	}
-	*own_out += own;
-	*packed_out += nr_packed;
-	return unvisited;
-}
-
-static unsigned int sheaf_decay(struct kmem_cache *s, uint64_t now)
-{
-	if (!s->sheaf_capacity) {
-		if (s->flags & USL_SLAB_INTERNAL) {
-			if (!__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) && slots_hold_partials(s) &&
-			    sweep_may_flush())
-				flush_cpus(s);
-			usl_engine_release(s);     /* and the empty ones frees put on the node list */
-		}
-		return 0;
-	}
-	/* Idle: no barn visited since the last sweep, and no free of it
-	 * sampled by the tick. */
-	bool used = __atomic_exchange_n(&s->recent_use, 0, __ATOMIC_RELAXED);
-	unsigned int own = 0, nr_packed = 0, disposed = 0;
-	bool unvisited = true;
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
-		unvisited &= barn_sweep(s, usl_node_barn(s, nid), now, &own, &nr_packed, &disposed);
-	bool idle = !used && unvisited;
-	bool flushed = false;
-	if (unvisited) {
-		/* What the CPUs hold goes back too: their sheaves and cpu slabs,
-		 * reached with the flush protocol (one membarrier), only when a peek
-		 * finds something there. The cache is idle, or runs on the CPUs'
-		 * own sheaves alone: then what they hold, up to two sheaves a CPU,
-		 * pins slabs scattered over everything the cache ever used, and a
-		 * refill an interval costs nothing. Only for kmalloc and malloc
-		 * classes, whose frees are sampled: a user cache used only through
-		 * its main sheaves would look idle. */
-		if ((s->flags & USL_SLAB_KMALLOC) && !__atomic_load_n(&sweep_flush_off, __ATOMIC_RELAXED) &&
-		    slots_hold_objects(s) && sweep_may_flush()) {
-			flush_cpus(s);
-			flushed = true;
-			for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
-				struct usl_barn *barn = usl_node_barn(s, nid);
-				__atomic_store_n(&barn->refill_shift, 3, __ATOMIC_RELAXED);
-				usl_spin_lock(&barn->lock);
-				barn->visits_swept = barn->visits;   /* the flush's visits are not use */
-				usl_spin_unlock(&barn->lock);
-			}
-		}
-	}
-	if (idle || (unvisited && (own || flushed || nr_packed)))
-		usl_engine_release(s);                 /* the slabs the flushes emptied */
-	return own + nr_packed + disposed + (flushed ? 1 : 0);
-}
-
-bool usl_sheaf_decay_pending(struct kmem_cache *s)
-{
-	if (!s->sheaf_capacity)
-		return false;
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
-		struct usl_barn *barn = usl_node_barn(s, nid);
-		if (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&barn->nr_empty, __ATOMIC_RELAXED) > s->barn_max_empty)
-			return true;
-	}
-	return false;
-}
-
-/* Memory is short (the page provider would grow): every full sheaf above the
- * barn's level, and every packed one, goes back to slabs now, used recently
- * or not. */
-static void sheaf_trim_barn(struct kmem_cache *s, struct usl_barn *barn);
-
-void usl_sheaf_trim_barn(struct kmem_cache *s)
-{
-	usl_slub_flush_begin();                  /* what it takes off the barn is out of reach */
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
-		sheaf_trim_barn(s, usl_node_barn(s, nid));
-	usl_slub_flush_end();
-}
-
-static void sheaf_trim_barn(struct kmem_cache *s, struct usl_barn *barn)
-{
-	struct usl_list out;
-
-	if (!s->sheaf_capacity || (__atomic_load_n(&barn->nr_full, __ATOMIC_RELAXED) <= s->barn_max_full &&
-	                           !__atomic_load_n(&barn->nr_packed, __ATOMIC_RELAXED) &&
-	                           !__atomic_load_n(&barn->nr_packed_old, __ATOMIC_RELAXED)))
-		return;
-	usl_list_init(&out);
-	usl_spin_lock(&barn->lock);
-	if (barn->nr_full > s->barn_max_full)     /* re-checked: peeked unlocked above */
-		barn_take_full_locked(barn, barn->nr_full - s->barn_max_full, &out);
-	barn->high_full = barn->nr_full;
-	barn->low_full = barn->nr_full;
-	void **packed_old, **packed = barn_take_packed_locked(barn, &packed_old);
-	usl_spin_unlock(&barn->lock);
-	flush_packed_all(s, barn, packed);
-	flush_packed_all(s, barn, packed_old);
-	flush_list(s, barn, &out);
-}
-
-/* fork(): the barn lock and, in locked mode, every slot's sheaf lock. */
-void usl_sheaf_fork_lock(struct kmem_cache *s)
-{
-	if (!s->sheaf_capacity)
-		return;
-	if (!usl_rseq_mode)
-		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			usl_spin_lock_leaf(&s->cpu_slab[i].sheaf_lock);
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++)
-		usl_spin_lock(&usl_node_barn(s, nid)->lock);
-}
-
-void usl_sheaf_fork_unlock(struct kmem_cache *s)
-{
-	if (!s->sheaf_capacity)
-		return;
-	for (unsigned int nid = usl_nr_nodes; nid-- > 0;)
-		usl_spin_unlock(&usl_node_barn(s, nid)->lock);
-	if (!usl_rseq_mode)
-		for (unsigned int i = 0; i < usl_nr_cpus; i++)
-			usl_spin_unlock_leaf(&s->cpu_slab[i].sheaf_lock);
-}
-
-void usl_sheaf_counts(struct kmem_cache *s, struct usl_sheaf_counts *out)
-{
-	memset(out, 0, sizeof(*out));
-	for (unsigned int i = 0; i < usl_nr_cpus; i++) {
-		struct kmem_cache_cpu *c = &s->cpu_slab[i];
-		struct slab_sheaf *m = __atomic_load_n(&c->main, __ATOMIC_ACQUIRE);
-		struct slab_sheaf *sp = __atomic_load_n(&c->spare, __ATOMIC_ACQUIRE);
-		if (m && m != &usl_empty_sheaf) {
-			out->cpu_sheaves++;
-			out->cpu_objects += usl_slot_main_objects(c);
-		}
-		if (sp) {
-			out->cpu_sheaves++;
-			out->cpu_objects += __atomic_load_n(&sp->size, __ATOMIC_RELAXED);
-		}
-	}
-	for (unsigned int nid = 0; nid < usl_nr_nodes; nid++) {
-		struct usl_barn *barn = usl_node_barn(s, nid);
-		usl_spin_lock(&barn->lock);
-		out->barn_full += barn->nr_full;
-		out->barn_empty += barn->nr_empty;
-		for (struct slab_sheaf *sh = barn->full; sh; sh = sh->next)
-			out->barn_objects += sh->size;
-		out->barn_packed += barn->nr_packed + barn->nr_packed_old;
-		out->packed_objects += __atomic_load_n(&barn->packed_objects, __ATOMIC_RELAXED);
-		usl_spin_unlock(&barn->lock);
-	}
 }

@@ -163,4 +163,21 @@ USL_HIDDEN bool usl_pcs_take(struct kmem_cache *s, struct usl_pcs *b);
 /* Install what b holds where the slot's places are still empty; give the rest back. */
 USL_HIDDEN void usl_pcs_put(struct kmem_cache *s, struct usl_pcs *b);
 
+/* ---- the barn's helpers for the whole-cache work (barn.c, for sweep.c) ---- */
+USL_HIDDEN void usl_barn_set(unsigned int *counter, unsigned int v);   /* a counter peeked unlocked */
+/* Under barn->lock: pop a sheaf (full or empty); move up to n full sheaves to
+ * the private list *out; the full sheaves above max_full unused for a decay
+ * interval (at most max) to *out; both stacks of packed sheaves, detached
+ * (the young one returned, the old one in *old). */
+USL_HIDDEN struct slab_sheaf *usl_barn_take_locked(struct usl_barn *barn, bool full);
+USL_HIDDEN void usl_barn_take_full_locked(struct usl_barn *barn, unsigned int n, struct usl_list *out);
+USL_HIDDEN void usl_barn_decay_due_locked(struct kmem_cache *s, struct usl_barn *barn, uint64_t now, unsigned int max,
+                                          struct usl_list *out);
+USL_HIDDEN void **usl_barn_take_packed_locked(struct usl_barn *barn, void ***old);
+/* With no lock held: every sheaf of a private list to slabs, the empties kept
+ * in the barn or freed; a stack of packed sheaves to slabs, what could not be
+ * flushed back on the barn's young stack. */
+USL_HIDDEN void usl_barn_flush_list(struct kmem_cache *s, struct usl_barn *barn, struct usl_list *list);
+USL_HIDDEN void usl_barn_flush_packed_all(struct kmem_cache *s, struct usl_barn *barn, void **head);
+
 #endif /* USL_PERCPU_SHEAF_H */

@@ -108,7 +108,7 @@ static uint32_t stack_hash(const uintptr_t *pc, unsigned int n)
 	return (uint32_t)(h >> 32) | 1;  /* never 0: 0 marks a free slot */
 }
 
-/* Inline: a call to memcmp for a few words cost a capture 20 ns. */
+/* Inline, not memcmp: a few words compared on every capture (docs/PERFORMANCE.md). */
 static inline bool same_pcs(const uintptr_t *a, const uintptr_t *b, unsigned int n)
 {
 	uintptr_t diff = 0;

@@ -6,8 +6,8 @@
  * system calls and no allocation, as the rest of start-up (platform.c).
  * And the binding of memory to a node: libnuma's mbind, loaded with dlopen by
  * a constructor on a machine with more than one node only (headers found at
- * build time, USLAB_HAVE_LIBNUMA), so a one-node process never maps it (it
- * costs 0.8 MB of RSS). Takes no lock of its own. docs/ARCHITECTURE.md,
+ * build time, USLAB_HAVE_LIBNUMA), so a one-node process never maps it (nor
+ * pays its RSS). Takes no lock of its own. docs/ARCHITECTURE.md,
  * "NUMA", says what the layers above do with it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -6,14 +6,15 @@
  * pointer), its owner recorded, and what was overwritten reported in the
  * kernel's shape and repaired (the kernel's alloc_debug_processing,
  * free_debug_processing, check_object, print_trailer, restore_bytes);
- * validation of every slab (validate_slab_cache); the owner summaries (the
- * kernel's list_locations, for alloc_calls and free_calls). Objects come
+ * validation of every slab (validate_slab_cache), the leak listing at
+ * destroy and the walk the owner summaries make (debug_owners.c). The
+ * quarantine's ring is quarantine.c's. Objects come
  * from slabs set up whole (no lazy carving), linked through their free
  * pointers; an object in use holds a mark in its free-pointer word.
  * Locks: the node's list_lock; reports are collected while it is held and
  * delivered after it is released (a handler may allocate; debug_out.c);
  * objmap_lock (the free-object map of validation, the leak listing and the
- * summaries) and q_lock (the quarantine's ring),
+ * summaries), then the quarantine's q_lock (quarantine.c) at fork,
  * ordered as docs/ARCHITECTURE.md, "Locks, in order" says. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,74 +29,7 @@
 #include "internal.h"
 #include "slub.h"
 #include "debug_out.h"
-
-#define POISON_INUSE 0x5a   /* padding, and objects never handed out */
-#define POISON_FREE 0x6b    /* the body of a free object */
-#define POISON_END 0xa5     /* its last byte */
-#define RED_INACTIVE 0xbb   /* red zones of a free object */
-#define RED_ACTIVE 0xcc     /* red zones of an allocated one */
-
-/* The owner of an object's last allocation and last free (SLAB_STORE_USER). */
-struct usl_track {
-	uintptr_t addr;     /* the caller of the allocator's entry point */
-	uint64_t when;      /* ms, usl_now_ms */
-	int32_t cpu, pid;
-	uint32_t handle;    /* its call stack in the depot (platform/stack.c); 0: none */
-	uint32_t pad;
-};
-enum { TRACK_ALLOC, TRACK_FREE };
-
-static inline bool orig_size_kept(const struct kmem_cache *s)
-{
-	return (s->flags & SLAB_STORE_USER) && (s->flags & USL_SLAB_KMALLOC);
-}
-
-static inline bool fp_outside(const struct kmem_cache *s)
-{
-	return s->offset >= s->inuse;
-}
-
-/* Object poisoning: P, and no constructor (its state must survive a free). */
-static inline bool poisons(const struct kmem_cache *s)
-{
-	return (s->flags & SLAB_POISON) && !usl_keeps_state(s);
-}
-
-/* Bytes from an object to the next slot (its metadata and padding included). */
-static inline unsigned int size_from_object(const struct kmem_cache *s)
-{
-	return s->size - s->red_left_pad;
-}
-
-static inline struct usl_track *track_of(const struct kmem_cache *s, void *obj, int which)
-{
-	return (struct usl_track *)((char *)obj + s->info_end) + which;
-}
-
-static inline unsigned long *orig_word(const struct kmem_cache *s, void *obj)
-{
-	unsigned int off = s->info_end + ((s->flags & SLAB_STORE_USER) ? 2 * (unsigned int)sizeof(struct usl_track) : 0);
-	return (unsigned long *)((char *)obj + off);
-}
-
-/* Where the padding after the metadata starts (offset from the object). */
-static inline unsigned int pad_start(const struct kmem_cache *s)
-{
-	unsigned int off = s->info_end;
-	if (s->flags & SLAB_STORE_USER)
-		off += 2 * (unsigned int)sizeof(struct usl_track);
-	if (orig_size_kept(s))
-		off += (unsigned int)sizeof(unsigned long);
-	return off;
-}
-
-static inline unsigned int orig_size(const struct kmem_cache *s, void *obj)
-{
-	if (!orig_size_kept(s))
-		return s->object_size;
-	unsigned long v = *orig_word(s, obj);
-	return v <= s->object_size ? (unsigned int)v : s->object_size;
-}
+#include "debug.h"
 
 /* ===========================================================================
  * Layout (the kernel's calculate_sizes, for the debug flags)
@@ -160,10 +94,6 @@ static void out_track(struct usl_dbg_out *o, const struct kmem_cache *s, void *o
 }
 
 /* The free pointer of obj as stored, decoded (no check). */
-static void *fp_raw(const struct kmem_cache *s, void *obj)
-{
-	return usl_fp_decode(s, obj, usl_fp_word(s, obj));
-}
 
 /* The kernel's print_slab_info line. */
 static void out_slab_line(struct usl_dbg_out *o, const struct kmem_cache *s, const struct slab *slab)
@@ -557,130 +487,6 @@ static void trace(struct usl_dbg_out *o, struct kmem_cache *s, struct slab *slab
 	o->reports--;    /* a trace is no problem */
 }
 
-/* ===========================================================================
- * The quarantine (USLAB_QUARANTINE): freed objects wait, poisoned and marked
- * (their free pointer links to themselves), until the bytes waiting pass the
- * budget; the oldest are then checked again (a write after free while they
- * waited is reported) and put on their slab's free list. A ring under
- * q_lock, taken with no list_lock held.
- */
-
-#define Q_SLOTS (1u << 16)
-struct q_entry {
-	void *obj;
-	struct kmem_cache *s;
-};
-static struct q_entry *q_ring;
-static unsigned int q_head, q_count;
-static size_t q_bytes;
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline bool quarantined(const struct kmem_cache *s, void *obj)
-{
-	return fp_raw(s, obj) == obj;
-}
-
-/* Put obj (marked, poisoned, counted in use) on its slab's free list, after
- * checking it once more. Takes and releases its list_lock. */
-static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o);
-
-static void release_batch(struct q_entry *batch, unsigned int n, struct usl_dbg_out *o)
-{
-	for (unsigned int i = 0; i < n; i++)
-		link_free(batch[i].s, batch[i].obj, o);
-}
-
-/* Hold x back; the oldest beyond the budget are released. */
-static void quarantine_put(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
-{
-	struct q_entry batch[32];
-	unsigned int nb = 0;
-	size_t budget = usl_debug_quarantine();
-
-	usl_lock(&q_lock);
-	if (!q_ring)
-		q_ring = usl_map_guarded(Q_SLOTS * sizeof(struct q_entry), PROT_READ | PROT_WRITE);
-	if (!q_ring) {
-		usl_unlock(&q_lock);
-		link_free(s, x, o);
-		return;
-	}
-	q_ring[(q_head + q_count) % Q_SLOTS] = (struct q_entry){ x, s };
-	q_count++;
-	q_bytes += s->size;
-	while ((q_bytes > budget || q_count == Q_SLOTS) && q_count && nb < 32) {
-		batch[nb++] = q_ring[q_head];
-		q_bytes -= q_ring[q_head].s->size;
-		q_head = (q_head + 1) % Q_SLOTS;
-		q_count--;
-	}
-	usl_unlock(&q_lock);
-	release_batch(batch, nb, o);
-}
-
-/* Every object of s out of the quarantine (destroy, shrink, validation of
- * what waits is done in place). */
-static void quarantine_flush(struct kmem_cache *s, struct usl_dbg_out *o)
-{
-	for (;;) {
-		struct q_entry batch[32];
-		unsigned int nb = 0;
-		usl_lock(&q_lock);
-		/* Compact the ring: s's entries out, the others kept in order. */
-		unsigned int keep = 0;
-		for (unsigned int i = 0; i < q_count; i++) {
-			struct q_entry e = q_ring[(q_head + i) % Q_SLOTS];
-			if (e.s == s && nb < 32) {
-				batch[nb++] = e;
-				q_bytes -= s->size;
-			} else {
-				q_ring[(q_head + keep) % Q_SLOTS] = e;
-				keep++;
-			}
-		}
-		q_count = keep;
-		usl_unlock(&q_lock);
-		if (!nb)
-			return;
-		release_batch(batch, nb, o);
-	}
-}
-
-/* At exit, what still waits is released, so checked: a write after free into
- * an object that never left the quarantine is reported all the same. A
- * destructor of the library: it runs after the program's exit handlers (the
- * preloaded library's last of all), when the program frees no more. */
-__attribute__((destructor)) static void quarantine_at_exit(void)
-{
-	struct usl_dbg_out o = { 0 };
-	if (!q_ring)
-		return;
-	for (;;) {
-		struct q_entry batch[32];
-		unsigned int nb = 0;
-		usl_lock(&q_lock);
-		while (q_count && nb < 32) {
-			batch[nb++] = q_ring[q_head];
-			q_bytes -= q_ring[q_head].s->size;
-			q_head = (q_head + 1) % Q_SLOTS;
-			q_count--;
-		}
-		usl_unlock(&q_lock);
-		if (!nb)
-			break;
-		release_batch(batch, nb, &o);
-		usl_out_deliver(&o);
-	}
-}
-
-void usl_debug_quarantine_flush(struct kmem_cache *s)
-{
-	struct usl_dbg_out o = { 0 };
-	if (q_ring)
-		quarantine_flush(s, &o);
-	usl_out_deliver(&o);
-}
-
 void *usl_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t orig, uintptr_t caller)
 {
 	struct kmem_cache_node *n = s->node[0];
@@ -826,7 +632,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	if (usl_debug_quarantine()) {
 		usl_set_freepointer(s, x, x);     /* the mark: waiting in the quarantine */
 		usl_unlock(&n->list_lock);
-		quarantine_put(s, x, &o);
+		usl_quarantine_put(s, x, &o);
 		usl_out_deliver(&o);
 		return;
 	}
@@ -837,7 +643,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		usl_discard_slab(s, discard);
 }
 
-static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
+void usl_debug_link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct slab *slab = usl_virt_to_slab(x), *discard = NULL;
@@ -925,8 +731,8 @@ int usl_debug_validate(struct kmem_cache *s)
 /* Calls visit for every object of s in use (not on its slab's free list,
  * not waiting in the quarantine) until it returns false; under objmap_lock
  * and the node's list_lock, which it takes. */
-static void each_in_use(struct kmem_cache *s, bool (*visit)(struct kmem_cache *s, struct slab *slab, uint8_t *p,
-                                                           void *arg), void *arg)
+void usl_debug_each_in_use(struct kmem_cache *s, bool (*visit)(struct kmem_cache *s, struct slab *slab, uint8_t *p,
+                                                                void *arg), void *arg)
 {
 	struct kmem_cache_node *n = s->node[0];
 
@@ -972,133 +778,9 @@ void usl_debug_leaks(struct kmem_cache *s)
 
 	usl_out_begin(&o, USLAB_ERR_SLAB_BUG);
 	out_bug(&o, s, "Objects remaining on kmem_cache_destroy()");
-	each_in_use(s, show_leak, &lk);
+	usl_debug_each_in_use(s, show_leak, &lk);
 	usl_out_end(&o);
 	usl_out_deliver(&o);
-}
-
-/* ===========================================================================
- * Owner summaries: a hash table of locations in an anonymous mapping, grown
- * by doubling (rehashed), filled under objmap_lock and list_lock.
- */
-
-struct loc_table {
-	struct usl_location *e;
-	size_t cap, n, bytes;
-	bool failed;
-};
-
-static size_t loc_hash(uintptr_t addr, uint32_t handle, uint32_t waste)
-{
-	uint64_t h = ((uint64_t)addr ^ ((uint64_t)handle << 32 | waste)) * 0x9e3779b97f4a7c15ULL;
-	return (size_t)(h ^ (h >> 29));
-}
-
-static struct usl_location *loc_slot(struct loc_table *t, uintptr_t addr, uint32_t handle, uint32_t waste)
-{
-	for (size_t i = loc_hash(addr, handle, waste) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		struct usl_location *l = &t->e[i];
-		if (!l->count || (l->addr == addr && l->handle == handle && l->waste == waste))
-			return l;
-	}
-}
-
-static bool loc_grow(struct loc_table *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 256, bytes = cap * sizeof(struct usl_location);
-	struct usl_location *e = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (e == MAP_FAILED)
-		return false;
-	struct loc_table nt = { e, cap, t->n, bytes, false };
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].count)
-			*loc_slot(&nt, t->e[i].addr, t->e[i].handle, t->e[i].waste) = t->e[i];
-	if (t->e)
-		munmap(t->e, t->bytes);
-	*t = nt;
-	return true;
-}
-
-static void loc_add(struct loc_table *t, const struct usl_track *tr, uint32_t handle, uint32_t waste, unsigned int nid,
-                    uint64_t now)
-{
-	if (t->failed)
-		return;
-	if ((t->n + 1) * 4 > t->cap * 3 && !loc_grow(t)) {
-		t->failed = true;
-		return;
-	}
-	struct usl_location *l = loc_slot(t, tr->addr, handle, waste);
-	uint64_t age = now > tr->when ? now - tr->when : 0;
-	if (!l->count) {
-		l->addr = tr->addr;
-		l->handle = handle;
-		l->waste = waste;
-		l->min_age = l->max_age = age;
-		l->min_pid = l->max_pid = tr->pid;
-		t->n++;
-	}
-	l->count++;
-	l->sum_age += age;
-	if (age < l->min_age)
-		l->min_age = age;
-	if (age > l->max_age)
-		l->max_age = age;
-	if (tr->pid < l->min_pid)
-		l->min_pid = tr->pid;
-	if (tr->pid > l->max_pid)
-		l->max_pid = tr->pid;
-	unsigned int cpu = tr->cpu >= 0 && tr->cpu < USL_LOC_CPUS ? (unsigned int)tr->cpu : USL_LOC_CPUS - 1;
-	l->cpus[cpu / 64] |= 1ull << (cpu % 64);
-	l->nodes |= 1ull << (nid % 64);
-}
-
-struct locations {
-	struct loc_table t;
-	bool free_track, by_stack;
-	uint64_t now;
-};
-
-static bool add_location(struct kmem_cache *s, struct slab *slab, uint8_t *p, void *arg)
-{
-	struct locations *lc = arg;
-	const struct usl_track *tr = track_of(s, p, lc->free_track ? TRACK_FREE : TRACK_ALLOC);
-	uint32_t waste = !lc->free_track && orig_size_kept(s) ? s->object_size - orig_size(s, p) : 0;
-	loc_add(&lc->t, tr, lc->by_stack ? tr->handle : 0, waste, slab->nid, lc->now);
-	return !lc->t.failed;
-}
-
-int usl_debug_locations(struct kmem_cache *s, bool free_track, bool by_stack, struct usl_loc_list *list)
-{
-	struct locations lc = { { 0 }, free_track, by_stack, usl_now_ms() };
-
-	*list = (struct usl_loc_list){ NULL, 0, 0 };
-	if (!(s->flags & SLAB_STORE_USER))
-		return -ENOSYS;              /* no tracks */
-	if (!loc_grow(&lc.t))
-		return -ENOMEM;
-	each_in_use(s, add_location, &lc);
-	struct loc_table t = lc.t;
-	if (t.failed) {
-		munmap(t.e, t.bytes);
-		return -ENOMEM;
-	}
-	size_t k = 0;                     /* the entries to the front */
-	for (size_t i = 0; i < t.cap; i++)
-		if (t.e[i].count) {
-			if (k != i)
-				t.e[k] = t.e[i];
-			k++;
-		}
-	*list = (struct usl_loc_list){ t.e, k, t.bytes };
-	return 0;
-}
-
-void usl_debug_locations_free(struct usl_loc_list *list)
-{
-	if (list->loc)
-		munmap(list->loc, list->bytes);
-	*list = (struct usl_loc_list){ NULL, 0, 0 };
 }
 
 /* ===========================================================================
@@ -1151,12 +833,12 @@ void usl_debug_check_size(struct kmem_cache *s, void *x, size_t size, const char
 void usl_debug_fork_lock(void)
 {
 	usl_lock(&objmap_lock);
-	usl_lock(&q_lock);
+	usl_quarantine_fork_lock();
 }
 
 void usl_debug_fork_unlock(void)
 {
 	__atomic_store_n(&track_pid, 0, __ATOMIC_RELAXED);   /* read again: a child's is its own */
-	usl_unlock(&q_lock);
+	usl_quarantine_fork_unlock();
 	usl_unlock(&objmap_lock);
 }

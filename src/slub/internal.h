@@ -136,8 +136,12 @@ static inline void usl_list_lock(const struct kmem_cache *s, struct kmem_cache_n
 	usl_lock(&n->list_lock);
 }
 
+/* A slab onto n's partial list: unfrozen (only the cpu slab is frozen), on no
+ * list before (the kernel's add_partial, with its lockdep_assert_held). */
 static inline void usl_add_partial(struct kmem_cache_node *n, struct slab *slab, bool tail)
 {
+	usl_assert_held(&n->list_lock);
+	usl_assert(!slab->node_partial && !usl_counters_frozen(usl_load(&slab->counters)));
 	if (tail)
 		usl_list_add_tail(&slab->slab_list, &n->partial);
 	else
@@ -148,6 +152,8 @@ static inline void usl_add_partial(struct kmem_cache_node *n, struct slab *slab,
 
 static inline void usl_remove_partial(struct kmem_cache_node *n, struct slab *slab)
 {
+	usl_assert_held(&n->list_lock);
+	usl_assert(slab->node_partial);
 	usl_list_del(&slab->slab_list);
 	slab->node_partial = 0;
 	__atomic_store_n(&n->nr_partial, n->nr_partial - 1, __ATOMIC_RELAXED);
@@ -231,5 +237,11 @@ struct usl_private_slot {
 USL_HIDDEN bool usl_slot_take(struct kmem_cache *s, struct usl_private_slot *b);
 USL_HIDDEN bool usl_slot_refill(struct kmem_cache *s, struct usl_private_slot *b, bool link);
 USL_HIDDEN void usl_slot_put(struct kmem_cache *s, struct usl_private_slot *b);
+
+/* For a slab whose freelist is empty and that has uncarved objects: link the
+ * next chunk, and return it with its counters (uncarved lowered) in *nc
+ * (newslab.c). */
+USL_HIDDEN void *usl_carve_linked(const struct kmem_cache *s, const struct slab *slab, unsigned long c,
+                                  unsigned long *nc);
 
 #endif /* USL_SLUB_INTERNAL_H */

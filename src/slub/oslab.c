@@ -184,6 +184,7 @@ void usl_oslab_free_retired(struct kmem_cache *s)
  * later merge discards it). Under list_lock, h an orphan. */
 static bool wholly_free(struct usl_oslab *h)
 {
+	usl_assert_held(&usl_get_node(h->cache, usl_virt_to_slab(h->start))->list_lock);
 	return !__atomic_load_n(&h->pending, __ATOMIC_ACQUIRE) && usl_oslab_free_count(h) == h->objects;
 }
 
