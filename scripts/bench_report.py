@@ -177,7 +177,7 @@ def fmt_secs(s):
 # differ. Debian's libtcmalloc-minimal4 is gperftools' tcmalloc (per-thread
 # caches), not Google's current tcmalloc (per-CPU caches): it shows as
 # "gperftools", with GPERFTOOLS_NOTE under each table, plot and summary that
-# has it (as the programs print it, bench/progress.h).
+# has it (as the programs print it, bench/common/peers.h).
 PEERS = ["glibc", "jemalloc", "tcmalloc", "mimalloc"]
 DISPLAY = {"tcmalloc": "gperftools"}
 GPERFTOOLS_NOTE = ("gperftools = Debian libtcmalloc-minimal4, gperftools %s tcmalloc with per-thread caches "
