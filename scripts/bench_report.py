@@ -177,7 +177,7 @@ def fmt_secs(s):
 # differ. Debian's libtcmalloc-minimal4 is gperftools' tcmalloc (per-thread
 # caches), not Google's current tcmalloc (per-CPU caches): it shows as
 # "gperftools", with GPERFTOOLS_NOTE under each table, plot and summary that
-# has it (as the programs print it, bench/progress.h).
+# has it (as the programs print it, bench/common/peers.h).
 PEERS = ["glibc", "jemalloc", "tcmalloc", "mimalloc"]
 DISPLAY = {"tcmalloc": "gperftools"}
 GPERFTOOLS_NOTE = ("gperftools = Debian libtcmalloc-minimal4, gperftools %s tcmalloc with per-thread caches "
@@ -225,6 +225,19 @@ def colour(name):
 def gq(s):
     """A gnuplot double-quoted string."""
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def cut_bar_labels(groups, series, values, ymax):
+    """Bars cut by the axis at ymax get their value written at the top."""
+    labels = []
+    bw = 1.0 / (len(series) + 1.5)
+    for i, g in enumerate(groups):
+        for j, sname in enumerate(series):
+            v = values.get((g, sname))
+            if v and v[0] > ymax:
+                labels.append("set label %s at %f, %f rotate by 90 right front font ',8'"
+                              % (gq("%.3g" % v[0]), i + (j - (len(series) - 1) / 2.0) * bw, ymax * 0.98))
+    return labels
 
 
 class Plotter:
@@ -331,14 +344,7 @@ class Plotter:
         else:
             sc.append("set key %s font ',9'" % key)
         if ymax:
-            # bars cut by the axis get their value written at the top
-            bw = 1.0 / (len(series) + 1.5)
-            for i, g in enumerate(groups):
-                for j, sname in enumerate(series):
-                    v = values.get((g, sname))
-                    if v and v[0] > ymax:
-                        sc.append("set label %s at %f, %f rotate by 90 right front font ',8'"
-                                  % (gq("%.3g" % v[0]), i + (j - (len(series) - 1) / 2.0) * bw, ymax * 0.98))
+            sc += cut_bar_labels(groups, series, values, ymax)
         if hline is not None:
             sc.append("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 1.5 lc rgb '#000000' front"
                       % (hline, hline))
@@ -381,9 +387,9 @@ def plot_kernel(p, kernel):
            "time / glibc", suites, variants, values, hline=1.0)
 
 
-def plot_all(p, data, redis):
+def plot_bulk(p, data):
+    """(a) bulk: ns per object against N."""
     B = "uslab-bench"
-    # (a) bulk: ns per object against N.
     for which, png, metric, cap in [
         ("bulk API", "bulk-api.png", "bulk ns/object",
          "uslab's kmem_cache_alloc_bulk + kmem_cache_free_bulk (solid) against the peers' N x malloc + N x free "
@@ -405,7 +411,11 @@ def plot_all(p, data, redis):
         p.curves(png, "bulk (%s): 256-byte objects, N allocated then N freed; ns per object, lower is better" % which,
                  cap, "N (objects per call or batch), log scale", "ns per object (alloc + free)", series, logx=True,
                  xtics=xt)
-    # (a) nalloc and seed003: ticks per call against size.
+
+
+def plot_sizes(p, data):
+    """(a) nalloc and seed003: ticks per call against size."""
+    B = "uslab-bench"
     for table, desc in [("nalloc", "one thread, kmem_cache per size (peers: malloc)"),
                         ("seed003", "kmalloc, a thread on each of two CPUs at once (peers: malloc)")]:
         for op in ["alloc", "free"]:
@@ -420,8 +430,12 @@ def plot_all(p, data, redis):
                      "%s N*alloc N*free: ticks per %s by size, lower is better" % (table, op),
                      "%s; average TSC ticks per %s call (rdtsc included), log scale on both axes" % (desc, op),
                      "object size (bytes), log scale", "ticks per %s" % op, series, logx=True, logy=True, xtics=xt)
-    # (a) detached: seed 000's second table, mean cycles per object against N
-    # (uslab-bench writes the mean of its runs where the others have medians).
+
+
+def plot_detached(p, data):
+    """(a) detached: seed 000's second table, mean cycles per object against N
+    (uslab-bench writes the mean of its runs where the others have medians)."""
+    B = "uslab-bench"
     rows = order_allocators(present_allocators(data, B, "detached"))
     series = []
     for n in rows:
@@ -434,13 +448,21 @@ def plot_all(p, data, redis):
              "(USLAB_BULK_LOOKAHEAD=1, dashed), with sheaves and without; the mean of the runs (processes), "
              "as seed 000 gave it", "N (objects per call), log scale", "TSC cycles per object (alloc + free)",
              series, logx=True, xtics=xt)
-    # (b) uslab-mbench: time and peak RSS per workload, over the best peer's.
+
+
+def mbench_allocators(data):
+    """uslab-mbench's rows, uslab's first."""
+    return order_allocators(list(dict.fromkeys(k[2] for k in data if k[0] == "uslab-mbench")))
+
+
+def plot_mbench(p, data):
+    """(b) uslab-mbench: time and peak RSS per workload, over the best peer's."""
     M = "uslab-mbench"
     workloads = []
     for k in data:
         if k[0] == M and k[1] not in workloads:
             workloads.append(k[1])
-    allocs = order_allocators(list(dict.fromkeys(k[2] for k in data if k[0] == M)))
+    allocs = mbench_allocators(data)
     for metric, png, what, unit in [("time s", "mbench-time.png", "wall time", "s"),
                                     ("peak RSS MB", "mbench-rss.png", "peak RSS", "MB")]:
         values, labels = {}, []
@@ -465,7 +487,12 @@ def plot_all(p, data, redis):
                % (what, what, "; the y axis stops at 4, a taller bar is cut and its value written on it"
                   if ymax else ""),
                "%s / best peer's" % what, labels, allocs, values, hline=1.0, ymax=ymax)
-    # (b2) the real programs: time and peak RSS over glibc's, and their geomean.
+
+
+def plot_programs(p, data):
+    """(b2) the real programs: time and peak RSS over glibc's, and their geomean."""
+    M = "uslab-mbench"
+    allocs = mbench_allocators(data)
     progs = [w for w in ["python3", "python3-malloc", "perl", "sqlite3", "gcc", "redis", "sort"]
              if (M, w, "glibc", "time s", "") in data]
     if progs:
@@ -489,9 +516,16 @@ def plot_all(p, data, redis):
                    "glibc's median, whiskers: the fastest..slowest run (time) or least..greatest (RSS); geomean: "
                    "over the programs, of the medians' ratios", "%s / glibc's" % what, labels, allocs, values,
                    hline=1.0)
-    # (c) single pair, random-free and partial-drain, per allocator.
-    def short(n):
-        return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
+
+
+def short_name(n):
+    """uslab's rows without the word uslab (and the static row without its '(extra)')."""
+    return n.replace("uslab ", "").replace(" (extra)", "") if n.startswith("uslab ") else n
+
+
+def plot_per_allocator(p, data):
+    """(c) single pair, random-free and partial-drain, per allocator."""
+    B = "uslab-bench"
     COLOURS.update({"ns/pair": "#1f4e9c", "N=10k": "#ff7f0e", "N=1M": "#d62728", "seconds": "#1f4e9c",
                     "cmpxchg_double": "#1f4e9c", "list_lock": "#d62728"})
     for png, title, cap, parts in [
@@ -524,13 +558,16 @@ def plot_all(p, data, redis):
             for n in names:
                 v = data.get((B, t, n, m, x))
                 if v:
-                    values[(short(n), label)] = v[:3]
+                    values[(short_name(n), label)] = v[:3]
         p.bars(png, title, cap + "; uslab's rows first, without the word 'uslab'; bars: medians of the runs, "
                "whiskers: the least..greatest run",
                {"messaging.png": "seconds", "messaging-counters.png": "per 1000 messages"}.get(png, "ns"),
-               [short(n) for n in names], [g[3] for g in parts], values,
+               [short_name(n) for n in names], [g[3] for g in parts], values,
                key="inside left top" if len(parts) > 1 else "off", rotate=True)
-    # (d) redis: RSS at each point of the scenario.
+
+
+def plot_redis(p, redis):
+    """(d) redis: RSS at each point of the scenario."""
     order, med, _ = redis
     phases = ["start", "loaded", "after DEL 80%", "after more keys", "after FLUSHALL + idle"]
     values = {}
@@ -540,6 +577,17 @@ def plot_all(p, data, redis):
     p.bars("redis-rss.png", "redis-server: RSS (MB) at each point of the scenario; lower is better",
            "VmRSS in MB (kB / 1000), medians of the rounds, per allocator (the spread is in the tables)",
            "RSS MB", phases, order, values)
+
+
+def plot_all(p, data, redis):
+    """Every plot but the kernel suites', in the report's order."""
+    plot_bulk(p, data)
+    plot_sizes(p, data)
+    plot_detached(p, data)
+    plot_mbench(p, data)
+    plot_programs(p, data)
+    plot_per_allocator(p, data)
+    plot_redis(p, redis)
 
 
 # ------------------------------------------------------------------ tables
@@ -735,18 +783,20 @@ def summary_lines(data, parts, redis, meta, kernel=None):
 # ------------------------------------------------------------------ the report
 
 
-def report(d):
-    raw = os.path.join(d, "raw")
+def load_raw(raw):
+    """The run's raw/: meta.json ({} if it cannot be read), the --data lines,
+    the parts' exit statuses, the redis and kernel tables."""
     meta = {}
     try:
         with open(os.path.join(raw, "meta.json")) as f:
             meta = json.load(f)
     except (OSError, ValueError):
         pass
-    data = read_data(raw)
-    parts = read_parts(raw)
-    redis = read_redis(raw)
-    kernel = read_kernel(raw)
+    return meta, read_data(raw), read_parts(raw), read_redis(raw), read_kernel(raw)
+
+
+def draw_plots(d, meta, data, redis, kernel):
+    """DIR/*.png afresh; the Plotter, which knows what it made and what it left out."""
     for f in os.listdir(d):
         if f.endswith(".png"):
             os.remove(os.path.join(d, f))
@@ -761,9 +811,12 @@ def report(d):
     except Exception as e:
         p.missing.append(("the kernel suites' plot", "the generator failed: %r" % e))
     p.close()
+    return p
 
+
+def report_header(meta, total):
+    """The title, the quick-mode note and the table of the run's facts, how to read the numbers, the peers."""
     quick = meta.get("mode") == "quick"
-    total = next((pt for pt in parts if pt["name"] == "total"), None)
     v = meta.get("versions", {})
     L = []
     L.append("# uslab benchmark report%s\n" % (" (quick mode)" if quick else ""))
@@ -801,14 +854,24 @@ def report(d):
              "rows, columns and plots are named gperftools (in `raw/data.tsv`, `raw/redis.tsv` and `raw/kernel.tsv` "
              "its key is still `tcmalloc`; tables in `raw/` from runs before the rename say tcmalloc).\n"
              % gperftools_note(meta))
+    return L
 
+
+def report_summary(data, parts, redis, meta, kernel):
+    """The summary lines, and the parts that failed."""
+    L = []
     L.append("## Summary\n")
     L.append(fence("\n".join(summary_lines(data, parts, redis, meta, kernel)) or "(no data)"))
     bad = [pt for pt in parts if pt["name"] != "total" and pt["rc"] != "0"]
     if bad:
         L.append("**Failed parts:** %s (see their notes below).\n"
                  % ", ".join("%s (exit %s)" % (pt["name"], pt["rc"]) for pt in bad))
+    return L
 
+
+def report_plots(p):
+    """Every plot made, with its caption; those left out and why."""
+    L = []
     L.append("## Plots\n")
     for png, title, cap in p.made:
         L.append("**%s**  \n%s\n" % (title, cap))
@@ -818,7 +881,12 @@ def report(d):
         for title, why in p.missing:
             L.append("* %s: %s" % (title, why))
         L.append("")
+    return L
 
+
+def report_programs(raw):
+    """uslab-bench's, uslab-mbench's and uslab-dbench's output, a section per table, and their stderr notes."""
+    L = []
     sections = [
         ("uslab-bench", "uslab-bench: the seed benchmarks",
          "uslab's kmem_cache API on both engines (SLUB with sheaves or the cpu slab, SLAB), in rseq and locked "
@@ -848,6 +916,12 @@ def report(d):
         if notes:
             L.append("Messages on stderr (failures and notes):\n")
             L.append(fence("\n".join(notes)))
+    return L
+
+
+def report_redis(raw):
+    """The redis scenario's tables and its per-round log."""
+    L = []
     L.append("## redis-server: memory on a real server\n")
     L.append("Debian's redis 7.0 loads keys, deletes 80% of them, loads as many again, then FLUSHALL and idles; RSS "
              "in MB at each point (bench/redis/README.md).\n")
@@ -861,6 +935,12 @@ def report(d):
     if log:
         L.append("Per-round log (stderr):\n")
         L.append(fence("\n".join(log)))
+    return L
+
+
+def report_others(raw, p):
+    """The Rust crate's, the RCU benchmark's and the kernel suites' output."""
+    L = []
     L.append("## Rust: the uslab crate\n")
     L.append("bindings/rust: `uslab::Uslab` as `#[global_allocator]` against the mimalloc and tikv-jemallocator "
              "crates and the system allocator, and `KmemCache<T>` against `Box<T>` and the slab and sharded-slab "
@@ -880,6 +960,21 @@ def report(d):
              "\"idr-test:1 main:1\"`).\n")
     L.append(part_output(raw, "kernel-suites.txt"))
     L += ["![%s](%s)\n" % (t, png) for png, t, _ in p.made if png == "kernel-suites.png"]
+    return L
+
+
+def report(d):
+    raw = os.path.join(d, "raw")
+    meta, data, parts, redis, kernel = load_raw(raw)
+    p = draw_plots(d, meta, data, redis, kernel)
+    quick = meta.get("mode") == "quick"
+    total = next((pt for pt in parts if pt["name"] == "total"), None)
+    L = report_header(meta, total)
+    L += report_summary(data, parts, redis, meta, kernel)
+    L += report_plots(p)
+    L += report_programs(raw)
+    L += report_redis(raw)
+    L += report_others(raw, p)
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write("\n".join(L))
 

@@ -39,7 +39,7 @@ if [ "$want" = bench ]; then
   command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || pkgs+=(redis-tools)
   # The compiler among the real programs (uslab-mbench's gcc workload).
   command -v gcc >/dev/null || pkgs+=(gcc)
-  # scudo, the hardened peer of the debug detection table (bench/dbench.c).
+  # scudo, the hardened peer of the debug detection table (bench/dbench/dbench.c).
   ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so >/dev/null 2>&1 ||
     pkgs+=(libclang-rt-14-dev)
   # The report's plots (scripts/bench_report.py draws them with gnuplot's pngcairo).

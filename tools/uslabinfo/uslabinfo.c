@@ -695,7 +695,9 @@ static void top(void)
  * main
  */
 
-int main(int argc, char **argv)
+/* The options into opt: -1 to go on, else the exit status (0 after --help,
+ * 2 after the usage). */
+static int parse_options(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "aliases", no_argument, NULL, 'a' },   { "activity", no_argument, NULL, 'A' },
@@ -755,6 +757,13 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	return -1;
+}
+
+/* The cache pattern (the one operand, if any) into opt.regex, and the options
+ * checked against each other: -1 to go on, else the exit status. */
+static int check_options(int argc, char **argv)
+{
 	if (optind < argc - 1) {
 		usage(stderr);
 		return 2;
@@ -774,8 +783,96 @@ int main(int argc, char **argv)
 		die("-s, -v and --top need a running process (-p PID), not a saved file");
 	if (opt.size + opt.loss + opt.partial_sort + opt.activity_sort > 1)
 		die("the sorting options (-S, -L, -P, -A) are mutually exclusive");
-	open_source();
+	return -1;
+}
 
+/* --save FILE: the snapshot as read, for -f FILE later. */
+static void save(struct live_snapshot *s)
+{
+	size_t len;
+	void *img = live_image(s, &len);
+	FILE *f = img ? fopen(opt.save, "wb") : NULL;
+	if (!f || fwrite(img, 1, len, f) != len || fclose(f) != 0)
+		die("%s: cannot write it: %s", opt.save, strerror(errno));
+	free(img);
+	printf("saved %u caches of process %lld to %s\n", s->hdr.nr_rows, (long long)s->hdr.pid, opt.save);
+}
+
+/* -s, -v: one cache by name when the pattern names exactly one, else all
+ * that match, one request each. */
+static void shrink_validate(const struct live_snapshot *s)
+{
+	uint32_t op = opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE;
+	unsigned int matched = 0;
+	for (uint32_t i = 0; i < s->hdr.nr_rows; i++)
+		if (wanted(&s->rows[i])) {
+			if (!opt.have_regex) {
+				matched = 1;
+				request_shrink_validate(op, "");
+				break;
+			}
+			request_shrink_validate(op, s->rows[i].name);
+			matched++;
+		}
+	if (!matched)
+		die("no cache of process %ld matches", opt.pid);
+}
+
+/* The caches the pattern matches: a report each with -r or when it matches
+ * one (true), else nothing (false: the table is wanted). */
+static bool report_matches(const struct live_snapshot *s)
+{
+	unsigned int matched = 0;
+	for (uint32_t i = 0; i < s->hdr.nr_rows; i++)
+		matched += wanted(&s->rows[i]);
+	if (opt.have_regex && !matched)
+		die("no cache matches");
+	if (!opt.report && !(opt.have_regex && matched == 1))
+		return false;
+	/* A running process's caches with U: their owner summaries, asked for
+	 * once (by name when one cache is shown). */
+	unsigned int tracked = 0;
+	const struct usl_live_row *one = NULL;
+	for (uint32_t i = 0; i < s->hdr.nr_rows; i++)
+		if (reported(&s->rows[i], matched) && (s->rows[i].flags & USL_LIVE_F_STORE_USER)) {
+			tracked++;
+			one = &s->rows[i];
+		}
+	if (tracked && map_live)
+		fetch_calls(tracked == 1 ? one->name : "");
+	for (uint32_t i = 0; i < s->hdr.nr_rows; i++)
+		if (reported(&s->rows[i], matched))
+			report(stdout, &s->rows[i]);
+	return true;
+}
+
+/* What the options ask of snapshot s. */
+static void show(struct live_snapshot *s)
+{
+	if (opt.save)
+		save(s);
+	else if (opt.shrink || opt.validate)
+		shrink_validate(s);
+	else if (opt.aliases)
+		show_aliases(stdout, s);
+	else if (opt.totals)
+		totals(stdout, s->rows, s->hdr.nr_rows);
+	else if (opt.numa && !opt.report) {
+		for (uint32_t i = 0; i < s->hdr.nr_rows; i++)
+			if (wanted(&s->rows[i]))
+				numa_view(stdout, &s->rows[i], false);
+	} else if (!report_matches(s))
+		table(stdout, s, opt.lines);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = parse_options(argc, argv);
+	if (rc < 0)
+		rc = check_options(argc, argv);
+	if (rc >= 0)
+		return rc;
+	open_source();
 	if (opt.top) {
 		top();
 		return 0;
@@ -784,77 +881,7 @@ int main(int argc, char **argv)
 	load(&s);
 	H = &s.hdr;
 	page_size = s.hdr.page_size;
-	if (opt.save) {
-		size_t len;
-		void *img = live_image(&s, &len);
-		FILE *f = img ? fopen(opt.save, "wb") : NULL;
-		if (!f || fwrite(img, 1, len, f) != len || fclose(f) != 0)
-			die("%s: cannot write it: %s", opt.save, strerror(errno));
-		free(img);
-		printf("saved %u caches of process %lld to %s\n", s.hdr.nr_rows, (long long)s.hdr.pid, opt.save);
-		goto out;
-	}
-	if (opt.shrink || opt.validate) {
-		/* One cache by name when the pattern names exactly one, else all
-		 * that match, one request each. */
-		unsigned int matched = 0;
-		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (wanted(&s.rows[i])) {
-				if (!opt.have_regex) {
-					matched = 1;
-					request_shrink_validate(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, "");
-					break;
-				}
-				request_shrink_validate(opt.shrink ? USL_LIVE_SHRINK : USL_LIVE_VALIDATE, s.rows[i].name);
-				matched++;
-			}
-		if (!matched)
-			die("no cache of process %ld matches", opt.pid);
-		goto out;
-	}
-	if (opt.aliases) {
-		show_aliases(stdout, &s);
-		goto out;
-	}
-	if (opt.totals) {
-		totals(stdout, s.rows, s.hdr.nr_rows);
-		goto out;
-	}
-	if (opt.numa && !opt.report) {
-		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (wanted(&s.rows[i]))
-				numa_view(stdout, &s.rows[i], false);
-		goto out;
-	}
-	unsigned int matched = 0;
-	const struct usl_live_row *only = NULL;
-	for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-		if (wanted(&s.rows[i])) {
-			matched++;
-			only = &s.rows[i];
-		}
-	if (opt.have_regex && !matched)
-		die("no cache matches");
-	if (opt.report || (opt.have_regex && matched == 1)) {
-		/* A running process's caches with U: their owner summaries,
-		 * asked for once (by name when one cache is shown). */
-		unsigned int tracked = 0;
-		const struct usl_live_row *one = NULL;
-		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (reported(&s.rows[i], matched) && (s.rows[i].flags & USL_LIVE_F_STORE_USER)) {
-				tracked++;
-				one = &s.rows[i];
-			}
-		if (tracked && map_live)
-			fetch_calls(tracked == 1 ? one->name : "");
-		for (uint32_t i = 0; i < s.hdr.nr_rows; i++)
-			if (reported(&s.rows[i], matched))
-				report(stdout, &s.rows[i]);
-		(void)only;
-		goto out;
-	}
-	table(stdout, &s, opt.lines);
-out:
+	show(&s);
 	free(calls_text);
 	live_free(&s);
 	if (opt.have_regex)

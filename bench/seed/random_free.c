@@ -1,7 +1,7 @@
 /* random_free.c - N live 256-byte objects freed in a random order and
  * allocated again, all of them (random-free) or a random half each round
  * (partial-drain), at two working-set sizes. */
-#include "common.h"
+#include "seed.h"
 
 /* random-free: N live 256-byte objects, then rounds of "free all N in a random
  * order, allocate N again". Unlike the LIFO loops above, the frees land on
@@ -20,13 +20,6 @@
  * objects: no slab empties, and the allocations must refill from partly used
  * slabs, where random-free's empty the working set and refill it from scratch.
  * Prints the median round's ns per freed and reallocated block. */
-static uint64_t xorshift64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
 
 /* One child of either workload: n live objects, rounds rounds, each freeing
  * and allocating again the last k of v after the last k places of a
@@ -74,7 +67,7 @@ static void child_shuffle_free(const char *cache_name, long n, long k, long roun
 		}
 		ns[r] = (now_ns() - t0) / (double)k;
 	}
-	qsort(ns, (size_t)rounds, sizeof(double), cmp_d);
+	qsort(ns, (size_t)rounds, sizeof(double), cmp_double);
 	printf("%.3f\n", ns[rounds / 2]);
 }
 

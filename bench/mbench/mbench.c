@@ -1,7 +1,7 @@
 /* mbench.c - uslab-mbench: malloc workloads of the kind mimalloc-bench runs
  * (written here), and real programs, each run under uslab (LD_PRELOAD of
  * libuslab.so), glibc, jemalloc, gperftools (Debian's libtcmalloc-minimal4,
- * progress.h's GPERFTOOLS_NOTE) and mimalloc in one invocation:
+ * peers.h's GPERFTOOLS_NOTE) and mimalloc in one invocation:
  * wall time and peak RSS, medians of interleaved runs, ratios against the
  * best peer (time) and glibc (RSS). Each table's header gives the units and
  * which way is better; a summary at the end puts uslab against the best peer
@@ -26,27 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "peers.h"
 #include "progress.h"
-#include "../tools/rss.h"
-
-#ifndef USLAB_SO_PATH
-#define USLAB_SO_PATH "libuslab.so"
-#endif
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static inline uint64_t xorshift(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
+#include "spawn.h"
+#include "stats.h"
+#include "../../tools/rss.h"
 
 /* Called through pointers, so no compiler folds a malloc/free pair. */
 static void *(*volatile vmalloc)(size_t) = malloc;
@@ -73,9 +58,9 @@ static void *larson_thread(void *arg)
 	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
 	void **slots = calloc(LARSON_SLOTS, sizeof(void *));
 	for (long op = 0; op < larson_ops; op++) {
-		size_t i = xorshift(&x) % LARSON_SLOTS;
+		size_t i = xorshift64(&x) % LARSON_SLOTS;
 		vfree(slots[i]);
-		size_t n = 16 + xorshift(&x) % 497;
+		size_t n = 16 + xorshift64(&x) % 497;
 		char *p = vmalloc(n);
 		p[0] = (char)op;
 		p[n - 1] = (char)id;
@@ -135,7 +120,7 @@ static void *xm_producer(void *arg)
 	for (long k = 0; k < xm_batches; k++) {
 		struct xm_batch *bt = vmalloc(sizeof(*bt));
 		for (int i = 0; i < XM_BATCH; i++) {
-			size_t n = 16 + xorshift(&x) % 241;
+			size_t n = 16 + xorshift64(&x) % 241;
 			unsigned char *p = vmalloc(n);
 			p[0] = (unsigned char)i;
 			bt->b[i] = p;
@@ -232,8 +217,8 @@ static void scratch(void)
  * malloc_trim(0). */
 static size_t log_size(uint64_t *x)
 {
-	unsigned int sh = 3 + (unsigned int)(xorshift(x) % 14);        /* 8 .. 64 KiB */
-	return ((size_t)1 << sh) + xorshift(x) % ((size_t)1 << sh);
+	unsigned int sh = 3 + (unsigned int)(xorshift64(x) % 14);        /* 8 .. 64 KiB */
+	return ((size_t)1 << sh) + xorshift64(x) % ((size_t)1 << sh);
 }
 
 static void churn(long *rss_before, long *rss_after, long *rss_trim)
@@ -248,8 +233,8 @@ static void churn(long *rss_before, long *rss_after, long *rss_trim)
 	memset(len, 0, sizeof(len));
 	*rss_before = rss_kib();
 	for (long op = 0; op < ops; op++) {
-		size_t i = xorshift(&x) % SLOTS;
-		unsigned int what = (unsigned int)(xorshift(&x) % 4);
+		size_t i = xorshift64(&x) % SLOTS;
+		unsigned int what = (unsigned int)(xorshift64(&x) % 4);
 		if (!slot[i]) {
 			len[i] = log_size(&x);
 			slot[i] = vmalloc(len[i]);
@@ -291,7 +276,7 @@ static void large(void)
 	uint64_t x = 0x2545F4914F6CDD1Dull;
 	int n = quick ? 300 : 2000;
 	for (int i = 0; i < n; i++) {
-		size_t len = ((size_t)5 << 20) + xorshift(&x) % ((size_t)20 << 20);
+		size_t len = ((size_t)5 << 20) + xorshift64(&x) % ((size_t)20 << 20);
 		char *p = vmalloc(len);
 		if (!p)
 			exit(1);
@@ -320,9 +305,9 @@ struct alloc {
 static struct alloc allocs[] = {
 	{ "uslab", USLAB_SO_PATH, 1, "slub", NULL, NULL, NULL, NULL },
 	{ "glibc", NULL, 1, NULL, NULL, NULL, NULL, NULL },
-	{ "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 1, NULL, NULL, NULL, NULL, NULL },
-	{ "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1, NULL, NULL, "tcmalloc", NULL, NULL },
-	{ "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 1, NULL, NULL, NULL, NULL, NULL },
+	{ "jemalloc", JEMALLOC_SO, 1, NULL, NULL, NULL, NULL, NULL },
+	{ "gperftools", GPERFTOOLS_SO, 1, NULL, NULL, "tcmalloc", NULL, NULL },
+	{ "mimalloc", MIMALLOC_SO, 1, NULL, NULL, NULL, NULL, NULL },
 	{ "uslab-slab", USLAB_SO_PATH, 1, "slab", NULL, NULL, NULL, NULL },
 	{ "uslab-nosheaves", USLAB_SO_PATH, 1, "slub", "0", NULL, NULL, NULL },
 	{ "uslab-owned", USLAB_SO_PATH, 1, "slub", NULL, NULL, "owned", NULL },
@@ -332,7 +317,6 @@ static int is_peer(int a) { return allocs[a].engine == NULL; }
 #define NALLOC (int)(sizeof(allocs) / sizeof(allocs[0]))
 #define MAXRUNS 21
 
-static const char *self;
 
 /* --data FILE: one line per number, "uslab-mbench, workload, allocator,
  * metric, (no x), median, least, greatest, runs", tab-separated; the
@@ -480,6 +464,41 @@ static void print_summary(void)
 	gperftools_note();
 }
 
+/* The child's side of run(): allocator a's environment, env added, then
+ * argv (under perf record with --profile), its stdout into outfile if any. */
+struct run_exec {
+	int a;
+	char *const *argv;
+	const char *env, *outfile;
+};
+
+static void exec_run(void *p)
+{
+	const struct run_exec *x = p;
+	const struct alloc *al = &allocs[x->a];
+	if (x->outfile) {
+		FILE *f = freopen(x->outfile, "w", stdout);
+		(void)f;
+	}
+	env_set("LD_PRELOAD", al->preload);
+	env_set("USLAB_ALLOCATOR", al->engine);
+	env_set("USLAB_FRONT", al->front);
+	env_set("USLAB_SHEAVES", al->sheaves);
+	env_set("USLAB_RANDOM", al->random);
+	if (x->env)
+		putenv((char *)x->env);
+	if (profile) {
+		enum { PERF_ARGS = 10, PERF_ARGV = 24 };   /* perf's own words; the last stays NULL */
+		char *pargv[PERF_ARGV] = { (char *)"perf", (char *)"record", (char *)"-q", (char *)"-e", (char *)"cpu-clock",
+			                   (char *)"-F", (char *)"2000", (char *)"-o", perf_file, (char *)"--" };
+		for (int i = 0; x->argv[i] && PERF_ARGS + i < PERF_ARGV - 1; i++)
+			pargv[PERF_ARGS + i] = x->argv[i];
+		execvp(pargv[0], pargv);
+	} else {
+		execvp(x->argv[0], x->argv);
+	}
+}
+
 /* Run argv under allocator a, with env ("NAME=VALUE", or NULL) added: wall
  * seconds, peak RSS (KiB: the largest process of the run, as wait4 gives it),
  * and up to 3 numbers the child printed. Returns the count of numbers read, -1
@@ -487,72 +506,17 @@ static void print_summary(void)
 static int run(int a, char *const argv[], const char *env, double *secs, long *maxrss, long vals[3],
                const char *outfile)
 {
-	int pfd[2];
-	if (pipe(pfd) != 0)
-		return -1;
-	fflush(stdout);
-	double t0 = now_s();
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		if (outfile) {
-			FILE *f = freopen(outfile, "w", stdout);
-			(void)f;
-		} else {
-			dup2(pfd[1], 1);
-		}
-		close(pfd[1]);
-		if (allocs[a].preload)
-			setenv("LD_PRELOAD", allocs[a].preload, 1);
-		else
-			unsetenv("LD_PRELOAD");
-		if (allocs[a].engine)
-			setenv("USLAB_ALLOCATOR", allocs[a].engine, 1);
-		else
-			unsetenv("USLAB_ALLOCATOR");
-		if (allocs[a].front)
-			setenv("USLAB_FRONT", allocs[a].front, 1);
-		else
-			unsetenv("USLAB_FRONT");
-		if (allocs[a].sheaves)
-			setenv("USLAB_SHEAVES", allocs[a].sheaves, 1);
-		else
-			unsetenv("USLAB_SHEAVES");
-		if (allocs[a].random)
-			setenv("USLAB_RANDOM", allocs[a].random, 1);
-		else
-			unsetenv("USLAB_RANDOM");
-		if (env)
-			putenv((char *)env);
-		if (profile) {
-			enum { PERF_ARGS = 10, PERF_ARGV = 24 };   /* perf's own words; the last stays NULL */
-			char *pargv[PERF_ARGV] = { (char *)"perf", (char *)"record", (char *)"-q", (char *)"-e",
-				            (char *)"cpu-clock", (char *)"-F", (char *)"2000", (char *)"-o", perf_file,
-				            (char *)"--" };
-			for (int i = 0; argv[i] && PERF_ARGS + i < PERF_ARGV - 1; i++)
-				pargv[PERF_ARGS + i] = argv[i];
-			execvp(pargv[0], pargv);
-		} else {
-			execvp(argv[0], argv);
-		}
-		_exit(127);
-	}
-	close(pfd[1]);
+	struct run_exec x = { a, argv, env, outfile };
+	struct spawn_result r;
 	char buf[256];
-	ssize_t n, got = 0;
-	while ((n = read(pfd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
-		got += n;
-	close(pfd[0]);
-	buf[got > 0 ? got : 0] = 0;
-	int st;
-	struct rusage ru;
-	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
+	double t0 = now_s();
+	if (spawn_capture(exec_run, &x, buf, sizeof(buf), &r) < 0)
 		return -1;
 	*secs = now_s() - t0;
-	*maxrss = ru.ru_maxrss;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	*maxrss = r.ru.ru_maxrss;
+	if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
 		progress_break();
-		fprintf(stderr, "uslab-mbench: %s under %s failed (status %d)\n", argv[0], allocs[a].name, st);
+		fprintf(stderr, "uslab-mbench: %s under %s failed (status %d)\n", argv[0], allocs[a].name, r.status);
 		return -1;
 	}
 	return sscanf(buf, "%ld %ld %ld", &vals[0], &vals[1], &vals[2]) > 0 ? 3 : 0;
@@ -925,7 +889,6 @@ int main(int argc, char **argv)
 {
 	const char *what = "all";
 	int runs = 5;
-	self = "/proc/self/exe";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--child") && i + 1 < argc) {
 			quick = getenv("MBENCH_QUICK") != NULL;
@@ -975,10 +938,8 @@ int main(int argc, char **argv)
 	if (quick)
 		setenv("MBENCH_QUICK", "1", 1);
 	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (self_exe(exe, sizeof(exe)) < 0)
 		return 1;
-	exe[n] = 0;
 	for (int a = 0; a < NALLOC; a++)
 		if (allocs[a].present && allocs[a].preload && access(allocs[a].preload, R_OK) != 0) {
 			allocs[a].present = 0;

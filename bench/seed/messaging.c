@@ -1,6 +1,6 @@
 /* messaging.c - seed 001's perf bench sched messaging in threads: senders
  * allocate messages, receivers free them; time, and uslab's slab counters. */
-#include "common.h"
+#include "seed.h"
 
 /* messaging: seed 001's "perf bench sched messaging" in threads: G groups of
  * 20 senders and 20 receivers; each sender allocates a 100-byte message for

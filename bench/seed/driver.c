@@ -2,7 +2,8 @@
  * its malloc, the peers), each child run with its environment and checked
  * (the path it ran, the count of numbers), medians over interleaved runs,
  * the tables' rows and ratios, --data's lines, and the summary. */
-#include "common.h"
+#include "seed.h"
+#include "spawn.h"
 
 /* uslab: the four combinations of sheaves / cpu-slab and rseq / locked on SLUB,
  * and SLAB (USLAB_ALLOCATOR=slab: its arrays are always on) in both modes, each
@@ -29,16 +30,16 @@ struct variant variants[] = {
 	{ "uslab malloc, owned", "owned-malloc", SO, 0, 0, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL, "owned" },
 	{ "uslab malloc, slab", "slab-malloc", SO, 0, 0, 0, NULL, NULL, 1, "slab", NULL, NULL, NULL, NULL, NULL },
 	{ "glibc", "glibc", NULL, 0, 1, 0, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL, NULL },
-	{ "jemalloc", "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
+	{ "jemalloc", "jemalloc", JEMALLOC_SO, 0, 1, 0, NULL, NULL, 1, NULL, NULL,
 	  NULL, NULL, NULL, NULL },
 	/* Debian's libtcmalloc-minimal4: gperftools' tcmalloc (GPERFTOOLS_NOTE,
-	 * progress.h), keyed "tcmalloc" in --data as before the name changed. */
-	{ "gperftools", "gperftools", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 0, 1, 0, NULL, NULL, 1,
+	 * peers.h), keyed "tcmalloc" in --data as before the name changed. */
+	{ "gperftools", "gperftools", GPERFTOOLS_SO, 0, 1, 0, NULL, NULL, 1,
 	  NULL, NULL, NULL, NULL, "tcmalloc", NULL },
-	{ "mimalloc", "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, 1, 0, NULL, NULL, 1, NULL, NULL,
+	{ "mimalloc", "mimalloc", MIMALLOC_SO, 0, 1, 0, NULL, NULL, 1, NULL, NULL,
 	  NULL, NULL, NULL, NULL },
 };
-_Static_assert(sizeof(variants) / sizeof(variants[0]) == NVAR, "NVAR (common.h) counts the variants");
+_Static_assert(sizeof(variants) / sizeof(variants[0]) == NVAR, "NVAR (seed.h) counts the variants");
 
 const char *self_path;
 char static_path[4200];      /* uslab-bench-static beside this program */
@@ -53,124 +54,111 @@ int ntried[NVAR], nfail[NVAR];
 static char fail_why[NVAR][128];
 static unsigned int cap_seen[NVAR];
 
-/* name=value in the environment, or name removed when value is NULL. */
-static void env_set(const char *name, const char *value)
+/* The child's side of run_child: the variant's environment, then this
+ * program (or uslab-bench-static) with --child. */
+struct child_exec {
+	const struct variant *v;
+	const char *scenario, *arg;
+};
+
+static void exec_child(void *p)
 {
-	if (value)
-		setenv(name, value, 1);
-	else
-		unsetenv(name);
+	const struct child_exec *c = p;
+	const struct variant *v = c->v;
+	/* The environment is in place before exec, hence before the
+	 * library's start-up reads USLAB_RSEQ and USLAB_SHEAVES. */
+	env_set("LD_PRELOAD", v->preload);
+	env_set("USLAB_RSEQ", v->rseq);
+	env_set("USLAB_SHEAVES", v->sheaves);
+	env_set("USLAB_ALLOCATOR", v->engine ? v->engine : "slub");
+	env_set("USLAB_SLAB_COLOUR", v->colour);
+	env_set("USLAB_BULK_LOOKAHEAD", v->lookahead);
+	env_set("USLAB_FRONT", v->front);
+	const char *exe = v->exe ? static_path : self_path;
+	execl(exe, exe, "--child", c->scenario, v->uslab ? "uslab" : "malloc", c->arg, (char *)NULL);
 }
 
-/* Run one child and parse exactly want numbers from its stdout into vals.
- * Returns want, or -1 after saying why on stderr: a crash, an exit status, the
- * wrong number of values, or a uslab child that ran a path other than its
- * variant's (per-CPU mode, sheaves or not). */
-int run_child(int vi, const char *scenario, const char *arg, int want, double *vals)
-{
-	struct variant *v = &variants[vi];
-	char *why = fail_why[vi];
-	int pfd[2];
+#define WHYLEN sizeof(fail_why[0])
 
-	why[0] = 0;
-	if (pipe(pfd) != 0) {
-		snprintf(why, sizeof(fail_why[0]), "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	/* Nothing buffered may be duplicated into the child, and the parent's
-	 * output must stay in order with the children's stderr. */
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		snprintf(why, sizeof(fail_why[0]), "fork: %s", strerror(errno));
-		goto fail;
-	}
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		close(pfd[1]);
-		/* The environment is in place before exec, hence before the
-		 * library's start-up reads USLAB_RSEQ and USLAB_SHEAVES. */
-		env_set("LD_PRELOAD", v->preload);
-		env_set("USLAB_RSEQ", v->rseq);
-		env_set("USLAB_SHEAVES", v->sheaves);
-		env_set("USLAB_ALLOCATOR", v->engine ? v->engine : "slub");
-		env_set("USLAB_SLAB_COLOUR", v->colour);
-		env_set("USLAB_BULK_LOOKAHEAD", v->lookahead);
-		env_set("USLAB_FRONT", v->front);
-		const char *exe = v->exe ? static_path : self_path;
-		execl(exe, exe, "--child", scenario, v->uslab ? "uslab" : "malloc", arg, (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	char buf[4096];
-	size_t len = 0;
-	ssize_t r;
-	while (len < sizeof(buf) - 1 && (r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)r;
-	close(pfd[0]);
-	buf[len] = 0;
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+/* Whether the child exited with status 0; else why not. */
+static int exited_well(int status, char *why)
+{
 	if (WIFSIGNALED(status)) {
-		snprintf(why, sizeof(fail_why[0]), "killed by signal %d (%s)", WTERMSIG(status),
-		         strsignal(WTERMSIG(status)));
-		goto fail;
+		snprintf(why, WHYLEN, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return 0;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(why, sizeof(fail_why[0]), "exit status %d", WEXITSTATUS(status));
-		goto fail;
+		snprintf(why, WHYLEN, "exit status %d", WEXITSTATUS(status));
+		return 0;
 	}
-	char *p = buf, *end;
-	/* A malloc child says whether uslab served it (see child_main): uslab's
-	 * malloc rows must, the peers' must not. */
+	return 1;
+}
+
+/* A malloc child says whether uslab served it (child_main, main.c): uslab's
+ * malloc rows must, the peers' must not. Skips that line at *p; whether it
+ * is right. */
+static int malloc_line_ok(const struct variant *v, char **p, char *why)
+{
 	int want_um = !v->uslab && v->preload && !strcmp(v->preload, USLAB_SO_PATH);
+	const char *want_engine = v->engine ? v->engine : "slub";
 	char um_mode[16], um_engine[16];
 	int um_used = 0;
-	if (!v->uslab && sscanf(p, "uslab-malloc %15s %15s%n", um_mode, um_engine, &um_used) == 2 && um_used) {
-		p += um_used;
+	if (!v->uslab && sscanf(*p, "uslab-malloc %15s %15s%n", um_mode, um_engine, &um_used) == 2 && um_used) {
+		*p += um_used;
 		if (!want_um) {
-			snprintf(why, sizeof(fail_why[0]), "was served by uslab's malloc, not %s", v->name);
-			goto fail;
+			snprintf(why, WHYLEN, "was served by uslab's malloc, not %s", v->name);
+			return 0;
 		}
-		if (strcmp(um_engine, v->engine ? v->engine : "slub") != 0) {
-			snprintf(why, sizeof(fail_why[0]), "ran on %s, not %s", um_engine, v->engine ? v->engine : "slub");
-			goto fail;
+		if (strcmp(um_engine, want_engine) != 0) {
+			snprintf(why, WHYLEN, "ran on %s, not %s", um_engine, want_engine);
+			return 0;
 		}
 	} else if (want_um) {
-		snprintf(why, sizeof(fail_why[0]), "was not served by uslab's malloc (%s not preloaded?)", USLAB_SO_PATH);
-		goto fail;
+		snprintf(why, WHYLEN, "was not served by uslab's malloc (%s not preloaded?)", USLAB_SO_PATH);
+		return 0;
 	}
-	if (v->uslab) {
-		char mode[16], engine[16];
-		unsigned int cap;
-		int used = 0;
-		const char *want_mode = v->rseq && !strcmp(v->rseq, "0") ? "locked" : "rseq";
-		int want_sheaves = v->sheaves && strcmp(v->sheaves, "0") != 0;
-		if (sscanf(p, "uslab %15s %u %15s%n", mode, &cap, engine, &used) != 3 || !used) {
-			snprintf(why, sizeof(fail_why[0]), "did not report its per-CPU mode, sheaf capacity and engine");
-			goto fail;
-		}
-		if (strcmp(engine, v->engine ? v->engine : "slub") != 0) {
-			snprintf(why, sizeof(fail_why[0]), "ran on %s, not %s", engine, v->engine ? v->engine : "slub");
-			goto fail;
-		}
-		p += used;
-		cap_seen[vi] = cap;
-		if (strcmp(mode, want_mode) != 0) {
-			snprintf(why, sizeof(fail_why[0]), "ran in %s mode, not %s", mode, want_mode);
-			goto fail;
-		}
-		if ((cap > 0) != want_sheaves) {
-			snprintf(why, sizeof(fail_why[0]), "ran with sheaf capacity %u (USLAB_SHEAVES=%s)", cap,
-			         v->sheaves ? v->sheaves : "unset");
-			goto fail;
-		}
+	return 1;
+}
+
+/* A uslab child's first line (report_path): the per-CPU mode, sheaf capacity
+ * and engine it ran, which must be its variant's. Skips it at *p and keeps
+ * the capacity; whether it is right (malloc children have none). */
+static int uslab_line_ok(int vi, char **p, char *why)
+{
+	const struct variant *v = &variants[vi];
+	if (!v->uslab)
+		return 1;
+	char mode[16], engine[16];
+	unsigned int cap;
+	int used = 0;
+	const char *want_mode = v->rseq && !strcmp(v->rseq, "0") ? "locked" : "rseq";
+	const char *want_engine = v->engine ? v->engine : "slub";
+	int want_sheaves = v->sheaves && strcmp(v->sheaves, "0") != 0;
+	if (sscanf(*p, "uslab %15s %u %15s%n", mode, &cap, engine, &used) != 3 || !used) {
+		snprintf(why, WHYLEN, "did not report its per-CPU mode, sheaf capacity and engine");
+		return 0;
 	}
+	if (strcmp(engine, want_engine) != 0) {
+		snprintf(why, WHYLEN, "ran on %s, not %s", engine, want_engine);
+		return 0;
+	}
+	*p += used;
+	cap_seen[vi] = cap;
+	if (strcmp(mode, want_mode) != 0) {
+		snprintf(why, WHYLEN, "ran in %s mode, not %s", mode, want_mode);
+		return 0;
+	}
+	if ((cap > 0) != want_sheaves) {
+		snprintf(why, WHYLEN, "ran with sheaf capacity %u (USLAB_SHEAVES=%s)", cap, v->sheaves ? v->sheaves : "unset");
+		return 0;
+	}
+	return 1;
+}
+
+/* Exactly want numbers at p, and nothing else, into vals: want, or -1 and why. */
+static int parse_values(char *p, int want, double *vals, char *why)
+{
+	char *end;
 	int n = 0;
 	while (n < MAXVALS) {
 		double d = strtod(p, &end);
@@ -182,20 +170,35 @@ int run_child(int vi, const char *scenario, const char *arg, int want, double *v
 	while (*p == ' ' || *p == '\n')
 		p++;
 	if (n != want || *p) {
-		snprintf(why, sizeof(fail_why[0]), "printed %d values%s, expected %d", n, *p ? " and text" : "", want);
-		goto fail;
+		snprintf(why, WHYLEN, "printed %d values%s, expected %d", n, *p ? " and text" : "", want);
+		return -1;
 	}
 	return n;
-fail:
+}
+
+/* Run one child and parse exactly want numbers from its stdout into vals.
+ * Returns want, or -1 after saying why on stderr: a crash, an exit status, the
+ * wrong number of values, or a uslab child that ran a path other than its
+ * variant's (per-CPU mode, sheaves or not). */
+int run_child(int vi, const char *scenario, const char *arg, int want, double *vals)
+{
+	struct variant *v = &variants[vi];
+	char *why = fail_why[vi];
+	struct child_exec c = { v, scenario, arg };
+	struct spawn_result r;
+	char buf[4096], *p = buf;
+	int n = -1;
+
+	why[0] = 0;
+	if (spawn_capture(exec_child, &c, buf, sizeof(buf), &r) < 0)
+		snprintf(why, WHYLEN, "%s: %s", r.failed, strerror(errno));
+	else if (exited_well(r.status, why) && malloc_line_ok(v, &p, why) && uslab_line_ok(vi, &p, why))
+		n = parse_values(p, want, vals, why);
+	if (n >= 0)
+		return n;
 	progress_break();
 	fprintf(stderr, "uslab-bench: %s, %s %s: %s\n", v->name, scenario, arg, why);
 	return -1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 /* medians[v][k]: median over runs of value k of variant v, for the runs that

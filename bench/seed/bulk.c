@@ -1,6 +1,6 @@
 /* bulk.c - seed 000's and 002's bulk tables: N objects allocated and freed N
  * at a time, the bulk API against single calls (fallback), per object. */
-#include "common.h"
+#include "seed.h"
 
 /* bulk (seed 000): for each bulk size N, objects allocated N at a time and then
  * freed N at a time; "fallback" with single calls, "bulk" with the bulk API
@@ -50,8 +50,8 @@ void child_bulk(long total)
 				tk[b] = (double)(ticks() - k0) / objs;
 				ns[b] = (now_ns() - t0) / objs;
 			}
-			qsort(tk, BULK_BATCHES, sizeof(double), cmp_d);
-			qsort(ns, BULK_BATCHES, sizeof(double), cmp_d);
+			qsort(tk, BULK_BATCHES, sizeof(double), cmp_double);
+			qsort(ns, BULK_BATCHES, sizeof(double), cmp_double);
 			printf("%.2f %.3f ", tk[BULK_BATCHES / 2], ns[BULK_BATCHES / 2]);
 		}
 	}

@@ -1,22 +1,15 @@
-/* progress.c - progress lines and ratios in words for both benchmarks
+/* progress.c - progress lines and ratios in words for the benchmarks
  * (progress.h). Single-threaded: only the driver process calls it. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "progress.h"
 
 static int step_no, step_total, progress_open;
 static const char *step_what;
 static double step_t0;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void progress_total(int steps)
 {
@@ -67,16 +60,4 @@ const char *in_words(char *buf, size_t n, double r, const char *more, const char
 	else
 		snprintf(buf, n, "%.2fx %s", 1 / r, less);
 	return buf;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-double bench_median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return n ? v[n / 2] : 0;
 }

@@ -22,6 +22,10 @@
 #include <unistd.h>
 #include <urcu/urcu-memb.h>
 
+#include "clock.h"
+#include "peers.h"
+#include "spawn.h"
+#include "stats.h"
 #include "uslab.h"
 
 /* Resolved by the preloaded libuslab.so; NULL under the other allocators. */
@@ -52,7 +56,7 @@ static void *writer(void *arg)
 	size_t w = (size_t)arg;
 	uint64_t x = 0x9e3779b97f4a7c15ull * (w + 1);
 	for (unsigned long i = 0; i < per_writer; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		xorshift64(&x);
 		struct obj *o = malloc(sizeof(*o));
 		if (!o)
 			abort();
@@ -138,15 +142,71 @@ struct row {
 	int n;
 };
 
-static int cmp_d(const void *a, const void *b)
+/* The child's side of a run: row r's allocator, this program with --child. */
+struct run_exec {
+	const char *exe;
+	const struct row *r;
+};
+
+static void exec_run(void *p)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	const struct run_exec *x = p;
+	char a1[8], a2[32];
+	env_set("LD_PRELOAD", x->r->preload);
+	snprintf(a1, sizeof(a1), "%d", x->r->kfree_rcu);
+	snprintf(a2, sizeof(a2), "%lu", per_writer);
+	execl(x->exe, x->exe, "--child", a1, a2, (char *)NULL);
 }
-static int cmp_l(const void *a, const void *b)
+
+/* Run number run of row r: its time and peak RSS kept, or a message. -1 if
+ * no child could be started. */
+static int run_row(const char *exe, struct row *r, int run)
 {
-	long x = *(const long *)a, y = *(const long *)b;
-	return x < y ? -1 : x > y;
+	struct run_exec x = { exe, r };
+	struct spawn_result res;
+	char buf[128];
+	double s;
+	long rss;
+	long n = spawn_capture(exec_run, &x, buf, sizeof(buf), &res);
+	if (n < 0 && strcmp(res.failed, "wait") != 0)
+		return -1;
+	if (n > 0 && WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0 && sscanf(buf, "%lf %ld", &s, &rss) == 2) {
+		r->secs[r->n] = s;
+		r->rss[r->n] = rss;
+		r->n++;
+	} else {
+		fprintf(stderr, "uslab-rcubench: %s: run %d failed\n", r->name, run + 1);
+	}
+	return 0;
+}
+
+/* The table: each row's throughput and peak RSS (medians), and their ratios to
+ * the first row's. */
+static void print_table(struct row *rows, int nrows, int runs, long ncpu)
+{
+	double objs = (double)per_writer * (double)(ncpu * 2);
+	printf("== kfree_rcu against call_rcu per object: %ld writers x %lu objects of 64 bytes, %ld readers "
+	       "(liburcu memb) ==\n", ncpu * 2, per_writer, ncpu);
+	printf("%-26s %12s %10s %12s %10s\n", "allocator", "Mobj/s", "x", "peak RSS MB", "x");
+	double base_t = 0;
+	long base_r = 0;
+	for (int k = 0; k < nrows; k++) {
+		struct row *r = &rows[k];
+		if (!r->n) {
+			printf("%-26s %12s\n", r->name, "(not run)");
+			continue;
+		}
+		double t = bench_median(r->secs, r->n);
+		long rss = bench_median_long(r->rss, r->n);
+		if (k == 0) {
+			base_t = t;
+			base_r = rss;
+		}
+		printf("%-26s %12.2f %10.2f %12.1f %10.2f\n", r->name, objs / t / 1e6, base_t > 0 ? t / base_t : 0,
+		       (double)rss / 1024.0, base_r > 0 ? (double)rss / (double)base_r : 0);
+	}
+	printf("(x: the row's time and peak RSS over uslab kfree_rcu's; above 1.00 is slower or larger. Medians of "
+	       "%d runs.)\n", runs);
 }
 
 int main(int argc, char **argv)
@@ -177,80 +237,20 @@ int main(int argc, char **argv)
 		{ "uslab kfree_rcu", USLAB_SO_PATH, 1, { 0 }, { 0 }, 0 },
 		{ "uslab call_rcu+free", USLAB_SO_PATH, 0, { 0 }, { 0 }, 0 },
 		{ "glibc call_rcu+free", NULL, 0, { 0 }, { 0 }, 0 },
-		{ "jemalloc call_rcu+free", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", 0, { 0 }, { 0 }, 0 },
-		{ "mimalloc call_rcu+free", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", 0, { 0 }, { 0 }, 0 },
+		{ "jemalloc call_rcu+free", JEMALLOC_SO, 0, { 0 }, { 0 }, 0 },
+		{ "mimalloc call_rcu+free", MIMALLOC_SO, 0, { 0 }, { 0 }, 0 },
 	};
 	int nrows = (int)(sizeof(rows) / sizeof(rows[0]));
 	char exe[4096];
-	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (l <= 0)
+	if (self_exe(exe, sizeof(exe)) < 0)
 		return 1;
-	exe[l] = 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	fprintf(stderr, "[rcu] %d runs of %d rows: %ld writers x %lu objects, %ld readers\n", runs, nrows, ncpu * 2,
 	        per_writer, ncpu);
 	for (int run = 0; run < runs; run++)
-		for (int k = 0; k < nrows; k++) {
-			struct row *r = &rows[k];
-			if (r->preload && access(r->preload, R_OK) != 0)
-				continue;
-			int fd[2];
-			if (pipe(fd) != 0)
+		for (int k = 0; k < nrows; k++)
+			if (!(rows[k].preload && access(rows[k].preload, R_OK) != 0) && run_row(exe, &rows[k], run) < 0)
 				return 1;
-			pid_t pid = fork();
-			if (pid == 0) {
-				dup2(fd[1], 1);
-				close(fd[0]);
-				if (r->preload)
-					setenv("LD_PRELOAD", r->preload, 1);
-				else
-					unsetenv("LD_PRELOAD");
-				char a1[8], a2[32];
-				snprintf(a1, sizeof(a1), "%d", r->kfree_rcu);
-				snprintf(a2, sizeof(a2), "%lu", per_writer);
-				execl(exe, exe, "--child", a1, a2, (char *)NULL);
-				_exit(127);
-			}
-			close(fd[1]);
-			char buf[128] = { 0 };
-			ssize_t n = read(fd[0], buf, sizeof(buf) - 1);
-			close(fd[0]);
-			int status;
-			waitpid(pid, &status, 0);
-			double s;
-			long rss;
-			if (n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %ld", &s, &rss) == 2) {
-				r->secs[r->n] = s;
-				r->rss[r->n] = rss;
-				r->n++;
-			} else {
-				fprintf(stderr, "uslab-rcubench: %s: run %d failed\n", r->name, run + 1);
-			}
-		}
-	double objs = (double)per_writer * (double)(ncpu * 2);
-	printf("== kfree_rcu against call_rcu per object: %ld writers x %lu objects of 64 bytes, %ld readers "
-	       "(liburcu memb) ==\n", ncpu * 2, per_writer, ncpu);
-	printf("%-26s %12s %10s %12s %10s\n", "allocator", "Mobj/s", "x", "peak RSS MB", "x");
-	double base_t = 0;
-	long base_r = 0;
-	for (int k = 0; k < nrows; k++) {
-		struct row *r = &rows[k];
-		if (!r->n) {
-			printf("%-26s %12s\n", r->name, "(not run)");
-			continue;
-		}
-		qsort(r->secs, (size_t)r->n, sizeof(double), cmp_d);
-		qsort(r->rss, (size_t)r->n, sizeof(long), cmp_l);
-		double t = r->secs[r->n / 2];
-		long rss = r->rss[r->n / 2];
-		if (k == 0) {
-			base_t = t;
-			base_r = rss;
-		}
-		printf("%-26s %12.2f %10.2f %12.1f %10.2f\n", r->name, objs / t / 1e6, base_t > 0 ? t / base_t : 0,
-		       (double)rss / 1024.0, base_r > 0 ? (double)rss / (double)base_r : 0);
-	}
-	printf("(x: the row's time and peak RSS over uslab kfree_rcu's; above 1.00 is slower or larger. Medians of "
-	       "%d runs.)\n", runs);
+	print_table(rows, nrows, runs, ncpu);
 	return 0;
 }

@@ -18,7 +18,7 @@
  * detect: each misuse of uslab-debug-prog (tests/preload/debug_prog.c), run
  * under uslab with USLAB_DEBUG=FZPU (without and with a quarantine), glibc
  * with MALLOC_CHECK_=3 (alone and with libc_malloc_debug), and jemalloc,
- * gperftools (Debian's libtcmalloc-minimal4, progress.h's GPERFTOOLS_NOTE),
+ * gperftools (Debian's libtcmalloc-minimal4, peers.h's GPERFTOOLS_NOTE),
  * mimalloc and scudo as they ship: detected (the allocator said so
  * on stderr) or not, and whether the program ran on to its end.
  *
@@ -39,12 +39,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "peers.h"
 #include "progress.h"
+#include "spawn.h"
+#include "stats.h"
 
-#ifndef USLAB_SO_PATH
-#define USLAB_SO_PATH "libuslab.so"
-#endif
-#define LIBDIR "/usr/lib/x86_64-linux-gnu"
+#define LIBC_DEBUG_SO PEER_LIBDIR "/libc_malloc_debug.so.0"
 #define MAXRUNS 21
 #define TIMEOUT_S 300.0
 
@@ -59,13 +60,6 @@ struct variant {
 
 static int quick;
 static char dir[4096];      /* where this program and its siblings are */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int scrubbed(const char *kv)
 {
@@ -196,7 +190,7 @@ static struct variant cost_v[] = {
 	{ "uslab, FZPU, USLAB_STACK_DEPTH=0", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", "USLAB_STACK_DEPTH=0" }, 0 },
 	{ "glibc", NULL, { NULL }, 0 },
 	{ "glibc, MALLOC_CHECK_=3", NULL, { "MALLOC_CHECK_=3", NULL }, 0 },
-	{ "glibc, MALLOC_CHECK_=3 + libc_malloc_debug", LIBDIR "/libc_malloc_debug.so.0", { "MALLOC_CHECK_=3", NULL }, 0 },
+	{ "glibc, MALLOC_CHECK_=3 + libc_malloc_debug", LIBC_DEBUG_SO, { "MALLOC_CHECK_=3", NULL }, 0 },
 };
 #define NCOST (int)(sizeof(cost_v) / sizeof(cost_v[0]))
 #define V_PLAIN 0
@@ -363,10 +357,10 @@ static struct variant det_v[] = {
 	{ "uslab FZPU", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", NULL }, 0 },
 	{ "uslab FZPU+Q", USLAB_SO_PATH, { "USLAB_DEBUG=FZPU", "USLAB_QUARANTINE=1m" }, 0 },
 	{ "glibc MC3", NULL, { "MALLOC_CHECK_=3", NULL }, 0 },
-	{ "glibc MC3+dbg", LIBDIR "/libc_malloc_debug.so.0", { "MALLOC_CHECK_=3", NULL }, 0 },
-	{ "jemalloc", LIBDIR "/libjemalloc.so.2", { NULL }, 0 },
-	{ "gperftools", LIBDIR "/libtcmalloc_minimal.so.4", { NULL }, 0 },
-	{ "mimalloc", LIBDIR "/libmimalloc.so.2", { NULL }, 0 },
+	{ "glibc MC3+dbg", LIBC_DEBUG_SO, { "MALLOC_CHECK_=3", NULL }, 0 },
+	{ "jemalloc", JEMALLOC_SO, { NULL }, 0 },
+	{ "gperftools", GPERFTOOLS_SO, { NULL }, 0 },
+	{ "mimalloc", MIMALLOC_SO, { NULL }, 0 },
 	{ "scudo", NULL, { NULL }, 0 },    /* found by find_scudo */
 };
 #define NDET (int)(sizeof(det_v) / sizeof(det_v[0]))
@@ -424,6 +418,18 @@ static void outcome(const struct result *r, char *cell, size_t n)
 		snprintf(cell, n, "%s, SIG%s", said, sigabbrev_np(-r->status) ? sigabbrev_np(-r->status) : "?");
 	else
 		snprintf(cell, n, "%s, exit %d", said, r->status);
+}
+
+/* A row of the detection table's counts: "n of ran" per allocator. */
+static void count_row(const char *label, const int n[NDET], const int ran[NDET])
+{
+	printf("%-16s", label);
+	for (int c = 0; c < NDET; c++)
+		if (det_v[c].present) {
+			char b[24];
+			snprintf(b, sizeof(b), "%d of %d", n[c], ran[c]);
+			printf(" %-17s", b);
+		}
 }
 
 static void detect(int reps)
@@ -509,20 +515,9 @@ static void detect(int reps)
 				printf(" %-17s", cells[s][c]);
 		printf("\n");
 	}
-	printf("%-16s", "detected");
-	for (int c = 0; c < NDET; c++)
-		if (det_v[c].present) {
-			char b[24];
-			snprintf(b, sizeof(b), "%d of %d", found[c], ran[c]);
-			printf(" %-17s", b);
-		}
-	printf("\n%-16s", "ran on");
-	for (int c = 0; c < NDET; c++)
-		if (det_v[c].present) {
-			char b[24];
-			snprintf(b, sizeof(b), "%d of %d", ranon[c], ran[c]);
-			printf(" %-17s", b);
-		}
+	count_row("detected", found, ran);
+	printf("\n");
+	count_row("ran on", ranon, ran);
 	printf("\n\nThe misuses:\n");
 	for (int s = 0; s < NSCEN; s++)
 		printf("  %-16s %s\n", scen[s].name, scen[s].what);
@@ -567,10 +562,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-	if (n <= 0)
+	if (self_exe(dir, sizeof(dir)) < 0)
 		return 1;
-	dir[n] = 0;
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;

@@ -1,5 +1,5 @@
 /* remote.c - one thread allocates, another frees through a ring. */
-#include "common.h"
+#include "seed.h"
 
 /* remote: one thread allocates, another frees, through a ring. ns per object. */
 #define RING_SZ 1024

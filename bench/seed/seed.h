@@ -1,13 +1,14 @@
-/* common.h - what uslab-bench's files share: the uslab API as weak references
- * (resolved by the preloaded libuslab.so in uslab's children), the clock, the
- * child's globals, the driver (driver.c: the variants, running children,
- * medians, tables, the summary) and each workload's two entry points, its
- * child (child_*) and its table (bench_*), one file a workload: single.c,
- * nalloc.c (nalloc and seed003), bulk.c, detached.c, remote.c,
- * random_free.c (random-free and partial-drain), messaging.c, colour.c;
- * child.c has what their children share. bench.c has main. */
-#ifndef USLAB_BENCH_COMMON_H
-#define USLAB_BENCH_COMMON_H
+/* seed.h - uslab-bench's own interface between its files: the uslab API as
+ * weak references (resolved by the preloaded libuslab.so in uslab's
+ * children), the TSC, the child's globals, the driver (driver.c: the
+ * variants, running children, medians, tables, the summary) and each
+ * workload's two entry points, its child (child_*) and its table (bench_*),
+ * one file a workload: single.c, nalloc.c (nalloc and seed003), bulk.c,
+ * detached.c, remote.c, random_free.c (random-free and partial-drain),
+ * messaging.c, colour.c; child.c has what their children share. main.c has
+ * main. What every benchmark shares is in ../common/. */
+#ifndef USLAB_BENCH_SEED_H
+#define USLAB_BENCH_SEED_H
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,12 +25,12 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "clock.h"
+#include "peers.h"
 #include "progress.h"
+#include "stats.h"
 #include "uslab.h"
 
-#ifndef USLAB_SO_PATH
-#define USLAB_SO_PATH "libuslab.so"
-#endif
 #ifndef BENCH_STATIC
 /* Resolved by the preloaded libuslab.so, NULL in the peers' children. */
 #pragma weak kmem_cache_create
@@ -53,12 +54,6 @@
 #endif
 
 static inline uint64_t ticks(void) { return __rdtsc(); }
-static inline double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 #define ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
 
 
@@ -71,7 +66,6 @@ typedef void (*free_fn)(void *);
 extern alloc_fn volatile sys_malloc;
 extern free_fn volatile sys_free;
 void report_path(struct kmem_cache *c);
-int cmp_d(const void *a, const void *b);
 
 /* ---------------------------------------------------------------- the driver */
 struct variant {
@@ -158,4 +152,4 @@ void bench_messaging(int runs, long loops);
 void child_colour(long reads);
 void bench_colour(int runs, long reads);
 
-#endif /* USLAB_BENCH_COMMON_H */
+#endif /* USLAB_BENCH_SEED_H */

@@ -1,6 +1,6 @@
 /* colour.c - what SLAB's colouring buys: the first lines of M objects of
  * 3072 bytes read in turn, with colour and without. */
-#include "common.h"
+#include "seed.h"
 
 /* colour: what slab colouring buys. M objects of 3072 bytes (SLAB: order-1
  * slabs of two, 2 KiB spare, 32 colours), then the first cache line of each

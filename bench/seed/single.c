@@ -1,6 +1,6 @@
 /* single.c - the single pair: one 256-byte alloc+free, repeated in batches,
  * against the floor of two empty calls. */
-#include "common.h"
+#include "seed.h"
 
 /* single: one 256-byte alloc+free pair, repeated in BATCHES batches; prints the
  * median batch's ns and ticks per pair (a long loop's mean mostly measures the
@@ -31,8 +31,8 @@ static void single_batches(alloc_fn m, free_fn f, long per, double *ns_med, doub
 		tk[b] = (double)(ticks() - k0) / (double)per;
 		ns[b] = (now_ns() - t0) / (double)per;
 	}
-	qsort(ns, BATCHES, sizeof(double), cmp_d);
-	qsort(tk, BATCHES, sizeof(double), cmp_d);
+	qsort(ns, BATCHES, sizeof(double), cmp_double);
+	qsort(tk, BATCHES, sizeof(double), cmp_double);
 	*ns_med = ns[BATCHES / 2];
 	*tk_med = tk[BATCHES / 2];
 }
@@ -96,8 +96,8 @@ void bench_single(int runs, long iters)
 	data_rows("single", "ticks/pair", -1, 1);
 	for (int r = 0; r < nf; r++)
 		call_floor(iters, &fns[r], &ftk[r]);
-	qsort(fns, (size_t)nf, sizeof(double), cmp_d);
-	qsort(ftk, (size_t)nf, sizeof(double), cmp_d);
+	qsort(fns, (size_t)nf, sizeof(double), cmp_double);
+	qsort(ftk, (size_t)nf, sizeof(double), cmp_double);
 	fn = fns[nf / 2];
 	ft = ftk[nf / 2];
 	if (data_file)

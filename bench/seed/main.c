@@ -1,4 +1,4 @@
-/* bench.c - uslab-bench: the seed benchmarks, side by side with the peers.
+/* main.c - uslab-bench: the seed benchmarks, side by side with the peers.
  * Each scenario runs in child processes (this same program with --child), one per
  * allocator, each loaded the way its users load it: uslab's kmem_cache_* rows
  * with LD_PRELOAD=libuslab.so (this program does not link uslab: its uslab
@@ -22,7 +22,8 @@
  *                     colour|all] [--runs N] [--quick]
  *                    [--data FILE]
  * Not a test: timings never decide pass or fail. */
-#include "common.h"
+#include "seed.h"
+#include "spawn.h"
 
 static const char *const scenarios[] = { "single", "nalloc", "bulk", "detached", "remote", "random-free",
 	                                  "partial-drain", "seed003", "messaging", "colour", "all" };
@@ -47,54 +48,58 @@ static void how_to_read(FILE *f)
 	           "Progress goes to stderr.\n");
 }
 
-int main(int argc, char **argv)
-{
-	if (argc >= 5 && !strcmp(argv[1], "--child")) {
-		use_uslab = !strcmp(argv[3], "uslab");
-		if (use_uslab && !USLAB_LOADED) {
-			fprintf(stderr, "uslab-bench: the uslab API is not loaded (run with LD_PRELOAD=%s)\n", USLAB_SO_PATH);
-			return 3;
-		}
-#ifndef BENCH_STATIC
-		if (!use_uslab && USLAB_LOADED)      /* malloc served by uslab: say so, and how */
-			printf("uslab-malloc %s %s\n", uslab_percpu_mode(), uslab_allocator());
-#endif
-		char *end;
-		long n = strtol(argv[4], &end, 10);
-		if (!strcmp(argv[2], "single"))
-			child_single(n);
-		else if (!strcmp(argv[2], "nalloc"))
-			child_nalloc(n, NALLOC_REPS);
-		else if (!strcmp(argv[2], "remote"))
-			child_remote(n);
-		else if (!strcmp(argv[2], "bulk"))
-			child_bulk(n);
-		else if (!strcmp(argv[2], "seed003"))
-			child_seed003(n);
-		else if (!strcmp(argv[2], "detached"))
-			child_detached(n);
-		else if (!strcmp(argv[2], "messaging"))
-			child_messaging(n);
-		else if (!strcmp(argv[2], "colour"))
-			child_colour(n);
-		else if (!strcmp(argv[2], "random-free") || !strcmp(argv[2], "partial-drain")) {
-			long rounds = *end == ':' ? atol(end + 1) : 1;
-			if (argv[2][0] == 'r')
-				child_random_free(n, rounds > 0 ? rounds : 1);
-			else
-				child_partial_drain(n, rounds > 0 ? rounds : 1);
-		} else
-			return 2;
-		return 0;
-	}
+/* The children of the workloads whose only argument is a count. */
+static const struct {
+	const char *name;
+	void (*child)(long n);
+} children[] = {
+	{ "single", child_single },       { "remote", child_remote },       { "bulk", child_bulk },
+	{ "seed003", child_seed003 },     { "detached", child_detached },   { "messaging", child_messaging },
+	{ "colour", child_colour },
+};
 
-	const char *what = "all";
-	int runs = 7, quick = 0, known = 0;
+/* uslab-bench --child SCENARIO uslab|malloc N[:ROUNDS]: one child run of a
+ * workload, its numbers on stdout; 2 for an unknown scenario. */
+static int child_main(char **argv)
+{
+	use_uslab = !strcmp(argv[3], "uslab");
+	if (use_uslab && !USLAB_LOADED) {
+		fprintf(stderr, "uslab-bench: the uslab API is not loaded (run with LD_PRELOAD=%s)\n", USLAB_SO_PATH);
+		return 3;
+	}
+#ifndef BENCH_STATIC
+	if (!use_uslab && USLAB_LOADED)      /* malloc served by uslab: say so, and how */
+		printf("uslab-malloc %s %s\n", uslab_percpu_mode(), uslab_allocator());
+#endif
+	char *end;
+	long n = strtol(argv[4], &end, 10);
+	long rounds = *end == ':' ? atol(end + 1) : 1;   /* random-free, partial-drain: N:ROUNDS */
+	for (size_t i = 0; i < sizeof(children) / sizeof(children[0]); i++)
+		if (!strcmp(argv[2], children[i].name)) {
+			children[i].child(n);
+			return 0;
+		}
+	if (!strcmp(argv[2], "nalloc"))
+		child_nalloc(n, NALLOC_REPS);
+	else if (!strcmp(argv[2], "random-free"))
+		child_random_free(n, rounds > 0 ? rounds : 1);
+	else if (!strcmp(argv[2], "partial-drain"))
+		child_partial_drain(n, rounds > 0 ? rounds : 1);
+	else
+		return 2;
+	return 0;
+}
+
+/* The command line: the scenario (what), --runs, --quick, --data. Returns -1
+ * to go on, else the exit status (0 after --help, 2 after the usage). */
+static int parse_options(int argc, char **argv, const char **what, int *runs, int *quick)
+{
+	int known = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc)
-			runs = atoi(argv[++i]);
+			*runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--quick"))
-			quick = 1;
+			*quick = 1;
 		else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
 			if (!(data_file = fopen(argv[++i], "ae"))) {
 				fprintf(stderr, "uslab-bench: %s: %s\n", argv[i], strerror(errno));
@@ -106,25 +111,30 @@ int main(int argc, char **argv)
 			how_to_read(stdout);
 			return 0;
 		} else if (argv[i][0] != '-')
-			what = argv[i];
+			*what = argv[i];
 		else
 			goto usage;
 	}
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-		known |= !strcmp(what, scenarios[i]);
+		known |= !strcmp(*what, scenarios[i]);
 	if (!known)
 		goto usage;
-	if (runs < 1 || runs > MAXRUNS) {
+	if (*runs < 1 || *runs > MAXRUNS) {
 		fprintf(stderr, "uslab-bench: --runs must be 1..%d\n", MAXRUNS);
 		return 2;
 	}
-	self_path = "/proc/self/exe";
+	return -1;
+usage:
+	usage(stderr);
+	return 2;
+}
+
+/* Where this program and uslab-bench-static are, and which variants' programs
+ * and libraries are there (installed[]); the others' rows are skipped. */
+static void find_variants(void)
+{
 	static char exe[4096];
-	ssize_t l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (l > 0) {
-		exe[l] = 0;
-		self_path = exe;
-	}
+	self_path = self_exe(exe, sizeof(exe)) > 0 ? exe : "/proc/self/exe";
 	snprintf(static_path, sizeof(static_path), "%s-static", self_path);
 	for (int v = 0; v < NVAR; v++)
 		if (variants[v].exe && access(static_path, X_OK) != 0) {
@@ -139,10 +149,11 @@ int main(int argc, char **argv)
 		}
 		installed[v] = variants[v].present;
 	}
-	printf("uslab-bench: %ld CPUs online; uslab = LD_PRELOAD=%s (its kmem_cache_* calls through the PLT, its "
-	       "malloc as the peers'), the peers by LD_PRELOAD\n%s\n", sysconf(_SC_NPROCESSORS_ONLN), USLAB_SO_PATH,
-	       GPERFTOOLS_NOTE);
-	how_to_read(stdout);
+}
+
+/* The tables of scenario what ("all": every one), then the summary. */
+static void run_scenarios(const char *what, int runs, int quick)
+{
 	/* Default counts: `all` with --runs 7 took 280 s on the 2-CPU machine with
 	 * 8 variants (bulk is the largest part), well under 10 minutes, so no count
 	 * was lowered when the variants went from 6 to 8. */
@@ -173,8 +184,22 @@ int main(int argc, char **argv)
 	if (all || !strcmp(what, "colour"))
 		bench_colour(runs, quick ? 2000000 : 20000000);
 	print_summary();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 5 && !strcmp(argv[1], "--child"))
+		return child_main(argv);
+	const char *what = "all";
+	int runs = 7, quick = 0;
+	int rc = parse_options(argc, argv, &what, &runs, &quick);
+	if (rc >= 0)
+		return rc;
+	find_variants();
+	printf("uslab-bench: %ld CPUs online; uslab = LD_PRELOAD=%s (its kmem_cache_* calls through the PLT, its "
+	       "malloc as the peers'), the peers by LD_PRELOAD\n%s\n", sysconf(_SC_NPROCESSORS_ONLN), USLAB_SO_PATH,
+	       GPERFTOOLS_NOTE);
+	how_to_read(stdout);
+	run_scenarios(what, runs, quick);
 	return 0;
-usage:
-	usage(stderr);
-	return 2;
 }

@@ -1,8 +1,7 @@
 /* child.c - what every workload's child shares: which API it calls (uslab's
  * kmem_cache_* or malloc), its cache, malloc and free called through
- * pointers, the line that proves which uslab path ran, and the comparison
- * its medians sort with. */
-#include "common.h"
+ * pointers, and the line that proves which uslab path ran. */
+#include "seed.h"
 
 int use_uslab;              /* child: kmem_cache_* instead of malloc */
 struct kmem_cache *cache;
@@ -20,10 +19,4 @@ void report_path(struct kmem_cache *c)
 	if (done++)
 		return;
 	printf("uslab %s %u %s\n", uslab_percpu_mode(), uslab_sheaf_capacity(c), uslab_allocator());
-}
-
-int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }

@@ -1,6 +1,6 @@
 /* detached.c - seed 000's second table: the detached freelists of its first
  * version ("simple") against the look-ahead, with and without sheaves. */
-#include "common.h"
+#include "seed.h"
 
 /* detached: the bulk API at seed 000's second table's sizes, total objects per
  * size; per size the cycles (TSC) per object of one kmem_cache_alloc_bulk +

@@ -1,7 +1,7 @@
 /* nalloc.c - seed 003's "Kmalloc N*alloc N*free(size)": nalloc (each call
  * timed, one thread) and seed003 (through kmalloc, a thread on each of two CPUs
  * at once, SLAB's colour under the node lock and without it). */
-#include "common.h"
+#include "seed.h"
 
 /* nalloc (seed 003): for each size, N allocations each timed, then N frees each
  * timed; average ticks per alloc and per free. */
