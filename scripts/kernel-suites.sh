@@ -259,8 +259,8 @@ mkdir -p "$logs"
 # busy processes beside it, now and then on an idle machine). A failure there,
 # and only there, is run once more, and said. (6.1's maple suite also fails
 # next_prev_test at random, about as often on the kernel's shim over glibc: a
-# retry would not make it pass, so it is not retried; README, "The kernel's own
-# test suites".)
+# retry would not make it pass, so it is not retried; docs/GUIDE.md, "The
+# kernel's own test suites".)
 run_one() {
   local s=$1 m=$2 log=$logs/$1.$2.log t0 t1 rc why="" note=""
   t0=$(date +%s.%N)

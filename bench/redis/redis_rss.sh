@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # redis_rss.sh: RSS of Debian's redis-server 7.0 under several mallocs, through a
-# load / delete 80% / reload / FLUSHALL scenario (README, "Memory on a real server").
+# load / delete 80% / reload / FLUSHALL scenario (docs/PERFORMANCE.md, "Benchmarks").
 #
 # Scenario, per allocator and round, on a fresh redis-server of our own:
 #   start    server up, answered PING

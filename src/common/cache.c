@@ -19,7 +19,7 @@
 
 /* Set by the kmalloc layer's uslab_rcu_init (src/kmalloc/rcu.c): waits for the
  * objects kfree_rcu queued, before a cache is destroyed. One of the calls that
- * run up (docs/ARCHITECTURE.md, "Layers"). */
+ * run up (docs/ARCHITECTURE.md, "Calls that run up"). */
 void (*usl_rcu_destroy_wait)(void);
 
 static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,7 +56,8 @@ static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_
 
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
- * which the layers below reach this one (docs/ARCHITECTURE.md, "Layers"). */
+ * which the layers below reach this one (docs/ARCHITECTURE.md, "Calls that
+ * run up"). */
 static pthread_once_t common_once = PTHREAD_ONCE_INIT;
 static void common_init(void)
 {

@@ -6,7 +6,7 @@
  * kernel's mm/slab_common.c is to mm/slub.c. Locks (outermost first):
  * classes_lock (usl_cache_classes_lock: a layer above making and publishing
  * class caches), sheaf_classes_lock, cache_cache_lock, slab_mutex; then the
- * layers below. docs/ARCHITECTURE.md sections 2 and 5. */
+ * layers below. docs/ARCHITECTURE.md, "Layers" and "Locks, in order". */
 #ifndef USL_COMMON_H
 #define USL_COMMON_H
 

@@ -7,7 +7,7 @@
  * the engines through engine.h, and tells the layer above of its slow paths
  * through usl_percpu_slow_tick. Locks: a slot's sheaf_lock (locked mode), then
  * a barn's lock; neither is held across a call into the engine.
- * docs/ARCHITECTURE.md sections 7 and 13. */
+ * docs/ARCHITECTURE.md, "The per-CPU protocol" and "Sheaves and barns". */
 #ifndef USL_PERCPU_H
 #define USL_PERCPU_H
 
@@ -94,7 +94,7 @@ USL_HIDDEN void usl_sheaf_rcu_put(struct kmem_cache *s, struct slab_sheaf *sh);
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);
 /* Before growth: full sheaves above the barn's level back to slabs. */
 USL_HIDDEN void usl_sheaf_trim_barn(struct kmem_cache *s);
-/* The decay sweep's part for one cache (docs/ARCHITECTURE.md, "Layers").
+/* The decay sweep's part for one cache (docs/ARCHITECTURE.md, "Decay").
  * Returns how many sheaves it sent back to slabs (0: nothing to give back now). */
 USL_HIDDEN unsigned int usl_sheaf_decay(struct kmem_cache *s, uint64_t now);
 /* Does the barn hold what a later sweep would give back (full sheaves, empties

@@ -33,7 +33,7 @@ bool usl_parse_int(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
-/* The options, with the words README uses for a default that is not a plain
+/* The options, with the words docs/GUIDE.md, "Options", uses for a default that is not a plain
  * number (NULL: the number in *dst at start-up). */
 struct option {
 	const char *name;

@@ -60,7 +60,7 @@ enum usl_stat_item {
 	USL_SHEAF_RETURN_FAST,      /* kmem_cache_return_sheaf kept the sheaf */
 	USL_SHEAF_RETURN_SLOW,      /* ... flushed and freed it */
 	/* uslab's own, not the kernel's: what the delayed freezing of CPU
-	 * partial slabs saves (docs/ARCHITECTURE.md, "Locks, in order") */
+	 * partial slabs saves (docs/GUIDE.md, "Statistics") */
 	USL_CMPXCHG_DOUBLE,         /* a slab's {freelist, counters} compare-and-swap tried */
 	USL_LIST_LOCK,              /* a node's list_lock taken by the allocation and free paths */
 	USL_NR_STATS

@@ -2,8 +2,8 @@
 # link.sh BUILD_DIR - install the build into a scratch prefix and link small
 # programs the way a user does, with pkg-config: against uslab (the program's
 # malloc becomes uslab's) and against uslab-core (the kmem_cache API only; the
-# program keeps its own malloc); and README's "Using it" program, which must
-# build and print what README says. Nothing is rebuilt.
+# program keeps its own malloc); and README's "Use it as the kmem_cache API"
+# program, which must build and print what README says. Nothing is rebuilt.
 set -euo pipefail
 build=$(realpath "$1")
 work=$(mktemp -d)
@@ -40,7 +40,7 @@ for lib in uslab uslab-core; do
 	want="malloc=uslab"; [ "$lib" = uslab-core ] && want="malloc=own"
 	if [ "$out" = "$want" ]; then echo "ok   $lib: $out ($(pkg-config --libs "$lib"))"; else echo "FAIL $lib: $out, want $want"; fail=1; fi
 done
-# README's "Using it" program, as a reader pastes it.
+# README's "Use it as the kmem_cache API" program, as a reader pastes it.
 src=$(dirname "$0")/../..
 awk '/^A complete program/{f=1} f&&/^```c$/{p=1;next} p&&/^```$/{exit} p' "$src/README.md" >"$work/conn.c"
 if cc "$work/conn.c" $(pkg-config --cflags --libs uslab-core) -o "$work/conn" &&
