@@ -78,6 +78,11 @@ static inline void usl_list_del(struct usl_list *n)
 
 /* The largest block of the page provider: 2^USL_MAX_ORDER pages. */
 #define USL_MAX_ORDER 10
+/* The OS page: 4 KiB on every x86-64 Linux (start-up checks the aux vector's
+ * size and refuses another), so the fast paths index the page map with a
+ * constant shift. */
+#define USL_PAGE_SHIFT 12u
+#define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
 
 /* ---------------------------------------------------------------------------
  * struct slab: the user-space struct page. One table entry per page of the
@@ -291,8 +296,8 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
 /* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
-/* s->path, the path a cache's alloc and free take (set in one place, cache.c's
- * path_set; docs/ARCHITECTURE.md, "Which path a cache takes"): the sheaf
+/* s->path, the path a cache's alloc and free take (set in one place, path.c's
+ * usl_path_set; docs/ARCHITECTURE.md, "Which path a cache takes"): the sheaf
  * sections with hardening on in a two-word cache (the usual case: the marker
  * written blindly at free, checked at the pop), the sheaf sections otherwise
  * (hardening off, or a one-word cache, whose marker a free checks first), the

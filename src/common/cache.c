@@ -1,12 +1,12 @@
-/* cache.c - the cache registry: kmem_cache_create checks and merging, the
- * list of caches and its walks, the sheaf class caches and uslab's other own
- * caches, destroy ("Objects remaining"), shrink and the small queries. The
- * ids and the path a cache takes are path.c's; fork's handlers fork.c's;
- * giving memory back across the caches reclaim.c's.
- * Locks: classes_lock (held by a layer above across its usl_cache_create
- * calls), sheaf_classes_lock and cache_cache_lock (held across the creation of
- * a sheaf class cache or of the kmem_cache cache), then slab_mutex; walk_lock
- * is held only to count walks, never across one. */
+/* cache.c - a cache's life: kmem_cache_create (checks, merging, the
+ * structure, its layout, publication), the walks by id, the sheaf class
+ * caches and uslab's other own caches, destroy ("Objects remaining"), shrink
+ * and the small queries. The list and the locks are registry.c's; the ids
+ * and the path a cache takes path.c's; fork's handlers fork.c's; giving
+ * memory back across the caches reclaim.c's.
+ * Locks: the registry's (registry.c): usl_sheaf_classes_lock and
+ * usl_cache_cache_lock across the creation of a sheaf class cache or of the
+ * kmem_cache cache, then slab_mutex (usl_registry_lock). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,38 +22,11 @@
  * run up (docs/ARCHITECTURE.md, "Calls that run up"). */
 void (*usl_rcu_destroy_wait)(void);
 
-static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t slab_mutex = PTHREAD_MUTEX_INITIALIZER;
-/* Walks of the caches (statistics) count themselves in `walkers` (under
- * walk_lock, which is not held while they call out: the callback may
- * allocate, and an allocation may create a class cache); a destroyed cache's
- * structure is freed only once no walk that may have seen it is running, and
- * fork waits for none to run. A mutex and a count rather than a read-write
- * lock: a forked child releases what its parent's prepare took, which a
- * read-write lock's writer check (glibc) does not allow. */
-static pthread_mutex_t walk_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t walk_done = PTHREAD_COND_INITIALIZER;
-static unsigned int walkers;         /* under walk_lock */
-
-static __thread unsigned int walks_here;   /* this thread's walks in progress */
-
-static void walks_wait(void)         /* walk_lock held: all but this thread's own */
-{
-	usl_assert_held(&walk_lock);
-	while (walkers > walks_here)
-		pthread_cond_wait(&walk_done, &walk_lock);
-}
-static struct usl_list cache_list = { &cache_list, &cache_list };
 static struct kmem_cache *cache_cache;          /* holds the other caches' structures */
-static pthread_mutex_t cache_cache_lock = PTHREAD_MUTEX_INITIALIZER;   /* its creation */
 
 #define SLAB_FLAGS_PERMITTED (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_NO_MERGE | \
                               SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC | SLAB_TRACE | SLAB_ORDERED | \
                               SLAB_VIRTUAL | SLAB_TYPESAFE_BY_RCU)
-
-static pthread_mutex_t sheaf_classes_lock = PTHREAD_MUTEX_INITIALIZER;   /* usl_sheaf_class_caches[] */
-
-
 
 /* Once, before the first cache exists: the fork handlers, and the hooks by
  * which the layers below reach this one (docs/ARCHITECTURE.md, "Calls that
@@ -68,76 +41,6 @@ static void common_init(void)
 	__atomic_store_n(&usl_percpu_oom, usl_reclaim_for_retry, __ATOMIC_RELEASE);
 }
 
-__thread int usl_registry_held __attribute__((tls_model("initial-exec")));
-
-void usl_registry_lock(void)
-{
-	usl_lock(&slab_mutex);
-	usl_registry_held++;
-}
-
-void usl_registry_unlock(void)
-{
-	usl_registry_held--;
-	usl_unlock(&slab_mutex);
-}
-
-void usl_cache_classes_lock(void)
-{
-	usl_lock(&classes_lock);
-	usl_registry_held++;
-}
-
-void usl_cache_classes_unlock(void)
-{
-	usl_registry_held--;
-	usl_unlock(&classes_lock);
-}
-
-bool usl_registry_trylock(void)
-{
-	if (!usl_trylock(&slab_mutex))
-		return false;
-	usl_registry_held++;
-	return true;
-}
-
-void usl_registry_each(void (*fn)(struct kmem_cache *s, void *arg), void *arg, enum usl_each order)
-{
-	usl_assert_held(&slab_mutex);
-	if (order == USL_EACH_BACKWARD) {
-		for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev)
-			fn(usl_container_of(it, struct kmem_cache, list), arg);
-		return;
-	}
-	for (int internal = 0; internal < 2; internal++)
-		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
-			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-			if (order == USL_EACH_FORWARD ? !internal : !(s->flags & USL_SLAB_INTERNAL) == !internal)
-				fn(s, arg);
-		}
-}
-
-void usl_registry_fork_lock(void)
-{
-	usl_lock(&walk_lock);
-	walks_wait();
-	usl_stack_fork_lock();           /* a symbolizing thread allocates under it */
-	usl_lock(&classes_lock);
-	usl_lock(&sheaf_classes_lock);
-	usl_lock(&cache_cache_lock);
-	usl_lock(&slab_mutex);
-}
-
-void usl_registry_fork_unlock(void)
-{
-	usl_unlock(&slab_mutex);
-	usl_unlock(&cache_cache_lock);
-	usl_unlock(&sheaf_classes_lock);
-	usl_unlock(&classes_lock);
-	usl_stack_fork_unlock();
-	usl_unlock(&walk_lock);
-}
 
 /* Cache structures (each with its node and per-CPU slots: bytes) are objects
  * of one internal cache, "kmem_cache", as in the kernel; its own structure is
@@ -156,7 +59,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 				s->meta = s;
 			return s;
 		}
-		usl_lock(&cache_cache_lock);
+		usl_lock(&usl_cache_cache_lock);
 		if (!cache_cache) {
 			making_cache_cache = true;
 			/* 64 KiB slabs (113 structures): a program's classes, made
@@ -171,7 +74,7 @@ static struct kmem_cache *cache_struct_alloc(size_t bytes)
 			__atomic_store_n(&cache_cache, cc, __ATOMIC_RELEASE);
 		}
 		cc = cache_cache;
-		usl_unlock(&cache_cache_lock);
+		usl_unlock(&usl_cache_cache_lock);
 		if (!cc)
 			return NULL;
 	}
@@ -233,21 +136,26 @@ static bool cache_unmergeable(const struct kmem_cache *s)
 	return (s->flags & (SLAB_NEVER_MERGE | USL_SLAB_KMALLOC)) || s->ctor || s->refcount <= 0;
 }
 
-/* Under slab_mutex (USLAB_NOMERGE checked by the caller). */
+struct merge_want {
+	unsigned int size, align;
+};
+
+static bool mergeable(const struct kmem_cache *s, void *arg)
+{
+	const struct merge_want *w = arg;
+	return !cache_unmergeable(s) && w->size <= s->size && !(s->size & (w->align - 1)) &&
+	       s->size - w->size < sizeof(void *);
+}
+
+/* Under slab_mutex (USLAB_NOMERGE checked by the caller): the newest cache
+ * that can serve. */
 static struct kmem_cache *find_mergeable(unsigned int size, unsigned int align, slab_flags_t flags)
 {
-	usl_assert_held(&slab_mutex);
+	usl_assert(usl_registry_is_held());
 	size = USL_ALIGN(size, (unsigned int)sizeof(void *));
 	align = usl_slub_alignment(flags, align, size);
-	size = USL_ALIGN(size, align);
-	for (struct usl_list *it = cache_list.prev; it != &cache_list; it = it->prev) {
-		struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-		if (cache_unmergeable(s) || size > s->size || (s->size & (align - 1)) ||
-		    s->size - size >= sizeof(void *))
-			continue;
-		return s;
-	}
-	return NULL;
+	struct merge_want want = { USL_ALIGN(size, align), align };
+	return usl_registry_find(mergeable, &want);
 }
 
 /* The names merged caches were created under (statistics show them as the
@@ -287,7 +195,7 @@ int usl_cache_aliases_each(int (*fn)(const char *name, struct kmem_cache *target
  * readers of object_size (zeroing) load it atomically. */
 static void make_alias(struct kmem_cache *s, unsigned int size, const char *name)
 {
-	usl_assert_held(&slab_mutex);
+	usl_assert(usl_registry_is_held());
 	s->refcount++;
 	if (nr_alias_names < MAX_ALIAS_NAMES) {
 		strncpy(alias_names[nr_alias_names].name, name, USL_NAME_MAX - 1);
@@ -310,7 +218,7 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 
 	if (cls < 0)
 		return NULL;
-	usl_lock(&sheaf_classes_lock);
+	usl_lock(&usl_sheaf_classes_lock);
 	if (!usl_sheaf_class_caches[cls]) {
 		char name[32];
 		unsigned int bytes = usl_sheaf_class_bytes(cls);
@@ -320,7 +228,7 @@ static struct kmem_cache *sheaf_class_cache_get(unsigned int capacity)
 		                 __ATOMIC_RELEASE);
 	}
 	c = usl_sheaf_class_caches[cls];
-	usl_unlock(&sheaf_classes_lock);
+	usl_unlock(&usl_sheaf_classes_lock);
 	return c;
 }
 
@@ -334,7 +242,7 @@ static struct {
 static struct kmem_cache *oslab_cache_get(size_t bytes)
 {
 	struct kmem_cache *c = NULL;
-	usl_lock(&sheaf_classes_lock);
+	usl_lock(&usl_sheaf_classes_lock);
 	for (size_t i = 0; i < sizeof(oslab_classes) / sizeof(oslab_classes[0]); i++) {
 		if (oslab_classes[i].bytes == bytes) {
 			c = oslab_classes[i].cache;
@@ -351,7 +259,7 @@ static struct kmem_cache *oslab_cache_get(size_t bytes)
 			break;
 		}
 	}
-	usl_unlock(&sheaf_classes_lock);
+	usl_unlock(&usl_sheaf_classes_lock);
 	return c;
 }
 
@@ -363,14 +271,14 @@ static struct kmem_cache *slab_idx_cache_get(unsigned int bytes)
 {
 	unsigned int lg = 31u - (unsigned int)__builtin_clz(bytes);
 	struct kmem_cache *c;
-	usl_lock(&sheaf_classes_lock);
+	usl_lock(&usl_sheaf_classes_lock);
 	if (!slab_idx_cache[lg]) {
 		char name[32];
 		usl_name_number(name, sizeof(name), "uslab-slab-idx-", bytes);
 		slab_idx_cache[lg] = usl_cache_create(name, bytes, 16, SLAB_NO_MERGE, NULL, NULL, USL_CACHE_INTERNAL, 0);
 	}
 	c = slab_idx_cache[lg];
-	usl_unlock(&sheaf_classes_lock);
+	usl_unlock(&usl_sheaf_classes_lock);
 	return c;
 }
 
@@ -602,7 +510,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 static void create_publish(struct kmem_cache *s)
 {
 	usl_registry_lock();
-	usl_list_add_tail(&s->list, &cache_list);
+	usl_registry_add(s);
 	__atomic_store_n(&s->published, 1, __ATOMIC_RELEASE);
 	usl_registry_unlock();
 }
@@ -666,10 +574,7 @@ fail:
 int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 {
 	int r = 0;
-	usl_lock(&walk_lock);
-	walkers++;
-	walks_here++;
-	usl_unlock(&walk_lock);
+	usl_registry_walk_begin();
 	/* Up to the highest id given, not the table's 64Ki entries; a cache
 	 * made while the walk runs may be missed, as one made just after it. */
 	for (size_t id = 1; id < __atomic_load_n(&usl_ids_end, __ATOMIC_RELAXED) && !r; id++) {
@@ -677,11 +582,7 @@ int usl_cache_for_each(int (*fn)(struct kmem_cache *s, void *arg), void *arg)
 		if (s && __atomic_load_n(&s->published, __ATOMIC_ACQUIRE))
 			r = fn(s, arg);
 	}
-	usl_lock(&walk_lock);
-	walks_here--;
-	if (!--walkers)
-		pthread_cond_broadcast(&walk_done);
-	usl_unlock(&walk_lock);
+	usl_registry_walk_end();
 	return r;
 }
 
@@ -757,14 +658,11 @@ void kmem_cache_destroy(struct kmem_cache *s)
 			usl_debug_leaks(s);      /* each object, with its owner */
 		return;
 	}
-	usl_list_del(&s->list);
+	usl_registry_del(s);
 	alias_name_drop(s, true);
 	__atomic_store_n(&s->published, 0, __ATOMIC_RELEASE);
 	usl_registry_unlock();
-	/* No walk that may have seen it is still running (walk_lock). */
-	usl_lock(&walk_lock);
-	walks_wait();
-	usl_unlock(&walk_lock);
+	usl_registry_walks_wait();        /* no walk that may have seen it still runs */
 	usl_engine_release(s);
 	cache_struct_free(s);
 	usl_pages_purge(false);
@@ -772,12 +670,6 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 /* Sheaves first (flushed and freed): their objects may land on this CPU's cpu
  * slab, flushed next. */
-void usl_cache_flush_all(struct kmem_cache *s)
-{
-	usl_owned_flush_all(s);
-	usl_sheaf_flush_all(s);
-	usl_engine_flush_cpus(s);
-}
 
 /* SLAB's tunables (the kernel's slabinfo write, do_tune_cpucache): checked,
  * then the node arrays resized and every CPU's array flushed, so the next

@@ -16,7 +16,7 @@
 #include "../freestate.h"
 #include "../types.h"
 
-/* ---- the registry (cache.c) ---- */
+/* ---- the registry (registry.c, cache.c) and the ids (path.c) ---- */
 /* Caches by id: ids from 1, given at creation (the lowest free one, under
  * slab_mutex) and taken back when the structure is freed; usl_caches[0] is
  * NULL. Every cache's per-CPU slots, by id: cache id's usl_nr_cpus slots start
@@ -39,7 +39,7 @@ struct usl_free_entry {
 	                                marker without reading it (usl_two_word) */
 	uint8_t fast_path;           /* free's fast path takes the cache's objects: blind,
 	                                not uslab's own, and the mode hardening alone
-	                                (cache.c's path_set and usl_mode_tick keep it so) */
+	                                (path.c's usl_path_set and usl_mode_tick keep it so) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct usl_free_entry) == 64, "one entry: one line");
 extern struct kmem_cache *usl_caches[USL_MAX_CACHES] USL_HIDDEN;

@@ -73,10 +73,9 @@ static void fork_prepare(void)
 	 * other than uslab's (a sanitizer's) may not guard its own locks across
 	 * fork. */
 	usl_decay_fork_hold();
-	if (fork_locks_held) {
-		usl_mutex_fork_prepare();
+	usl_mutex_fork_prepare();        /* the child's assertions see this thread's locks as its own */
+	if (fork_locks_held)
 		return;
-	}
 	if (_IO_list_lock && _IO_list_unlock && &__libc_single_threaded) {
 		fork_stdio_reset = !__libc_single_threaded;   /* glibc's own test, made just after this */
 		_IO_list_lock();

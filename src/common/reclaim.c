@@ -142,3 +142,12 @@ size_t uslab_release_free_memory(void)
 	usl_registry_unlock();
 	return usl_pages_release() + usl_map_purge(true);
 }
+
+/* Every CPU's sheaves and slabs of s, and its barn, back to slabs (shrink,
+ * destroy, malloc_trim). */
+void usl_cache_flush_all(struct kmem_cache *s)
+{
+	usl_owned_flush_all(s);
+	usl_sheaf_flush_all(s);
+	usl_engine_flush_cpus(s);
+}

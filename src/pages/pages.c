@@ -13,8 +13,6 @@
 #include "../testing.h"
 #include "pages.h"
 
-uintptr_t usl_base;
-uintptr_t usl_range;
 struct slab *usl_table;
 struct usl_pagemap_entry *usl_pagemap;
 uint64_t *usl_ochunk;
@@ -234,7 +232,7 @@ static long lowest_block(unsigned int k, int map, unsigned int node)
  * False, with nothing left mapped, if one cannot be reserved. */
 static void *side_maps[5];
 static size_t side_bytes[5];
-bool usl_side_reserve(size_t range)
+static bool side_reserve(size_t range)
 {
 	size_t pages = range >> USL_PAGE_SHIFT, regions = range >> (USL_PAGE_SHIFT + USL_MAX_ORDER);
 	nsum = (regions + 63) / 64;
@@ -264,7 +262,7 @@ bool usl_side_reserve(size_t range)
 	return true;
 }
 
-void usl_side_release(void)
+static void side_release(void)
 {
 	for (int i = 0; i < 5; i++)
 		usl_unmap_guarded(side_maps[i], side_bytes[i]);
@@ -276,7 +274,7 @@ static int pages_init(void)
 
 	if ((size_t)ps != USL_PAGE_SIZE)
 		return -2;
-	if (!usl_range_reserve(&limit_bytes, &reserved_end))
+	if (!usl_range_reserve(&limit_bytes, &reserved_end, side_reserve, side_release))
 		return -1;
 	epoch_start = last_decay_check = usl_now_ms();
 	return 0;

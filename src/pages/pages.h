@@ -10,6 +10,7 @@
 
 #include "../platform/platform.h"
 #include "../types.h"
+#include "range.h"
 
 /* Start-up: the platform (options, CPUs, per-CPU mode), then the reserved
  * range; once, and aborting with a report if not even 256 MiB of address
@@ -23,8 +24,6 @@ static inline void usl_ensure_init(void)
 }
 
 /* ---- the range, the table and the page map (pages.c) ---- */
-extern uintptr_t usl_base USL_HIDDEN;           /* start of the reserved range */
-extern uintptr_t usl_range USL_HIDDEN;          /* its length in bytes */
 extern uintptr_t usl_top USL_HIDDEN;            /* bytes committed so far (grows) */
 extern struct slab *usl_table USL_HIDDEN;       /* one entry per page */
 /* The page map: per page, where its block begins and, for a slab, its cache and
@@ -72,11 +71,6 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
  * whole (never-touched pages of it cost nothing). */
 extern uint64_t *usl_ochunk USL_HIDDEN;
 
-/* The OS page: 4 KiB on every x86-64 Linux (start-up checks the aux vector's
- * size and refuses another), so the fast paths index the page map with a
- * constant shift. */
-#define USL_PAGE_SHIFT 12u
-#define USL_PAGE_SIZE ((size_t)1 << USL_PAGE_SHIFT)
 
 /* A block of 2^order pages from the node's regions (node < usl_nr_nodes; a
  * region is made for one node, its pages bound there with usl_numa_bind),
@@ -217,19 +211,6 @@ static inline unsigned int usl_bytes_order(size_t size)
  * entries point at owner, the enclosing block, again. For meta.c. */
 USL_HIDDEN void usl_pages_head(void *addr, unsigned int order, enum usl_page_kind kind);
 USL_HIDDEN void usl_pages_unhead(void *addr, const void *owner);
-
-/* ---- reserving the range (range.c) and its side structures (pages.c) ---- */
-/* At start-up: usl_base and usl_range set and the side structures reserved;
- * *limit the RLIMIT_AS in force (0: none), *reserved where the range's
- * PROT_NONE reservation ends (an offset; beyond, regions are mapped). */
-USL_HIDDEN bool usl_range_reserve(size_t *limit, uintptr_t *reserved);
-/* The table, the page map, the region bits, the index block and the chunk
- * map, sized from range (PROT_NONE where grow commits them); false with
- * nothing left mapped. usl_side_release unmaps them. */
-USL_HIDDEN bool usl_side_reserve(size_t range);
-USL_HIDDEN void usl_side_release(void);
-/* An anonymous mapping (PROT_NONE: a reservation; MAP_NORESERVE), or NULL. */
-USL_HIDDEN void *usl_map_anon(void *at, size_t bytes, int prot, int flags);
 
 /* ---- uslab's own structures (meta.c) ---- */
 /* Blocks in metadata regions: whole regions of the range that hold no user

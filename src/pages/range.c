@@ -2,12 +2,16 @@
  * range (PROT_NONE), else a range of up to the limit at a fixed address far
  * below the kernel's top-down mmap area, reserved one region at a time as it
  * grows (pages.c's grow); with it, the side structures sized from the range
- * (pages.c's usl_side_reserve). Called once, under start_lock (pages.c). */
+ * (pages.c's, given as a function). Called once, under start_lock (pages.c). */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-#include "pages.h"
+#include "../platform/platform.h"
+#include "range.h"
+
+uintptr_t usl_base;
+uintptr_t usl_range;
 
 /* The range: with no RLIMIT_AS, 16 TiB of address space reserved (PROT_NONE,
  * nothing committed; smaller where the kernel refuses, dividing by four down
@@ -50,9 +54,10 @@ static size_t as_limit(size_t max_block)
  * area (which would otherwise take the addresses after it), checked free by
  * MAP_FIXED_NOREPLACE (kernels before 4.17 take it as a hint: a different
  * address is refused). */
-static bool range_unreserved(size_t limit, size_t max_block, uintptr_t *reserved)
+static bool range_unreserved(size_t limit, size_t max_block, uintptr_t *reserved, bool (*side)(size_t),
+                             void (*side_release)(void))
 {
-	if (!usl_side_reserve(limit))
+	if (!side(limit))
 		return false;
 	for (int i = 0; i < USL_HINT_TRIES; i++) {
 		uintptr_t at = USL_HINT_FIRST + (uintptr_t)i * USL_HINT_STEP;
@@ -77,20 +82,20 @@ static bool range_unreserved(size_t limit, size_t max_block, uintptr_t *reserved
 			return true;
 		}
 	}
-	usl_side_release();
+	side_release();
 	return false;
 }
 
 /* With no limit: the whole range reserved, aligned to the largest block;
  * where the kernel refuses (valgrind, or a limit), a quarter, down to the
  * minimum. */
-static bool range_reserved(size_t max_block, uintptr_t *reserved)
+static bool range_reserved(size_t max_block, uintptr_t *reserved, bool (*side)(size_t))
 {
 	for (usl_range = USL_RANGE_MAX; usl_range >= USL_RANGE_MIN; usl_range /= 4) {
 		void *r = usl_map_anon(NULL, usl_range + max_block, PROT_NONE, 0);
 		if (!r)
 			continue;
-		if (usl_side_reserve(usl_range)) {
+		if (side(usl_range)) {
 			usl_base = USL_ALIGN((uintptr_t)r, max_block);
 			if (usl_base > (uintptr_t)r)
 				munmap(r, usl_base - (uintptr_t)r);
@@ -103,9 +108,11 @@ static bool range_reserved(size_t max_block, uintptr_t *reserved)
 	return false;
 }
 
-bool usl_range_reserve(size_t *limit, uintptr_t *reserved)
+bool usl_range_reserve(size_t *limit, uintptr_t *reserved, bool (*side)(size_t range),
+                       void (*side_release)(void))
 {
 	size_t max_block = USL_PAGE_SIZE << USL_MAX_ORDER;
 	*limit = as_limit(max_block);
-	return (*limit && range_unreserved(*limit, max_block, reserved)) || range_reserved(max_block, reserved);
+	return (*limit && range_unreserved(*limit, max_block, reserved, side, side_release)) ||
+	       range_reserved(max_block, reserved, side);
 }

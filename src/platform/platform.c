@@ -58,8 +58,9 @@ static int mutex_self(void)
 	return me;
 }
 
-/* A fork that took no locks (its thread held some: common/cache.c): in the
- * child, mutexes the thread held before the fork name its parent's id. */
+/* Every fork (common/fork.c): in the child, mutexes the forking thread held
+ * before the fork (those fork took, or, in a fork that took none, those the
+ * interrupted code holds) name its parent's id. */
 static __thread int mutex_self_before_fork;
 
 void usl_mutex_fork_prepare(void) { mutex_self_before_fork = mutex_self(); }

@@ -226,7 +226,7 @@ static inline int usl_spin_holder(void)
 	return usl_likely(usl_spin_self) ? usl_spin_self : usl_spin_holder_slow();
 }
 USL_HIDDEN bool usl_mutex_held(pthread_mutex_t *m);
-/* A fork whose thread holds mutexes and takes none: in its child they still
+/* Before a fork: in its child, the mutexes the forking thread holds still
  * count as this thread's. */
 USL_HIDDEN void usl_mutex_fork_prepare(void);
 #else

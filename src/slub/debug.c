@@ -7,8 +7,8 @@
  * kernel's shape and repaired (the kernel's alloc_debug_processing,
  * free_debug_processing, check_object, print_trailer, restore_bytes);
  * validation of every slab (validate_slab_cache), the leak listing at
- * destroy and the walk the owner summaries make (debug_owners.c). The
- * quarantine's ring is quarantine.c's. Objects come
+ * destroy and the walk the owner summaries make (debug_owners.c); what the
+ * quarantine hands back (its ring is quarantine.c's). Objects come
  * from slabs set up whole (no lazy carving), linked through their free
  * pointers; an object in use holds a mark in its free-pointer word.
  * Locks: the node's list_lock; reports are collected while it is held and
@@ -30,6 +30,7 @@
 #include "slub.h"
 #include "debug_out.h"
 #include "debug.h"
+#include "quarantine.h"
 
 /* ===========================================================================
  * Layout (the kernel's calculate_sizes, for the debug flags)
@@ -593,6 +594,17 @@ static struct slab *put_free(struct kmem_cache *s, struct kmem_cache_node *n, st
 	return NULL;
 }
 
+/* Put obj (marked, poisoned, counted in use) on its slab's free list, after
+ * checking it once more. Takes and releases its list_lock. */
+static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o);
+
+/* What the quarantine handed back, released. */
+static void release_batch(const struct usl_q_entry *batch, unsigned int n, struct usl_dbg_out *o)
+{
+	for (unsigned int k = 0; k < n; k++)
+		link_free(batch[k].s, batch[k].obj, o);
+}
+
 void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t caller)
 {
 	struct kmem_cache_node *n = s->node[0];
@@ -632,7 +644,8 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	if (usl_debug_quarantine()) {
 		usl_set_freepointer(s, x, x);     /* the mark: waiting in the quarantine */
 		usl_unlock(&n->list_lock);
-		usl_quarantine_put(s, x, &o);
+		struct usl_q_entry out[USL_Q_BATCH];
+		release_batch(out, usl_quarantine_put(s, x, out), &o);
 		usl_out_deliver(&o);
 		return;
 	}
@@ -643,7 +656,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 		usl_discard_slab(s, discard);
 }
 
-void usl_debug_link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
+static void link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
 {
 	struct kmem_cache_node *n = s->node[0];
 	struct slab *slab = usl_virt_to_slab(x), *discard = NULL;
@@ -657,6 +670,33 @@ void usl_debug_link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o)
 	usl_unlock(&n->list_lock);
 	if (discard)
 		usl_discard_slab(s, discard);
+}
+
+/* Every object of s out of the quarantine (destroy, shrink; validation
+ * checks what waits in place). */
+void usl_debug_quarantine_flush(struct kmem_cache *s)
+{
+	struct usl_dbg_out o = { 0 };
+	struct usl_q_entry out[USL_Q_BATCH];
+	unsigned int n;
+	while ((n = usl_quarantine_take(s, out)))
+		release_batch(out, n, &o);
+	usl_out_deliver(&o);
+}
+
+/* At exit, what still waits is released, so checked: a write after free into
+ * an object that never left the quarantine is reported all the same. A
+ * destructor of the library: it runs after the program's exit handlers (the
+ * preloaded library's last of all), when the program frees no more. */
+__attribute__((destructor)) static void quarantine_at_exit(void)
+{
+	struct usl_dbg_out o = { 0 };
+	struct usl_q_entry out[USL_Q_BATCH];
+	unsigned int n;
+	while ((n = usl_quarantine_take(NULL, out))) {
+		release_batch(out, n, &o);
+		usl_out_deliver(&o);
+	}
 }
 
 /* ===========================================================================

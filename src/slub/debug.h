@@ -88,16 +88,6 @@ static inline bool quarantined(const struct kmem_cache *s, void *obj)
 	return fp_raw(s, obj) == obj;
 }
 
-struct usl_dbg_out;
-/* Put obj (marked, poisoned, counted in use) on its slab's free list, after
- * checking it once more. Takes and releases its list_lock (debug.c). */
-USL_HIDDEN void usl_debug_link_free(struct kmem_cache *s, void *x, struct usl_dbg_out *o);
-/* Hold x back in the quarantine; the oldest beyond the budget are released
- * (quarantine.c). */
-USL_HIDDEN void usl_quarantine_put(struct kmem_cache *s, void *x, struct usl_dbg_out *o);
-USL_HIDDEN void usl_quarantine_fork_lock(void);     /* q_lock, after objmap_lock */
-USL_HIDDEN void usl_quarantine_fork_unlock(void);
-
 /* Calls visit for every object of s in use (not on its slab's free list,
  * not waiting in the quarantine) until it returns false; takes objmap_lock
  * and the node's list_lock, and holds them across the visits (debug.c). */
