@@ -75,55 +75,74 @@ static void *no_slot_worker(void *arg)
 	return o;
 }
 
-int main(void)
+static void *live[MAXO];   /* s's objects (NULL: freed) */
+static unsigned int nlive;
+
+/* 1. One allocation from a new slab writes at most the first page (its
+ *    links) and, of the objects a sheaf refill took, only their free
+ *    markers with USLAB_HARDEN (a word each; nothing without). */
+static void check_first_alloc(void)
 {
-	static void *o[MAXO];
-	unsigned int k = 0;
-
-	capture_reports();
-	s = kmem_cache_create("carve", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
-	CHECK(s != NULL);
-	unsigned int objects = s->objects;
-	CHECK(objects > 4);
-
-	/* 1. One allocation from a new slab writes at most the first page (its
-	 *    links) and, of the objects a sheaf refill took, only their free
-	 *    markers with USLAB_HARDEN (a word each; nothing without). */
-	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	struct slab *first = usl_virt_to_slab(o[0]);
+	live[nlive++] = kmem_cache_alloc(s, GFP_KERNEL);
+	struct slab *first = usl_virt_to_slab(live[0]);
 	size_t bytes = usl_order_bytes(first->order), page = (size_t)sysconf(_SC_PAGESIZE);
 	CHECK(bytes >= 4 * page);
 	size_t refill_pages = usl_opt.harden ? (uslab_sheaf_capacity(s) * (size_t)s->size + page - 1) / page : 0;
 	CHECK(resident_pages(first->addr, bytes) <= 1 + refill_pages);
 	CHECK(refill_pages < bytes / page);   /* not the whole slab */
 	CHECK(usl_counters_uncarved(usl_load(&first->counters)) > 0);
+}
 
-	/* 2. Many slabs' worth, one at a time and in bulk: all distinct. */
-	while (k < 3 * objects + 1)
-		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 2 * objects + 3, &o[k]), 2 * objects + 3);
-	k += 2 * objects + 3;
-	stamp(o, 0, k);
-	CHECK_EQ(overlaps(o, k), 0);
+/* 2. Many slabs' worth, one at a time and in bulk: all distinct.
+ * 3. Free every other one; shrink flushes the CPU slots, so partly carved
+ *    slabs go to the node list; allocating again carves them there. */
+static void check_many_and_recarve(unsigned int objects)
+{
+	while (nlive < 3 * objects + 1)
+		live[nlive++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 2 * objects + 3, &live[nlive]), 2 * objects + 3);
+	nlive += 2 * objects + 3;
+	stamp(live, 0, nlive);
+	CHECK_EQ(overlaps(live, nlive), 0);
 
-	/* 3. Free every other one; shrink flushes the CPU slots, so partly carved
-	 *    slabs go to the node list; allocating again carves them there. */
-	for (unsigned int i = 0; i < k; i += 2) {
-		kmem_cache_free(s, o[i]);
-		o[i] = NULL;
+	for (unsigned int i = 0; i < nlive; i += 2) {
+		kmem_cache_free(s, live[i]);
+		live[i] = NULL;
 	}
 	CHECK_EQ(kmem_cache_shrink(s), 1);
-	unsigned int again = k;
-	while (k < again + 2 * objects)
-		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	stamp(o, again, k);
-	CHECK_EQ(stamps_broken(o, k), 0);
-	CHECK_EQ(overlaps(o, k), 0);
+	unsigned int again = nlive;
+	while (nlive < again + 2 * objects)
+		live[nlive++] = kmem_cache_alloc(s, GFP_KERNEL);
+	stamp(live, again, nlive);
+	CHECK_EQ(stamps_broken(live, nlive), 0);
+	CHECK_EQ(overlaps(live, nlive), 0);
+}
 
-	/* 4. A slab left partly carved on the node list: a free of one of its
-	 *    never handed out objects is refused (with sheaves too: its page is
-	 *    marked in the page map, so the sheaf push is not reached), and
-	 *    carving still hands out each object once. */
+/* Allocates q[*nq..2 * objects) from t and checks them apart; frees all of
+ * q and destroys t. */
+static void refill_free_destroy(struct kmem_cache *t, void **q, unsigned int nq, unsigned int objects,
+				const struct slab *sl, int check_first)
+{
+	while (nq < 2 * objects)
+		q[nq++] = kmem_cache_alloc(t, GFP_KERNEL);
+	if (check_first) {
+		unsigned int in_first = 0;
+		for (unsigned int i = 0; i < nq; i++)
+			in_first += usl_virt_to_slab(q[i]) == sl;
+		CHECK_EQ(in_first, objects);
+	}
+	CHECK_EQ(overlaps(q, nq), 0);
+	for (unsigned int i = 0; i < nq; i++)
+		kmem_cache_free(t, q[i]);
+	kmem_cache_destroy(t);
+}
+
+/* 4. A slab left partly carved on the node list: a free of one of its
+ *    never handed out objects is refused (with sheaves too: its page is
+ *    marked in the page map, so the sheaf push is not reached), and
+ *    carving still hands out each object once. */
+static void check_never_allocated(unsigned int objects)
+{
 	struct kmem_cache *t = kmem_cache_create("carve-t", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	void *a = kmem_cache_alloc(t, GFP_KERNEL);
 	CHECK_EQ(kmem_cache_shrink(t), 1);
@@ -132,39 +151,30 @@ int main(void)
 	CHECK(!usl_counters_frozen(c) && sl->node_partial);
 	CHECK(usl_counters_uncarved(c) > 0);
 	void *never = sl->addr + (size_t)(usl_counters_objects(c) - 1) * t->size;
-	{
-		unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
-		kmem_cache_free(t, never);
-		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
-		CHECK(strstr(last_report, "never allocated") != NULL);
-		CHECK_EQ(usl_counters_uncarved(usl_load(&sl->counters)), usl_counters_uncarved(c));
-		/* By pointer alone (kfree, free) the same. */
-		kfree(never);
-		CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 2);
-		CHECK(strstr(last_report, "never allocated") != NULL);
-	}
+	unsigned long before = reports(USLAB_ERR_DOUBLE_FREE);
+	kmem_cache_free(t, never);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 1);
+	CHECK(strstr(last_report, "never allocated") != NULL);
+	CHECK_EQ(usl_counters_uncarved(usl_load(&sl->counters)), usl_counters_uncarved(c));
+	/* By pointer alone (kfree, free) the same. */
+	kfree(never);
+	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), before + 2);
+	CHECK(strstr(last_report, "never allocated") != NULL);
 	static void *q[MAXO];
-	unsigned int nq = 0;
-	q[nq++] = a;
-	while (nq < 2 * objects)
-		q[nq++] = kmem_cache_alloc(t, GFP_KERNEL);
-	unsigned int in_first = 0;
-	for (unsigned int i = 0; i < nq; i++)
-		in_first += usl_virt_to_slab(q[i]) == sl;
-	CHECK_EQ(in_first, objects);
-	CHECK_EQ(overlaps(q, nq), 0);
-	for (unsigned int i = 0; i < nq; i++)
-		kmem_cache_free(t, q[i]);
-	kmem_cache_destroy(t);
+	q[0] = a;
+	refill_free_destroy(t, q, 1, objects, sl, 1);
+}
 
-	/* The same free inside a bulk free (or, with sheaves, when the sheaf
-	 * holding it is flushed) is refused too, and the rest is freed. */
-	t = kmem_cache_create("carve-u", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
+/* The same free inside a bulk free (or, with sheaves, when the sheaf
+ * holding it is flushed) is refused too, and the rest is freed. */
+static void check_never_allocated_bulk(unsigned int objects)
+{
+	struct kmem_cache *t = kmem_cache_create("carve-u", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
 	void *b[3];
 	CHECK_EQ(kmem_cache_alloc_bulk(t, GFP_KERNEL, 3, b), 3);
 	CHECK_EQ(kmem_cache_shrink(t), 1);
-	sl = usl_virt_to_slab(b[0]);
-	c = usl_load(&sl->counters);
+	struct slab *sl = usl_virt_to_slab(b[0]);
+	unsigned long c = usl_load(&sl->counters);
 	CHECK(usl_counters_uncarved(c) > 0);
 	void *pair[2] = { b[1], sl->addr + (size_t)(usl_counters_objects(c) - 1) * t->size };
 	unsigned long dfs = reports(USLAB_ERR_DOUBLE_FREE);
@@ -172,19 +182,17 @@ int main(void)
 	CHECK_EQ(kmem_cache_shrink(t), 1);
 	CHECK_EQ(reports(USLAB_ERR_DOUBLE_FREE), dfs + 1);
 	CHECK_EQ(usl_slub_objects_in_use(t), 2);
-	nq = 0;
-	q[nq++] = b[0];
-	q[nq++] = b[2];
-	while (nq < 2 * objects)
-		q[nq++] = kmem_cache_alloc(t, GFP_KERNEL);
-	CHECK_EQ(overlaps(q, nq), 0);
-	for (unsigned int i = 0; i < nq; i++)
-		kmem_cache_free(t, q[i]);
-	kmem_cache_destroy(t);
+	static void *q[MAXO];
+	q[0] = b[0];
+	q[1] = b[2];
+	refill_free_destroy(t, q, 2, objects, sl, 0);
+}
 
-	/* 5. A thread without a per-CPU slot takes objects straight from node
-	 *    partial slabs, carving them there (rseq mode only: locked mode has a
-	 *    slot for every thread). */
+/* 5. A thread without a per-CPU slot takes objects straight from node
+ *    partial slabs, carving them there (rseq mode only: locked mode has a
+ *    slot for every thread). */
+static void check_no_slot_thread(void)
+{
 	CHECK_EQ(kmem_cache_shrink(s), 1);
 	static void *direct[64];
 	pthread_t th;
@@ -192,16 +200,31 @@ int main(void)
 	CHECK(pthread_create(&th, NULL, no_slot_worker, direct) == 0);
 	CHECK(pthread_join(th, &ret) == 0);
 	if (ret) {
-		for (unsigned int i = 0; i < 64 && k < MAXO; i++)
-			o[k++] = direct[i];
-		stamp(o, k - 64, k);
-		CHECK_EQ(stamps_broken(o, k), 0);
-		CHECK_EQ(overlaps(o, k), 0);
+		for (unsigned int i = 0; i < 64 && nlive < MAXO; i++)
+			live[nlive++] = direct[i];
+		stamp(live, nlive - 64, nlive);
+		CHECK_EQ(stamps_broken(live, nlive), 0);
+		CHECK_EQ(overlaps(live, nlive), 0);
 	}
+}
 
-	for (unsigned int i = 0; i < k; i++)
-		if (o[i])
-			kmem_cache_free(s, o[i]);
+int main(void)
+{
+	capture_reports();
+	s = kmem_cache_create("carve", SIZE, 0, SLAB_NO_MERGE | SLAB_ORDERED, NULL);
+	CHECK(s != NULL);
+	unsigned int objects = s->objects;
+	CHECK(objects > 4);
+
+	check_first_alloc();
+	check_many_and_recarve(objects);
+	check_never_allocated(objects);
+	check_never_allocated_bulk(objects);
+	check_no_slot_thread();
+
+	for (unsigned int i = 0; i < nlive; i++)
+		if (live[i])
+			kmem_cache_free(s, live[i]);
 	kmem_cache_destroy(s);
 	CHECK_EQ(reports(USLAB_ERR_LEAK), 0);
 	CHECK_EQ(uslab_error_count(), 3);   /* the never allocated object: twice; the bulk one */

@@ -267,17 +267,10 @@ static void test_empties_after_burst(void)
 	free(p);
 }
 
-static void test_barn_and_shrink(void)
+/* Rounds of allocations and frees, single and bulk: the barn within its
+ * limits, and at least its level of full sheaves after a burst of frees. */
+static void barn_rounds(struct kmem_cache *s, void **p)
 {
-	unsigned long errors_before = uslab_error_count();
-	struct kmem_cache_args args = { .sheaf_capacity = 20 };
-	struct kmem_cache *s = kmem_cache_create("barn-256", 256, &args, 0);
-	static void *p[20000];
-
-	CHECK(s != NULL);
-	CHECK(uslab_sheaf_capacity(s) >= 20);
-	CHECK_EQ(s->barn_max_full, 10);
-	CHECK_EQ(s->barn_max_empty, 10);
 	for (int round = 0; round < 4; round++) {
 		unsigned n = round % 2 ? 20000 : 3000;
 		for (unsigned i = 0; i < n; i++)
@@ -297,82 +290,93 @@ static void test_barn_and_shrink(void)
 		kmem_cache_free_bulk(s, n, p);
 		check_barn(s);
 	}
-	if (usl_opt.decay_ms) {
-		/* The surplus above the level that stays unused for a decay interval
-		 * goes back to slabs (two intervals: the sheaves parked after a check
-		 * become eligible at the next one). */
-		unsigned long burst = barn_held(s);
-		CHECK(burst > s->barn_max_full + 100);
-		for (int k = 0; k < 3; k++) {
-			struct timespec ts = { (time_t)(usl_opt.decay_ms / 1000), (long)(usl_opt.decay_ms % 1000) * 1000000L + 100000000L };
-			nanosleep(&ts, NULL);
-			/* frees that park full sheaves (and no allocation from the barn) */
-			for (unsigned i = 0; i < 1500; i++)
-				p[i] = kmem_cache_alloc(s, GFP_KERNEL);
-			for (unsigned i = 0; i < 1500; i++)
-				kmem_cache_free(s, p[i]);
-		}
-		CHECK(barn_held(s) < burst / 2);
+}
 
-		/* A barn nobody visits for an interval gives back all of its full
-		 * sheaves, even while the cache is in use through the CPU's own
-		 * sheaves: here a kmalloc class, whose kfree calls are sampled as
-		 * use (and tick the sweep). */
-		void *q0 = kmalloc(200, GFP_KERNEL);
-		struct kmem_cache *km = usl_virt_to_slab(q0)->slab_cache;
-		kfree(q0);
-		if (uslab_sheaf_capacity(km)) {
-			for (unsigned i = 0; i < 3000; i++)
-				p[i] = kmalloc(200, GFP_KERNEL);
-			for (unsigned i = 0; i < 3000; i++)
-				kfree(p[i]);
-			CHECK(barn_held(km) >= 1);
-			/* The barn holds its ten arrays (the rest of the burst is
-			 * packed into the objects themselves). */
-			CHECK_EQ(barn_full(km), km->barn_max_full);
-			struct slab_sheaf *held = NULL;    /* in the barn of the node the thread ran on */
-			for (unsigned int nid = 0; !held && nid < usl_nr_nodes; nid++)
-				held = km->node[nid]->barn.full;
-			CHECK(held != NULL);
-			struct kmem_cache *shc = usl_virt_to_slab(held)->slab_cache;
-			struct usl_state_counts st0, st1;
-			usl_slub_state_counts(shc, &st0);
-			CHECK(st0.total >= 1);
-			for (int k = 0; k < 40 && barn_held(km); k++) {
-				struct timespec ts = { 0, (long)(usl_opt.decay_ms % 10000) * 100000L + 1000000L };
-				nanosleep(&ts, NULL);          /* a tenth of the interval */
-				for (int j = 0; j < 600; j++)
-					kfree(kmalloc(200, GFP_KERNEL));   /* the main sheaf only */
-			}
-			CHECK_EQ(barn_held(km), 0);
-			/* The same sweep flushed the CPUs' sheaves, which were both
-			 * full after the frees. */
-			struct usl_sheaf_counts kc;
-			usl_sheaf_counts(km, &kc);
-			/* What they hold now is what the traffic refilled since, in
-			 * small refills (an eighth of a sheaf, then a quarter, ... on
-			 * each CPU the thread ran on; the steps are each node's
-			 * barn's), not the two full sheaves. */
-			CHECK(kc.cpu_objects < uslab_sheaf_capacity(km) * 3 / 2 * usl_nr_nodes);
-			/* The sweeps free the sheaves, and then the slabs of the sheaf
-			 * structures' cache they empty, cpu partial ones too (later
-			 * in the same sweep): after a sweep no slab of that cache is
-			 * empty. (How many hold live sheaves depends on where they
-			 * were made.) */
-			unsigned long empty = empty_slabs(shc);
-			for (int k = 0; k < 40 && empty; k++) {
-				struct timespec ts = { 0, (long)(usl_opt.decay_ms % 10000) * 100000L + 1000000L };
-				nanosleep(&ts, NULL);
-				for (int j = 0; j < 600; j++)
-					kfree(kmalloc(200, GFP_KERNEL));
-				empty = empty_slabs(shc);
-			}
-			CHECK_EQ(empty, 0);
-			usl_slub_state_counts(shc, &st1);
-			CHECK(st1.total <= st0.total);
-		}
+/* The surplus above the level that stays unused for a decay interval goes
+ * back to slabs (two intervals: the sheaves parked after a check become
+ * eligible at the next one). */
+static void barn_surplus_decays(struct kmem_cache *s, void **p)
+{
+	unsigned long burst = barn_held(s);
+	CHECK(burst > s->barn_max_full + 100);
+	for (int k = 0; k < 3; k++) {
+		struct timespec ts = { (time_t)(usl_opt.decay_ms / 1000), (long)(usl_opt.decay_ms % 1000) * 1000000L + 100000000L };
+		nanosleep(&ts, NULL);
+		/* frees that park full sheaves (and no allocation from the barn) */
+		for (unsigned i = 0; i < 1500; i++)
+			p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		for (unsigned i = 0; i < 1500; i++)
+			kmem_cache_free(s, p[i]);
 	}
-	/* Shrink: every sheaf flushed, every empty slab returned. */
+	CHECK(barn_held(s) < burst / 2);
+}
+
+/* A tenth of the decay interval, then 600 kmalloc/kfree pairs of 200 bytes
+ * (the main sheaf only). */
+static void tick_kmalloc_200(void)
+{
+	struct timespec ts = { 0, (long)(usl_opt.decay_ms % 10000) * 100000L + 1000000L };
+	nanosleep(&ts, NULL);
+	for (int j = 0; j < 600; j++)
+		kfree(kmalloc(200, GFP_KERNEL));
+}
+
+/* A barn nobody visits for an interval gives back all of its full sheaves,
+ * even while the cache is in use through the CPU's own sheaves: here a
+ * kmalloc class, whose kfree calls are sampled as use (and tick the sweep). */
+static void barn_unvisited_empties(void **p)
+{
+	void *q0 = kmalloc(200, GFP_KERNEL);
+	struct kmem_cache *km = usl_virt_to_slab(q0)->slab_cache;
+	kfree(q0);
+	if (!uslab_sheaf_capacity(km))
+		return;
+	for (unsigned i = 0; i < 3000; i++)
+		p[i] = kmalloc(200, GFP_KERNEL);
+	for (unsigned i = 0; i < 3000; i++)
+		kfree(p[i]);
+	CHECK(barn_held(km) >= 1);
+	/* The barn holds its ten arrays (the rest of the burst is packed into
+	 * the objects themselves). */
+	CHECK_EQ(barn_full(km), km->barn_max_full);
+	struct slab_sheaf *held = NULL;    /* in the barn of the node the thread ran on */
+	for (unsigned int nid = 0; !held && nid < usl_nr_nodes; nid++)
+		held = km->node[nid]->barn.full;
+	CHECK(held != NULL);
+	struct kmem_cache *shc = usl_virt_to_slab(held)->slab_cache;
+	struct usl_state_counts st0, st1;
+	usl_slub_state_counts(shc, &st0);
+	CHECK(st0.total >= 1);
+	for (int k = 0; k < 40 && barn_held(km); k++)
+		tick_kmalloc_200();
+	CHECK_EQ(barn_held(km), 0);
+	/* The same sweep flushed the CPUs' sheaves, which were both full after
+	 * the frees. */
+	struct usl_sheaf_counts kc;
+	usl_sheaf_counts(km, &kc);
+	/* What they hold now is what the traffic refilled since, in small
+	 * refills (an eighth of a sheaf, then a quarter, ... on each CPU the
+	 * thread ran on; the steps are each node's barn's), not the two full
+	 * sheaves. */
+	CHECK(kc.cpu_objects < uslab_sheaf_capacity(km) * 3 / 2 * usl_nr_nodes);
+	/* The sweeps free the sheaves, and then the slabs of the sheaf
+	 * structures' cache they empty, cpu partial ones too (later in the same
+	 * sweep): after a sweep no slab of that cache is empty. (How many hold
+	 * live sheaves depends on where they were made.) */
+	unsigned long empty = empty_slabs(shc);
+	for (int k = 0; k < 40 && empty; k++) {
+		tick_kmalloc_200();
+		empty = empty_slabs(shc);
+	}
+	CHECK_EQ(empty, 0);
+	usl_slub_state_counts(shc, &st1);
+	CHECK(st1.total <= st0.total);
+}
+
+/* Shrink: every sheaf flushed, every empty slab returned; with objects in
+ * use, shrink keeps exactly their slabs. */
+static void shrink_flushes_sheaves(struct kmem_cache *s, void **p)
+{
 	CHECK_EQ(kmem_cache_shrink(s), 0);
 	struct usl_sheaf_counts sc;
 	usl_sheaf_counts(s, &sc);
@@ -381,7 +385,6 @@ static void test_barn_and_shrink(void)
 	struct usl_state_counts st;
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.total, 0);
-	/* With objects in use, shrink keeps exactly their slabs. */
 	for (unsigned i = 0; i < 5000; i++)
 		p[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	for (unsigned i = 0; i < 5000; i += 2)
@@ -393,6 +396,25 @@ static void test_barn_and_shrink(void)
 	CHECK_EQ(kmem_cache_shrink(s), 0);
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.total, 0);
+}
+
+static void test_barn_and_shrink(void)
+{
+	unsigned long errors_before = uslab_error_count();
+	struct kmem_cache_args args = { .sheaf_capacity = 20 };
+	struct kmem_cache *s = kmem_cache_create("barn-256", 256, &args, 0);
+	static void *p[20000];
+
+	CHECK(s != NULL);
+	CHECK(uslab_sheaf_capacity(s) >= 20);
+	CHECK_EQ(s->barn_max_full, 10);
+	CHECK_EQ(s->barn_max_empty, 10);
+	barn_rounds(s, p);
+	if (usl_opt.decay_ms) {
+		barn_surplus_decays(s, p);
+		barn_unvisited_empties(p);
+	}
+	shrink_flushes_sheaves(s, p);
 	kmem_cache_destroy(s);
 	CHECK_EQ(uslab_error_count(), errors_before);
 }
