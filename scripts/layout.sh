@@ -1,6 +1,6 @@
 #!/bin/sh
 # layout.sh BUILD_DIR [TRIALS]: the heap-layout figures (adjacent, fresh,
-# reuse; tests/api/test_layout.c) of each allocator with its defaults, through
+# reuse; tests/public/test_layout.c) of each allocator with its defaults, through
 # LD_PRELOAD, as a Markdown table, and uslab with USLAB_RANDOM=0. The peers are
 # Debian's; a missing one is left out.
 set -eu

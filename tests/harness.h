@@ -13,7 +13,9 @@
 
 #include "uslab.h"
 
-static int t_pass, t_fail;
+/* The counts, and the reports captured below, are weak definitions: a test
+ * of several files counts its checks, and sees its reports, in one place. */
+__attribute__((weak)) int t_pass, t_fail;
 
 #define CHECK(expr)                                                                      \
 	do {                                                                             \
@@ -54,8 +56,8 @@ static inline bool all_bytes(const void *p, int c, size_t n)
 }
 
 /* Report capture */
-static unsigned long reports_by_kind[16];
-static char last_report[512];
+__attribute__((weak)) unsigned long reports_by_kind[16];
+__attribute__((weak)) char last_report[512];
 static void capture_fn(enum uslab_error kind, const char *line, void *arg)
 {
 	(void)arg;

@@ -821,18 +821,17 @@ static void discard(State *S, int t, int h)
 	}
 }
 
-/* One step of thread t; the CPU of a section's first step is cpu. 0: t
- * cannot move now. */
-static int step(State *S, int t, int cpu)
+/* step()'s groups: a pc not theirs is STEP_OTHER. */
+#define STEP_OTHER (-1)
+
+/* kmem_cache_alloc's rseq sections: the pop, then the take of
+ * usl_owned_alloc_slow. */
+static int step_alloc_sections(State *S, int t, int cpu)
 {
 	Thr *T = &S->t[t];
-	const Prog *P = prog_of(t);
-	Op op = P->ops[T->ip < P->nops ? T->ip : 0];
 	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
-	unsigned bit = T->x != NONE && T->x < NOBJS ? 1u << (T->x % NOBJ) : 0;
 
 	switch (T->pc) {
-	/* ---- kmem_cache_alloc: the pop section, then usl_owned_alloc_slow -- */
 	case P_POP_R: {
 		Slot *o = &S->c[cpu];
 		if (o->lock != 0 || o->wp == NONE || S->s[o->wp].a == 0) {
@@ -895,6 +894,18 @@ static int step(State *S, int t, int cpu)
 		  T->o);
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* The refill of a taken slot: its inbox, cursor slab, avail list, adoption. */
+static int step_refill(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_RF_INBOX:
 		if (S->c[T->o].inbox != NONE) {
 			D("refill: inbox not empty: ");
@@ -967,6 +978,17 @@ static int step(State *S, int t, int cpu)
 	case P_AD_NEXT:
 		ad_next(S, t);
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* The refill's new slab, its object, and the slot's release. */
+static int step_refill_take(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+
+	switch (T->pc) {
 	case P_RF_NEW: {
 		int h = T->h;
 		if (h == NONE) {
@@ -1009,6 +1031,18 @@ static int step(State *S, int t, int cpu)
 		op_done(S, t);
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* usl_oslab_alloc_orphan: an allocation from the orphan list. */
+static int step_alloc_orphan(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_AO_LOCK:
 		if (S->llock != NONE)
 			return 0;
@@ -1063,8 +1097,18 @@ static int step(State *S, int t, int cpu)
 		T->pc = P_AO_LOCK;
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
 
-	/* ---- usl_oslab_new (T->tgt the owner): T->h the new slab, or NONE --- */
+/* usl_oslab_new: a retired slab reused, or a new one. */
+static int step_new_slab(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_NW_TAKE: {
 		if (S->llock != NONE)
 			return 0;   /* retired_take's list_lock */
@@ -1134,8 +1178,21 @@ static int step(State *S, int t, int cpu)
 		D("new slab s%d: owner = %d; chunk map written", T->h, T->tgt);
 		ret(S, t);
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
 
-	/* ---- free: usl_owned_free_at, usl_owned_free_slow ------------------ */
+/* The free's chunk map and its rseq section (usl_owned_free_at). */
+static int step_free_section(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	const Prog *P = prog_of(t);
+	Op op = P->ops[T->ip < P->nops ? T->ip : 0];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+	unsigned bit = T->x != NONE && T->x < NOBJS ? 1u << (T->x % NOBJ) : 0;
+
+	switch (T->pc) {
 	case P_FR_START: {
 		int x = S->var[op.v];
 		if (x == NONE)
@@ -1219,6 +1276,18 @@ static int step(State *S, int t, int cpu)
 			op_done(S, t);
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* usl_owned_free_slow: the first bit of a word, the list, the owner. */
+static int step_free_slow(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_F_FIRST:
 		if (!b->listed) {
 			D("free %s: first bit of the word, slab not listed", oname(T->x));
@@ -1271,6 +1340,19 @@ static int step(State *S, int t, int cpu)
 		D("free_slow %s: other: owner %d (read %d before)", oname(T->x), b->owner, T->own);
 		T->pc = b->owner == T->own ? P_FRM_A : P_FS_CHUNK;
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* A remote free (fetch_or into the remote word) and its announce. */
+static int step_free_remote(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+	unsigned bit = T->x != NONE && T->x < NOBJS ? 1u << (T->x % NOBJ) : 0;
+
+	switch (T->pc) {
 	case P_FRM_A:
 		if (mut != M_NOREMOTELOCAL && (b->a & bit)) {
 			D("free_remote %s: local bit set: ", oname(T->x));
@@ -1334,6 +1416,19 @@ static int step(State *S, int t, int cpu)
 		ret(S, t);
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* An orphan's free under list_lock, and the discard of a wholly free slab. */
+static int step_free_orphan(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+	unsigned bit = T->x != NONE && T->x < NOBJS ? 1u << (T->x % NOBJ) : 0;
+
+	switch (T->pc) {
 	case P_FO_LOCK:
 		if (S->llock != NONE)
 			return 0;
@@ -1392,8 +1487,18 @@ static int step(State *S, int t, int cpu)
 		discard(S, t, T->h);
 		ret(S, t);
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
 
-	/* ---- merge, drain, reannounce -------------------------------------- */
+/* Merge (remote word into local), drain of an inbox. */
+static int step_merge_drain(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_MG_X:
 		live_access(S, T->h, "a merge");
 		T->rr = b->r;
@@ -1460,6 +1565,18 @@ static int step(State *S, int t, int cpu)
 		}
 		drain_next(S, t);
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* Reannounce: a pending slab whose owner is gone. */
+static int step_reannounce(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_RA_LOCK: {
 		if (S->llock != NONE)
 			return 0;
@@ -1496,8 +1613,19 @@ static int step(State *S, int t, int cpu)
 		D("reannounce: unlock");
 		drain_next(S, t);
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
 
-	/* ---- the flusher: usl_owned_flush_all, usl_owned_decay ------------- */
+/* The flusher (usl_owned_flush_all): mark, membarrier, reset. */
+static int step_flush(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	const Prog *P = prog_of(t);
+	Op op = P->ops[T->ip < P->nops ? T->ip : 0];
+
+	switch (T->pc) {
 	case P_FL_MARK: {
 		Slot *o = &S->c[T->i];
 		if (op.op == OP_DECAY) {
@@ -1560,6 +1688,18 @@ static int step(State *S, int t, int cpu)
 		T->pc = P_FL_ORPH;
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* A slab orphaned by the flusher or a decay sweep (usl_oslab_orphan). */
+static int step_orphan(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_FL_ORPH:
 		if (!T->mask) {
 			T->i++;
@@ -1602,6 +1742,20 @@ static int step(State *S, int t, int cpu)
 			ret(S, t);
 		}
 		return 1;
+	default:
+		return STEP_OTHER;
+	}
+}
+
+/* Unmark after a flush; usl_owned_decay: discard_empty and the trim. */
+static int step_decay(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+	const Prog *P = prog_of(t);
+	Op op = P->ops[T->ip < P->nops ? T->ip : 0];
+	Slab *b = T->h != NONE && T->h < NSLAB ? &S->s[T->h] : NULL;
+
+	switch (T->pc) {
 	case P_FL_UNMARK:
 		while (T->i < NCPU && !(T->mk >> T->i & 1))
 			T->i++;
@@ -1689,8 +1843,17 @@ static int step(State *S, int t, int cpu)
 		T->pv = (uint8_t)h;
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
+	}
+}
 
-	/* ---- fork: usl_owned_fork_lock / unlock ---------------------------- */
+/* fork: usl_owned_fork_lock / unlock. */
+static int step_fork(State *S, int t, int cpu)
+{
+	Thr *T = &S->t[t];
+
+	switch (T->pc) {
 	case P_FK_MARK: {
 		int i = mut == M_FORKREVERSE ? NCPU - 1 - T->i : T->i;
 		Slot *o = &S->c[i];
@@ -1744,7 +1907,39 @@ static int step(State *S, int t, int cpu)
 			op_done(S, t);
 		return 1;
 	}
+	default:
+		return STEP_OTHER;
 	}
+}
+
+/* One step of thread t; the CPU of a section's first step is cpu. 0: t
+ * cannot move now. The steps are grouped by the code they model: each group
+ * runs the steps of its own pcs and returns STEP_OTHER for any other. */
+static int step(State *S, int t, int cpu)
+{
+	static int (*const groups[])(State *, int, int) = {
+		step_alloc_sections,
+		step_refill,
+		step_refill_take,
+		step_alloc_orphan,
+		step_new_slab,
+		step_free_section,
+		step_free_slow,
+		step_free_remote,
+		step_free_orphan,
+		step_merge_drain,
+		step_reannounce,
+		step_flush,
+		step_orphan,
+		step_decay,
+		step_fork,
+	};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		int r = groups[g](S, t, cpu);
+		if (r != STEP_OTHER)
+			return r;
+	}
+	const Thr *T = &S->t[t];
 	fprintf(stderr, "model: bad pc %d (T%d op %d sp %d h %d)\n", T->pc, t, T->ip, T->sp, T->h);
 	exit(2);
 }
@@ -2270,18 +2465,39 @@ static const Scenario scenarios[] = {
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
 /* ------------------------------------------------------------------ main -- */
-int main(int argc, char **argv)
+typedef struct {
+	const char *only;                        /* -s: one scenario */
+	int quiet, cover;                        /* -q, -c */
+} Opts;
+
+/* The index of name in names[0..n), or n. */
+static int name_index(const char *const *names, int n, const char *name)
 {
-	const char *only = NULL;
-	int quiet = 0, cover = 0;
+	int k;
+	for (k = 0; k < n && strcmp(name, names[k]); k++)
+		;
+	return k;
+}
+
+static void list_names(void)
+{
+	for (int k = 0; k < NSCEN; k++)
+		printf("scenario %-14s %s\n", scenarios[k].name, scenarios[k].what);
+	for (int k = 1; k < M_NR; k++)
+		printf("mutation %-14s %s\n", mut_names[k], mut_what[k]);
+	for (int k = 0; k < X_NR; k++)
+		printf("fix      %-14s %s\n", fix_names[k], fix_what[k]);
+}
+
+/* The options into o, mut, fix and af: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, Opts *o)
+{
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-			only = argv[++i];
+			o->only = argv[++i];
 		} else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
 			const char *m = argv[++i];
-			int k;
-			for (k = 0; k < M_NR && strcmp(m, mut_names[k]); k++)
-				;
+			int k = name_index(mut_names, M_NR, m);
 			if (k == M_NR) {
 				fprintf(stderr, "owned_model: no mutation %s (-l lists them)\n", m);
 				return 2;
@@ -2289,9 +2505,7 @@ int main(int argc, char **argv)
 			mut = k;
 		} else if (!strcmp(argv[i], "-x") && i + 1 < argc) {
 			const char *m = argv[++i];
-			int k;
-			for (k = 0; k < X_NR && strcmp(m, fix_names[k]); k++)
-				;
+			int k = name_index(fix_names, X_NR, m);
 			if (k == X_NR) {
 				fprintf(stderr, "owned_model: no fix %s (-l lists them)\n", m);
 				return 2;
@@ -2300,22 +2514,22 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-A")) {
 			af = 1;
 		} else if (!strcmp(argv[i], "-c")) {
-			cover = 1;
+			o->cover = 1;
 		} else if (!strcmp(argv[i], "-q")) {
-			quiet = 1;
+			o->quiet = 1;
 		} else if (!strcmp(argv[i], "-l")) {
-			for (int k = 0; k < NSCEN; k++)
-				printf("scenario %-14s %s\n", scenarios[k].name, scenarios[k].what);
-			for (int k = 1; k < M_NR; k++)
-				printf("mutation %-14s %s\n", mut_names[k], mut_what[k]);
-			for (int k = 0; k < X_NR; k++)
-				printf("fix      %-14s %s\n", fix_names[k], fix_what[k]);
+			list_names();
 			return 0;
 		} else {
 			fprintf(stderr, "usage: owned_model [-s scenario] [-m mutation] [-x fix] [-A] [-q] [-c] [-l]\n");
 			return 2;
 		}
 	}
+	return -1;
+}
+
+static void print_header(void)
+{
 	printf("owned slot protocol model: %d CPUs, %d slabs of %d objects, %s local word%s%s%s", NCPU, NSLAB, NOBJ,
 	       af ? "split (A/F)" : "one", mut ? "; MUTATION " : "", mut ? mut_names[mut] : "",
 	       mut ? " (this run must fail)" : "");
@@ -2323,104 +2537,146 @@ int main(int argc, char **argv)
 		if (fix >> k & 1)
 			printf("; fix %s", fix_names[k]);
 	printf("\n");
-	uint64_t total = 0;
-	double secs = 0;
-	int ran = 0, bad = 0, acc = 0;
-	static char *acc_trace[V_NR];            /* each accepted shape's shortest trace, and where from */
-	static uint32_t acc_len[V_NR];
-	static const Scenario *acc_sc[V_NR];
-	struct timespec w0, w1;
-	clock_gettime(CLOCK_MONOTONIC, &w0);
-	for (int k = 0; k < NSCEN; k++) {
-		if (only && strcmp(only, scenarios[k].name))
-			continue;
-		SC = &scenarios[k];
-		ran++;
-		static Space sp;
-		Result R;
-		explore(&sp, &R);
-		total += R.states;
-		secs += R.secs;
-		printf("%-14s %9llu states %10llu steps %6.2fs  %s\n", SC->name, (unsigned long long)R.states,
-		       (unsigned long long)R.edges, R.secs, R.found & ~V_ACCEPTED ? "FAIL" : "ok");
-		for (int v = 0; v < V_NR; v++) {
-			if (!(R.found >> v & 1))
-				continue;
-			int fatal = !(V_ACCEPTED >> v & 1);
-			if (fatal)
-				bad++;
-			else
-				acc |= 1 << v;
-			if (fatal)
-				printf("  VIOLATION: %s\n    %s\n", vnames[v], R.msg[v]);
-			else
-				printf("  accepted: %s\n    %s\n", vshort[v], R.msg[v]);
-			if (quiet)
-				continue;
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *out = fatal ? stdout : open_memstream(&buf, &len);
-			if (!out) {
-				fprintf(stderr, "model: out of memory\n");
-				return 2;
-			}
-			if (fatal)
-				fprintf(out, "    shortest trace (%s):\n", SC->what);
-			uint32_t n = print_trace(out, &sp, R.from[v], R.endstate[v] ? -1 : R.lastlabel[v]);
-			if (R.endstate[v])
-				fprintf(out, "         (%s)\n", v == V_DEADLOCK ? "threads left, none can move" :
-				        "all threads done: the quiescence check fails");
-			if (fatal)
-				continue;
-			fclose(out);
-			if (!acc_trace[v] || n < acc_len[v]) {
-				free(acc_trace[v]);
-				acc_trace[v] = buf;
-				acc_len[v] = n;
-				acc_sc[v] = SC;
-			} else {
-				free(buf);
-			}
-		}
-		if (R.found & ~V_ACCEPTED)
-			t_fail++;
-		else
-			t_pass++;
-		space_free(&sp);
-	}
-	if (!ran) {
-		fprintf(stderr, "owned_model: no scenario %s (-l lists them)\n", only);
+}
+
+/* What the scenarios found, summed up over the run. */
+typedef struct {
+	uint64_t total;                          /* states */
+	double secs;
+	int ran, bad, acc;                       /* scenarios run, violations, accepted kinds (bits) */
+	char *acc_trace[V_NR];                   /* each accepted shape's shortest trace, and where from */
+	uint32_t acc_len[V_NR];
+	const Scenario *acc_sc[V_NR];
+} Run;
+
+/* The violation or accepted race v of scenario SC: its message, and its
+ * trace (printed now for a violation, kept if the shortest for an accepted
+ * one). 0, or 2 when out of memory. */
+static int report_found(Run *run, Space *sp, const Result *R, int v, int quiet)
+{
+	int fatal = !(V_ACCEPTED >> v & 1);
+	if (fatal)
+		run->bad++;
+	else
+		run->acc |= 1 << v;
+	if (fatal)
+		printf("  VIOLATION: %s\n    %s\n", vnames[v], R->msg[v]);
+	else
+		printf("  accepted: %s\n    %s\n", vshort[v], R->msg[v]);
+	if (quiet)
+		return 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = fatal ? stdout : open_memstream(&buf, &len);
+	if (!out) {
+		fprintf(stderr, "model: out of memory\n");
 		return 2;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &w1);
+	if (fatal)
+		fprintf(out, "    shortest trace (%s):\n", SC->what);
+	uint32_t n = print_trace(out, sp, R->from[v], R->endstate[v] ? -1 : R->lastlabel[v]);
+	if (R->endstate[v])
+		fprintf(out, "         (%s)\n", v == V_DEADLOCK ? "threads left, none can move" :
+		        "all threads done: the quiescence check fails");
+	if (fatal)
+		return 0;
+	fclose(out);
+	if (!run->acc_trace[v] || n < run->acc_len[v]) {
+		free(run->acc_trace[v]);
+		run->acc_trace[v] = buf;
+		run->acc_len[v] = n;
+		run->acc_sc[v] = SC;
+	} else {
+		free(buf);
+	}
+	return 0;
+}
+
+/* Explores scenario k and reports what it found. 0, or 2 when out of memory. */
+static int run_scenario(Run *run, int k, int quiet)
+{
+	SC = &scenarios[k];
+	run->ran++;
+	static Space sp;
+	Result R;
+	explore(&sp, &R);
+	run->total += R.states;
+	run->secs += R.secs;
+	printf("%-14s %9llu states %10llu steps %6.2fs  %s\n", SC->name, (unsigned long long)R.states,
+	       (unsigned long long)R.edges, R.secs, R.found & ~V_ACCEPTED ? "FAIL" : "ok");
 	for (int v = 0; v < V_NR; v++) {
-		if (!(acc >> v & 1))
+		if (!(R.found >> v & 1))
+			continue;
+		if (report_found(run, &sp, &R, v, quiet))
+			return 2;
+	}
+	if (R.found & ~V_ACCEPTED)
+		t_fail++;
+	else
+		t_pass++;
+	space_free(&sp);
+	return 0;
+}
+
+static void print_summary(Run *run, const struct timespec *w0, const struct timespec *w1)
+{
+	for (int v = 0; v < V_NR; v++) {
+		if (!(run->acc >> v & 1))
 			continue;
 		printf("accepted: %s: %s\n", vshort[v], vnames[v]);
-		if (acc_trace[v]) {
-			printf("    shortest trace (%u steps; scenario %s: %s):\n%s", acc_len[v], acc_sc[v]->name,
-			       acc_sc[v]->what, acc_trace[v]);
-			free(acc_trace[v]);
+		if (run->acc_trace[v]) {
+			printf("    shortest trace (%u steps; scenario %s: %s):\n%s", run->acc_len[v], run->acc_sc[v]->name,
+			       run->acc_sc[v]->what, run->acc_trace[v]);
+			free(run->acc_trace[v]);
 		}
 	}
-	printf("%llu states in %.2fs (%.2fs wall); %d violation kinds", (unsigned long long)total, secs,
-	       (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9, bad);
+	printf("%llu states in %.2fs (%.2fs wall); %d violation kinds", (unsigned long long)run->total, run->secs,
+	       (double)(w1->tv_sec - w0->tv_sec) + (double)(w1->tv_nsec - w0->tv_nsec) / 1e9, run->bad);
 	for (int v = 0, first = 1; v < V_NR; v++)
-		if (acc >> v & 1) {
+		if (run->acc >> v & 1) {
 			printf("%s%s", first ? "; accepted: " : ", ", vshort[v]);
 			first = 0;
 		}
 	printf("\n");
-	if (cover) {
-		printf("steps never taken:");
-		int none = 1;
-		for (int pc = P_POP_R; pc < P_DONE; pc++)
-			if (!pc_hits[pc] && (pc != P_FRM_F || af) && (pc != P_DR_LATE || mut == M_LATEPENDING)) {
-				printf("%s %s", none ? "" : ",", pc_names[pc]);
-				none = 0;
-			}
-		printf("%s\n", none ? " none" : "");
+}
+
+/* -c: the steps no scenario took. */
+static void print_coverage(void)
+{
+	printf("steps never taken:");
+	int none = 1;
+	for (int pc = P_POP_R; pc < P_DONE; pc++)
+		if (!pc_hits[pc] && (pc != P_FRM_F || af) && (pc != P_DR_LATE || mut == M_LATEPENDING)) {
+			printf("%s %s", none ? "" : ",", pc_names[pc]);
+			none = 0;
+		}
+	printf("%s\n", none ? " none" : "");
+}
+
+int main(int argc, char **argv)
+{
+	Opts o = { 0 };
+	int rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	print_header();
+	static Run run;
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	for (int k = 0; k < NSCEN; k++) {
+		if (o.only && strcmp(o.only, scenarios[k].name))
+			continue;
+		if (run_scenario(&run, k, o.quiet))
+			return 2;
 	}
+	if (!run.ran) {
+		fprintf(stderr, "owned_model: no scenario %s (-l lists them)\n", o.only);
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	print_summary(&run, &w0, &w1);
+	if (o.cover)
+		print_coverage();
 	printf("scenarios: ");
 	return test_summary();
 }

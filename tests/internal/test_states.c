@@ -18,22 +18,18 @@ static struct kmem_cache_cpu *my_slot(struct kmem_cache *s)
 
 static bool frozen(struct slab *slab) { return usl_counters_frozen(slab->counters); }
 
-int main(void)
+enum { MAXO = 20000 };
+static void *objs[MAXO];   /* the objects allocated (NULL: freed) */
+static unsigned int nobjs;
+
+/* 1.-4.: the cpu slab, full, cpu partial and frozen again; n objects a slab. */
+static void check_cpu_slab_states(struct kmem_cache *s, unsigned int n)
 {
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(sched_getcpu(), &set);
-	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0);   /* the CPU we are on is allowed */
-	struct kmem_cache *s = kmem_cache_create("states", 256, 0, 0, NULL);
-	unsigned int n = s->objects;
 	struct usl_state_counts st;
-	enum { MAXO = 20000 };
-	static void *o[MAXO];
-	unsigned int k = 0;
 
 	/* 1. The first allocation makes a new slab the (frozen) cpu slab. */
-	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	struct slab *first = usl_virt_to_slab(o[0]);
+	objs[nobjs++] = kmem_cache_alloc(s, GFP_KERNEL);
+	struct slab *first = usl_virt_to_slab(objs[0]);
 	CHECK(my_slot(s)->slab == first);
 	CHECK(frozen(first) && !first->node_partial);
 	usl_slub_state_counts(s, &st);
@@ -42,17 +38,17 @@ int main(void)
 
 	/* 2. Exhausting it: the next allocation leaves it full (unfrozen, on no
 	 *    list) and freezes a new cpu slab. */
-	while (k < n + 1)
-		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	CHECK(usl_virt_to_slab(o[n]) != first);
+	while (nobjs < n + 1)
+		objs[nobjs++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(usl_virt_to_slab(objs[n]) != first);
 	CHECK(!frozen(first) && !first->node_partial && first->freelist == NULL);
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.full, 1);
 	CHECK_EQ(st.cpu_slabs, 1);
 
 	/* 3. A free into a full slab puts it on this CPU's partial list, unfrozen. */
-	kmem_cache_free(s, o[0]);
-	o[0] = NULL;
+	kmem_cache_free(s, objs[0]);
+	objs[0] = NULL;
 	CHECK(my_slot(s)->partial == first);
 	CHECK(!frozen(first) && !first->node_partial);
 	usl_slub_state_counts(s, &st);
@@ -62,28 +58,32 @@ int main(void)
 	/* 4. The next slow allocation takes the cpu partial slab and freezes it. */
 	while (my_slot(s)->freelist ||
 	       (my_slot(s)->slab && usl_counters_uncarved(usl_load(&my_slot(s)->slab->counters))))
-		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
-	o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
+		objs[nobjs++] = kmem_cache_alloc(s, GFP_KERNEL);
+	objs[nobjs++] = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK(my_slot(s)->slab == first && frozen(first));
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.cpu_partial, 0);
+}
 
-	/* 5. Fill many slabs, then free one object of each full slab: the cpu
-	 *    partial list grows to its limit and is drained to the node list, whose
-	 *    slabs carry the flag and are not frozen. */
+/* 5. Fill many slabs, then free one object of each full slab: the cpu
+ *    partial list grows to its limit and is drained to the node list, whose
+ *    slabs carry the flag and are not frozen. */
+static void check_drain_to_node(struct kmem_cache *s, unsigned int n)
+{
+	struct usl_state_counts st;
 	unsigned int slabs = s->cpu_partial_slabs * 3 + 2;
-	while (k < (slabs + 3) * n && k < MAXO)
-		o[k++] = kmem_cache_alloc(s, GFP_KERNEL);
+	while (nobjs < (slabs + 3) * n && nobjs < MAXO)
+		objs[nobjs++] = kmem_cache_alloc(s, GFP_KERNEL);
 	struct slab *cur = my_slot(s)->slab;
-	for (unsigned int i = 0; i < k; i++) {
+	for (unsigned int i = 0; i < nobjs; i++) {
 		struct slab *sl;
-		if (!o[i])
+		if (!objs[i])
 			continue;
-		sl = usl_virt_to_slab(o[i]);
+		sl = usl_virt_to_slab(objs[i]);
 		if (sl == cur || sl->freelist || frozen(sl))
 			continue;
-		kmem_cache_free(s, o[i]);
-		o[i] = NULL;
+		kmem_cache_free(s, objs[i]);
+		objs[i] = NULL;
 	}
 	usl_slub_state_counts(s, &st);
 	CHECK(st.cpu_partial >= 1 && st.cpu_partial <= s->cpu_partial_slabs);
@@ -98,16 +98,20 @@ int main(void)
 	for (struct slab *p = my_slot(s)->partial; p; p = p->next)
 		bad += p->node_partial || frozen(p);
 	CHECK_EQ(bad, 0);
+}
 
-	/* 5b. Shrink with live objects: returns 1, frees no slab that has objects,
-	 *     and orders the node list fewest free objects first (all of these
-	 *     slabs have at most 32 free, so all are promoted). */
+/* 5b. Shrink with live objects: returns 1, frees no slab that has objects,
+ *     and orders the node list fewest free objects first (all of these
+ *     slabs have at most 32 free, so all are promoted). */
+static void check_shrink_live(struct kmem_cache *s)
+{
+	struct usl_state_counts st;
 	CHECK_EQ(kmem_cache_shrink(s), 1);
 	usl_slub_state_counts(s, &st);
 	CHECK_EQ(st.cpu_slabs + st.cpu_partial, 0);
 	CHECK_EQ(st.empty_node_partial, 0);
 	unsigned int prev_free = 0;
-	bad = 0;
+	int bad = 0;
 	for (struct usl_list *it = s->node[0]->partial.next; it != &s->node[0]->partial; it = it->next) {
 		struct slab *sl = usl_container_of(it, struct slab, slab_list);
 		unsigned int f = usl_counters_objects(sl->counters) - usl_counters_inuse(sl->counters);
@@ -115,11 +119,26 @@ int main(void)
 		prev_free = f;
 	}
 	CHECK_EQ(bad, 0);
+}
+
+int main(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(sched_getcpu(), &set);
+	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0);   /* the CPU we are on is allowed */
+	struct kmem_cache *s = kmem_cache_create("states", 256, 0, 0, NULL);
+	unsigned int n = s->objects;
+	struct usl_state_counts st;
+
+	check_cpu_slab_states(s, n);
+	check_drain_to_node(s, n);
+	check_shrink_live(s);
 
 	/* 6. Free everything: empty slabs beyond min_partial are given back. */
-	for (unsigned int i = 0; i < k; i++)
-		if (o[i])
-			kmem_cache_free(s, o[i]);
+	for (unsigned int i = 0; i < nobjs; i++)
+		if (objs[i])
+			kmem_cache_free(s, objs[i]);
 	usl_slub_state_counts(s, &st);
 	CHECK(st.node_partial <= s->min_partial);
 	CHECK(st.total <= s->min_partial + st.cpu_partial + st.cpu_slabs);
