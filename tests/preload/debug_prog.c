@@ -2,7 +2,7 @@
  * for debug_misuse.sh: run under LD_PRELOAD=libuslab.so with USLAB_DEBUG=FZPU,
  * uslab must report each and the program must go on ("survived" last). The
  * blocks come from functions of their own, which the reports must name.
- * The benchmark's detection table (bench/dbench.c) runs the same scenarios
+ * The benchmark's detection table (bench/dbench/dbench.c) runs the same scenarios
  * under each peer; "clean" misuses nothing (a report there is a false alarm).
  * Exit status 3: the allocator and libc offer no such function (free_sized
  * before glibc 2.38), so the scenario could not run. */
