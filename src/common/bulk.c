@@ -326,8 +326,7 @@ static void sheaf_free_bulk_checked(struct kmem_cache *s, size_t nr, void **p)
 				continue;
 		}
 		if (usl_unlikely((uintptr_t)x == prev)) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free_bulk(%s): %p appears twice in the array; freed once",
-			           s->name, x);
+			usl_refuse_twice_in_array("kmem_cache_free_bulk", s->name, x);
 			continue;
 		}
 		if (usl_opt.harden && usl_unlikely(!usl_marker_take((uintptr_t)x, s->offset, s->fp_secret, blk))) {

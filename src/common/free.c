@@ -56,8 +56,7 @@ USL_OUT_OF_LINE bool usl_uncarved_check(struct kmem_cache *s, void *x, const cha
 {
 	if (!usl_is_slab(s) && usl_slub_handed_out(s, x))   /* SLAB's page map count is exact */
 		return true;
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p was never allocated (free of an object not yet handed out); not freed",
-	           fn, s->name, x);
+	usl_refuse_never_allocated(fn, s->name, x);
 	return false;
 }
 
@@ -104,7 +103,7 @@ static USL_FAST_PATH void tick_maybe(struct kmem_cache *s, bool tick)
 /* A double free the marker showed (x is free already, wherever it is). */
 void usl_marker_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
+	usl_refuse_double_free(fn, s->name, x, NULL);
 }
 
 /* An object of another node's slab, freed on this node: back to its node
@@ -282,10 +281,9 @@ USL_SLOW_PATH void usl_report_bad_ptr(const char *fn, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - usl_base;
 	if (off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated kmalloc block (free already, or inside one); ignored",
-		           fn, p);
+		usl_refuse_not_object(fn, NULL, p, "is not an allocated kmalloc block (free already, or inside one)");
 	else
-		usl_report(USLAB_ERR_FOREIGN, "%s: %p is not a uslab pointer; ignored", fn, p);
+		usl_refuse_foreign(fn, NULL, p, true);
 }
 
 /* A pointer that is no slab object of a user or kmalloc cache: NULL and

@@ -321,8 +321,7 @@ size_t usl_block_size_named(const void *p, const char *fn)
 		return n;
 	struct kmem_cache *s = owner_of(p);
 	if (s)
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an allocated object; not freed", fn,
-		           s->name, p);
+		usl_refuse_not_object(fn, s->name, p, "is not the start of an allocated object");
 	else
 		usl_report_bad_ptr(fn, p);
 	return 0;

@@ -289,14 +289,12 @@ void usl_owned_free_slow(void *x, const char *fn)
 		uint64_t e = __atomic_load_n(ce, __ATOMIC_ACQUIRE);
 		struct usl_oslab *h = (struct usl_oslab *)(uintptr_t)e;
 		if (!e) {
-			usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an allocated block (its slab was freed: "
-			           "a double free?); ignored", fn, x);
+			usl_refuse_not_object(fn, NULL, x, "is not an allocated block (its slab was freed: a double free?)");
 			return;
 		}
 		uint32_t idx = usl_obj_index((uint32_t)off - h->start_off, h->div_inv, h->div_shift);
 		if (idx >= h->objects) {
-			usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (inside one?); "
-			           "not freed", fn, h->cache->name, x);
+			usl_refuse_not_object(fn, h->cache->name, x, "is not the start of an object (inside one?)");
 			return;
 		}
 		unsigned int owner = __atomic_load_n(&h->owner, __ATOMIC_ACQUIRE);
@@ -475,15 +473,13 @@ static USL_SLOW_PATH void free_bulk_bad(struct kmem_cache *s, void *x, const cha
 	uint64_t e = off < __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE)
 	           ? __atomic_load_n(&usl_ochunk[off >> USL_OCHUNK_SHIFT], __ATOMIC_ACQUIRE) : 0;
 	if (off >= __atomic_load_n(&usl_top, __ATOMIC_ACQUIRE))
-		usl_report(USLAB_ERR_FOREIGN, "%s%s%s%s: %p is not a uslab pointer; not freed", fn, s ? "(" : "",
-		           s ? s->name : "", s ? ")" : "", x);
+		usl_refuse_foreign(fn, s ? s->name : NULL, x, false);
 	else if (e && s)
-		usl_report(USLAB_ERR_WRONG_CACHE, "%s(%s): %p belongs to cache %s; not freed", fn, s->name, x,
-		           ((struct usl_oslab *)(uintptr_t)e)->cache->name);
+		usl_refuse_wrong_cache(fn, s->name, x, ((struct usl_oslab *)(uintptr_t)e)->cache->name);
 	else if (s)
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not an object of this cache; not freed", fn, s->name, x);
+		usl_refuse_not_object(fn, s->name, x, NULL);
 	else
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s: %p is not an object of an owned cache; ignored", fn, x);
+		usl_refuse_not_object(fn, NULL, x, "is not an object of an owned cache");
 }
 
 void usl_owned_free_bulk(struct kmem_cache *s, size_t nr, void **p, const char *fn)

@@ -361,8 +361,7 @@ static bool make_room(struct kmem_cache *s, struct usl_pcs *b, gfp_t gfp)
 
 void usl_report_pop_refused(struct kmem_cache *s, const void *obj, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p is not free any more (freed twice, freed while free on its slab, "
-	           "or written after its free); not handed out again", fn, s->name, obj);
+	usl_refuse_pop(fn, s->name, obj, "freed twice, freed while free on its slab, or written after its free");
 }
 
 /* A popped object that does not carry its free marker: reported and kept out

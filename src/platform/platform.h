@@ -98,6 +98,31 @@ USL_HIDDEN void usl_report_deliver_queued(void);
  * an object of obj's slab (a write after free, an overflow from a neighbour):
  * reported (USLAB_ERR_CORRUPT); returns NULL, where the caller cuts the list. */
 USL_HIDDEN void *usl_report_free_list(const char *name, const void *obj, const void *next) USL_SLOW_PATH;
+/* ---- refused frees and pops (refuse.c): the one wording of each ----
+ * fn: the program's call; cache: the cache's name (NULL: none known). */
+USL_HIDDEN void usl_refuse_double_free(const char *fn, const char *cache, const void *x, const char *why)
+	USL_SLOW_PATH;                            /* why NULL: "already free" */
+USL_HIDDEN void usl_refuse_never_allocated(const char *fn, const char *cache, const void *x) USL_SLOW_PATH;
+USL_HIDDEN void usl_refuse_twice_in_array(const char *fn, const char *cache, const void *x) USL_SLOW_PATH;
+/* A bulk free of more objects of one slab than it has in use. */
+USL_HIDDEN void usl_refuse_overfree(const char *fn, const char *cache, unsigned int freed, unsigned int inuse)
+	USL_SLOW_PATH;
+/* ignored: the free was by pointer alone (kfree, free), which ignores it. */
+USL_HIDDEN void usl_refuse_foreign(const char *fn, const char *cache, const void *x, bool ignored) USL_SLOW_PATH;
+USL_HIDDEN void usl_refuse_wrong_cache(const char *fn, const char *cache, const void *x, const char *owner)
+	USL_SLOW_PATH;
+/* what: "is not in a slab" and the like (NULL: not an object of this cache);
+ * with cache NULL the free was by pointer alone and is ignored. */
+USL_HIDDEN void usl_refuse_not_object(const char *fn, const char *cache, const void *x, const char *what)
+	USL_SLOW_PATH;
+USL_HIDDEN void usl_refuse_inside(const char *fn, const char *cache, const void *x, unsigned long offset)
+	USL_SLOW_PATH;
+/* A pop (or refill) that does not hand obj out: how it can have stopped being free. */
+USL_HIDDEN void usl_refuse_pop(const char *fn, const char *cache, const void *obj, const char *how) USL_SLOW_PATH;
+/* A two-word cache's object on its way back to its slab without its marker. */
+USL_HIDDEN void usl_refuse_lost_marker(const char *fn, const char *cache, const void *x) USL_SLOW_PATH;
+/* A two-word cache's object taken from a free list without its free flag. */
+USL_HIDDEN void usl_refuse_written(const char *cache, const void *obj) USL_SLOW_PATH;
 /* fork(): report_lock and the queue's lock, then init_lock (platform.c), taken
  * by the prepare handler (common/cache.c) and released in parent and child. */
 USL_HIDDEN void usl_report_fork_lock(void);

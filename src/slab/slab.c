@@ -91,8 +91,7 @@ static USL_SLOW_PATH void written_after_free(struct kmem_cache *s, const void *o
  * (under list_lock: the report is queued until the lock is dropped). */
 static USL_SLOW_PATH void shared_refused(struct kmem_cache *s, const void *obj)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "cache_alloc_refill(%s): %p is not free any more (freed twice, or written "
-	           "after its free); not handed out again", s->name, obj);
+	usl_refuse_pop("cache_alloc_refill", s->name, obj, "freed twice, or written after its free");
 }
 
 /* A two-word cache's object made free on its slab at its creation: its M

@@ -231,8 +231,7 @@ static size_t build_detached_freelist(const char *fn, struct kmem_cache *s, size
 		if (!df->map_ready)
 			df_map_init(df, objects);
 		if (usl_unlikely(map[q / 64] & (1ULL << (q % 64)))) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %p appears twice in the array; freed once",
-			           fn, ds->name, object);
+			usl_refuse_twice_in_array(fn, ds->name, object);
 			p[same] = NULL;
 			continue;
 		}
@@ -252,8 +251,7 @@ static void df_drop(struct detached_freelist *df, void *x, unsigned int idx, con
 			df->objs[i] = NULL;
 			df->map[idx / 64] &= ~(1ULL << (idx % 64));
 			df->cnt--;
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
-			           df->s->name, x);
+			usl_refuse_double_free(fn, df->s->name, x, NULL);
 			return;
 		}
 }
@@ -316,8 +314,7 @@ static bool df_precheck(struct detached_freelist *df, const char *fn)
 			x = next;
 		}
 		if (usl_counters_inuse(usl_load(&slab->counters)) < df->cnt) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): %u objects of one slab freed but only %u in use; none of them freed",
-			           fn, s->name, df->cnt, usl_counters_inuse(usl_load(&slab->counters)));
+			usl_refuse_overfree(fn, s->name, df->cnt, usl_counters_inuse(usl_load(&slab->counters)));
 			return false;
 		}
 	}
@@ -365,8 +362,7 @@ static bool drop_double_head(struct detached_freelist *df, const char *fn)
 	void *next = usl_get_freepointer(df->s, df->head);
 
 	usl_set_fp_word(df->s, df->head, df->head_fp);
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
-	           df->head);
+	usl_refuse_double_free(fn, df->s->name, df->head, NULL);
 	df->head = next;
 	df->head_fp = 0;
 	return --df->cnt != 0;
@@ -377,8 +373,7 @@ static bool drop_double_tail(struct detached_freelist *df, const char *fn)
 {
 	void *pred = df->head;
 
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, df->s->name,
-	           df->tail);
+	usl_refuse_double_free(fn, df->s->name, df->tail, NULL);
 	for (unsigned int i = 2; i < df->cnt; i++)
 		pred = usl_get_freepointer(df->s, pred);
 	df->tail = pred;

@@ -617,7 +617,7 @@ void usl_debug_free(struct kmem_cache *s, void *x, const char *fn, uintptr_t cal
 	bool ok = slab && slab->slab_cache == s && slab->kind == USL_PAGE_SLAB && valid_pointer(s, slab, x) && x;
 	if (!ok) {
 		usl_unlock(&n->list_lock);
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not an object of this cache; not freed", fn, s->name, x);
+		usl_refuse_not_object(fn, s->name, x, NULL);
 		return;
 	}
 	if (s->flags & SLAB_CONSISTENCY_CHECKS)

@@ -196,8 +196,7 @@ static void *obj_at(const struct usl_oslab *h, unsigned int k, unsigned int bit)
 
 void usl_oslab_report_double(const struct usl_oslab *h, const void *x, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn,
-	           h->cache->name, x);
+	usl_refuse_double_free(fn, h->cache->name, x, NULL);
 }
 
 bool usl_oslab_merge(struct usl_oslab *h)

@@ -276,8 +276,7 @@ USL_OUT_OF_LINE void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab,
 		}
 		usl_slab_snapshot(slab, &prior, &c);
 		if (usl_unlikely(cnt == 1 && prior == head)) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (already free); not freed",
-			           s->name, head);
+			usl_refuse_double_free("kmem_cache_free", s->name, head, NULL);
 			return;
 		}
 		if (usl_unlikely(usl_counters_inuse(c) < cnt)) {
@@ -285,13 +284,11 @@ USL_OUT_OF_LINE void usl_slab_free_slow(struct kmem_cache *s, struct slab *slab,
 			 * the freelist head. Refuse it rather than wrap the counter. */
 			if (n)
 				usl_unlock(&n->list_lock);
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (slab has %u objects in use); not freed",
-			           s->name, head, usl_counters_inuse(c));
+			usl_refuse_double_free("kmem_cache_free", s->name, head, "more frees than objects in use");
 			return;
 		}
 		if (usl_unlikely(cnt == 1 && usl_counters_uncarved(c) && usl_never_handed_out(s, slab, c, head))) {
-			usl_report(USLAB_ERR_DOUBLE_FREE, "kmem_cache_free(%s): double free of %p (never allocated); not freed", s->name,
-			           head);
+			usl_refuse_double_free("kmem_cache_free", s->name, head, "never allocated");
 			return;
 		}
 		was_frozen = usl_counters_frozen(c);
@@ -679,8 +676,7 @@ slow:
  * usl_two_word): written after its free. Left out, still counted in use. */
 USL_SLOW_PATH void usl_flag_refused(const struct kmem_cache *s, const void *obj)
 {
-	usl_report(USLAB_ERR_CORRUPT, "%s: free object %p was written after it was freed (its free flag is gone); "
-	           "not handed out, and kept out of use", s->name, obj);
+	usl_refuse_written(s->name, obj);
 }
 
 /* The cpu-slab layer's allocation (no zeroing): the section, then the slow
@@ -730,23 +726,17 @@ USL_SLOW_PATH void usl_report_bad_free(const char *fn, struct kmem_cache *s, con
 
 	/* A pointer into never-used or purged memory finds a zeroed page-map
 	 * entry, which leads to some other block: not x's. */
-	if (slab && (uintptr_t)x - (uintptr_t)usl_slab_address(slab) >= usl_order_bytes(slab->order)) {
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not in a slab; not freed", fn, name, x);
-		return;
-	}
 	if (!slab) {
-		usl_report(USLAB_ERR_FOREIGN, "%s(%s): %p is not a uslab pointer; not freed", fn, name, x);
+		usl_refuse_foreign(fn, name, x, false);
 		return;
 	}
 	struct kmem_cache *owner = __atomic_load_n(&slab->slab_cache, __ATOMIC_ACQUIRE);
-	if (!owner) {
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not in a slab; not freed", fn, name, x);
-	} else if (s && owner != s) {
-		usl_report(USLAB_ERR_WRONG_CACHE, "%s(%s): %p belongs to cache %s; not freed", fn, name, x, owner->name);
-	} else {
-		usl_report(USLAB_ERR_NOT_OBJECT, "%s(%s): %p is not the start of an object (offset %lu in its slab); not freed",
-		           fn, owner->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
-	}
+	if (!owner || (uintptr_t)x - (uintptr_t)usl_slab_address(slab) >= usl_order_bytes(slab->order))
+		usl_refuse_not_object(fn, name, x, "is not in a slab");
+	else if (s && owner != s)
+		usl_refuse_wrong_cache(fn, name, x, owner->name);
+	else
+		usl_refuse_inside(fn, owner->name, x, (unsigned long)((uintptr_t)x - (uintptr_t)usl_slab_address(slab)));
 }
 
 /* x, an object start of s beyond its page map count: was it handed out? (The
@@ -761,7 +751,7 @@ bool usl_slub_handed_out(struct kmem_cache *s, const void *x)
 
 USL_OUT_OF_LINE void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn)
 {
-	usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
+	usl_refuse_double_free(fn, s->name, x, NULL);
 }
 
 /* A two-word cache's object refused on its way back to its slab
@@ -769,10 +759,9 @@ USL_OUT_OF_LINE void usl_report_double_free(struct kmem_cache *s, void *x, const
 USL_SLOW_PATH void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn)
 {
 	if (usl_flag_free_on_slab(s, x))
-		usl_report(USLAB_ERR_DOUBLE_FREE, "%s(%s): double free of %p (already free); not freed", fn, s->name, x);
+		usl_refuse_double_free(fn, s->name, x, NULL);
 	else
-		usl_report(USLAB_ERR_CORRUPT, "%s(%s): free object %p lost its free marker (written after its free, or "
-		           "freed twice and handed out); not freed, kept out of use", fn, s->name, x);
+		usl_refuse_lost_marker(fn, s->name, x);
 }
 
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
