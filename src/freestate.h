@@ -155,6 +155,24 @@ static inline bool usl_flag_leave_slab(const struct kmem_cache *s, void *obj)
 	return true;
 }
 
+/* The reports of both engines for a two-word cache's object: refused by
+ * usl_flag_enter_slab on its way back to its slab (free there already: a
+ * double free; else its marker was overwritten), and taken from its slab
+ * without its F (written after its free; left out, counted in use). The
+ * words are platform/refuse.c's. */
+static inline void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn)
+{
+	if (usl_flag_free_on_slab(s, x))
+		usl_refuse_double_free(fn, s->name, x, NULL);
+	else
+		usl_refuse_lost_marker(fn, s->name, x);
+}
+
+static inline void usl_flag_refused(const struct kmem_cache *s, const void *obj)
+{
+	usl_refuse_written(s->name, obj);
+}
+
 /* obj, carved (never handed out) onto a free list: its F. */
 static inline void usl_flag_carved(const struct kmem_cache *s, void *obj)
 {

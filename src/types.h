@@ -259,7 +259,7 @@ struct kmem_cache_node {
 	struct usl_barn barn;
 	struct usl_list full;        /* debug caches: their full slabs (under list_lock);
 	                                SLAB: slabs_full */
-	/* SLAB (src/slab/): partial is slabs_partial, full slabs_full; all
+	/* SLAB (src/engine/slab/): partial is slabs_partial, full slabs_full; all
 	 * under list_lock but colour_next (advanced without it). */
 	struct usl_list slabs_free;
 	unsigned long free_objects;  /* free objects on the three lists */
@@ -269,7 +269,7 @@ struct kmem_cache_node {
 	int free_touched;            /* a refill took a free slab since the last reap */
 	uint64_t next_reap;          /* ms: the shared array and free slabs are reaped after it */
 	struct slab_sheaf *shared;   /* the node's shared array (limit shared * batchcount), or NULL */
-	/* The owned front end (slub/oslab.c), under list_lock: every owned
+	/* The owned front end (engine/slub/oslab.c), under list_lock: every owned
 	 * slab of the node, and its orphans with free objects. */
 	struct usl_list owned;
 	struct usl_list orphans;
@@ -293,7 +293,7 @@ enum usl_engine { USL_ENGINE_SLUB = 0, USL_ENGINE_SLAB = 1 };
  * and their growth does not reclaim the barns their sheaves serve. */
 #define USL_SLAB_INTERNAL 0x80000000U
 #define USL_SLAB_KMALLOC 0x40000000U    /* a kmalloc class: never destroyed, never a merge target */
-/* Debug caches (slub/debug.c): every allocation and free takes the checked path. */
+/* Debug caches (engine/slub/debug.c): every allocation and free takes the checked path. */
 #define USL_SLAB_DEBUG_FLAGS (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 
 /* s->path, the path a cache's alloc and free take (set in one place, path.c's
@@ -323,7 +323,7 @@ struct kmem_cache {
 	unsigned int object_size;    /* what the creator asked for */
 	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
 	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
-	                                free pointer lies in its object's block (slub/internal.h) */
+	                                free pointer lies in its object's block (engine/slub/internal.h) */
 	uint32_t path;               /* which path (enum usl_path): tested where
 	                                sheaf_capacity would be, so counting costs nothing off */
 	unsigned int flag_off;           /* a two-word cache's (usl_two_word) flag word: offset + 8
@@ -339,7 +339,7 @@ struct kmem_cache {
 	unsigned int cpu_partial_slabs;
 	int virt_lock;               /* SLAB_VIRTUAL: guards virt_free (a leaf) */
 	struct slab *virt_free;      /* SLAB_VIRTUAL: its empty slabs' blocks, pages given back,
-	                                kept for its next slabs (chained by ->next; slub/slub.c) */
+	                                kept for its next slabs (chained by ->next; engine/slub/slub.c) */
 	unsigned int reuse_delay;    /* sheaves: objects handed out on a CPU before one freed there
 	                                again (0: the newest first; percpu/pcs.c) */
 	bool random;                 /* an unpredictable layout (USLAB_RANDOM, no SLAB_ORDERED):
@@ -354,10 +354,10 @@ struct kmem_cache {
 	char name[USL_NAME_MAX];
 	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
 	int recent_use;              /* set by a sampled free (1 in 256 of a thread), cleared by the decay sweep */
-	unsigned int red_left_pad;   /* debug caches (slub/debug.c): bytes of left red zone before each object */
+	unsigned int red_left_pad;   /* debug caches (engine/slub/debug.c): bytes of left red zone before each object */
 	unsigned int info_end;       /* debug: offset from an object of its tracks (after the free pointer) */
-	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (slub/stat.h), else NULL */
-	/* SLAB (src/slab/): its tunables (written under slab_mutex, read racily
+	uint64_t *stats;             /* USLAB_STATS: a row of counters per CPU (engine/slub/stat.h), else NULL */
+	/* SLAB (src/engine/slab/): its tunables (written under slab_mutex, read racily
 	 * as the kernel's array_cache copies are), layout and colour. */
 	uint32_t engine;             /* enum usl_engine */
 	unsigned int limit;          /* the per-CPU arrays' capacity (sheaf_capacity follows it) */
@@ -365,7 +365,7 @@ struct kmem_cache {
 	unsigned int shared;         /* the shared array holds shared * batchcount */
 	unsigned int colour;         /* colours: slab offsets 0, colour_off, ..., (colour - 1) * colour_off */
 	unsigned int colour_off;
-	unsigned int mgmt;           /* where the free-index array lives (slab/slab.c USL_MGMT_*) */
+	unsigned int mgmt;           /* where the free-index array lives (engine/slab/slab.c USL_MGMT_*) */
 	unsigned int freelist_size;  /* bytes of that array */
 	unsigned int mgmt_off;       /* OBJFREELIST: its offset inside the object that holds it */
 	struct kmem_cache *freelist_cache;   /* OFF_SLAB: where the arrays come from (one of uslab's own) */
@@ -409,7 +409,7 @@ _Static_assert(sizeof(struct usl_pagemap_entry) == 8, "one 8-byte word");
 #define USL_PM_OBJECTS(e) ((unsigned int)(e).objects & (USL_PM_INTERNAL - 1))
 
 /* ---------------------------------------------------------------------------
- * The owned front end (percpu/owned.c, slub/oslab.c; docs/ARCHITECTURE.md,
+ * The owned front end (percpu/owned.c, engine/slub/oslab.c; docs/ARCHITECTURE.md,
  * "The owned front end"). An owned slab's free state is a bitmap outside its
  * blocks: struct usl_oslab, in a metadata region, never beside a user block.
  * Line 0 is what a free reads: where the slab is, its divisor, its owner and

@@ -110,7 +110,7 @@ _Static_assert(offsetof(struct kmem_cache_cpu, main_lo) == offsetof(struct kmem_
 	"punpcklqdq %%xmm1, %%xmm0\n\t"
 
 /* Free pointers are stored encoded: next ^ s->fp_secret ^ bswap(address of the
- * word) (slub/internal.h). The sections decode with the cache's secret and
+ * word) (engine/slub/internal.h). The sections decode with the cache's secret and
  * check that a decoded pointer is NULL or another address in the same slab
  * block (fp_mask; a link to the object itself is what a free's marker left
  * over a free object looks like); one that is not ends the section without a

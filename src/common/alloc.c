@@ -11,7 +11,7 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../percpu/percpu.h"
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "../freestate.h"
 #include "common.h"
 #include "objects.h"

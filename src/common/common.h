@@ -12,7 +12,7 @@
 
 #include "../pages/pages.h"
 #include "../platform/platform.h"
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "../freestate.h"
 #include "../types.h"
 

@@ -4,7 +4,7 @@
  * (usl_registry_fork_lock). Takes every lock; owns none but its per-thread
  * notes of what this fork took. docs/ARCHITECTURE.md, "fork". */
 #include "../percpu/percpu.h"
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "../testing.h"
 #include "common.h"
 #include "registry.h"

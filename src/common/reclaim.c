@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "../percpu/percpu.h"
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "../testing.h"
 #include "common.h"
 #include "registry.h"

@@ -59,7 +59,7 @@ static inline void usl_pm_write(struct usl_pagemap_entry *e, uint32_t start, uns
  * them: the free fast paths' object test (index < count) then refuses the
  * never handed out ones by itself, at no cost, and their slow paths ask the
  * slab (usl_pm_is_slot) before reporting. The slab's carver raises the count
- * (slub/slub.c). */
+ * (engine/slub/slub.c). */
 static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int objects)
 {
 	struct usl_pagemap_entry v = usl_pm_read(e);
@@ -67,7 +67,7 @@ static inline void usl_pm_set_count(struct usl_pagemap_entry *e, unsigned int ob
 	__atomic_store(e, &v, __ATOMIC_RELEASE);
 }
 /* The owned chunk map (types.h, USL_OCHUNK_SHIFT): a word per 64 KiB of the
- * range, zero but where an owned slab lies; written by slub/oslab.c. Mapped
+ * range, zero but where an owned slab lies; written by engine/slub/oslab.c. Mapped
  * whole (never-touched pages of it cost nothing). */
 extern uint64_t *usl_ochunk USL_HIDDEN;
 

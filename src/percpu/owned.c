@@ -1,5 +1,5 @@
 /* owned.c - the owned front end's per-CPU side: per CPU and cache a slot that
- * owns slabs whose free state is a bitmap outside the blocks (slub/oslab.c).
+ * owns slabs whose free state is a bitmap outside the blocks (engine/slub/oslab.c).
  * Here: choosing the front end, the slots, the slow path behind the pop
  * section (take the slot, merge the inbox, move the cursor, the avail stack,
  * adopt or make a slab), the slow path behind the free section (remote and
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "percpu.h"
 
 uint64_t usl_zero_word;

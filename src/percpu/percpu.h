@@ -4,7 +4,7 @@
  * sheaves; SLAB: the main sheaf is its array cache (array.c). The fast paths
  * are the sheaf sections of arch/rseq_x86.h (pop and push on the main sheaf),
  * and everything here runs when a section fails. It refills from and flushes to
- * the engines through engine.h, and tells the layer above of its slow paths
+ * the engines through engine/engine.h, and tells the layer above of its slow paths
  * through usl_percpu_slow_tick. Locks: a slot's sheaf_lock (locked mode), then
  * a barn's lock; neither is held across a call into the engine.
  * docs/ARCHITECTURE.md, "The per-CPU protocol" and "Sheaves and barns". */

@@ -10,7 +10,7 @@
 #include "../arch/arch.h"
 #include "../pages/pages.h"
 #include "../platform/platform.h"
-#include "../engine.h"
+#include "../engine/engine.h"
 #include "percpu.h"
 
 #define USL_SHEAF_HEADER ((unsigned int)offsetof(struct slab_sheaf, objects))

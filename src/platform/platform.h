@@ -25,7 +25,7 @@ struct usl_options {
 	int random;                  /* USLAB_RANDOM: 1 = an unpredictable layout (random
 	                                order, delayed reuse; docs/ARCHITECTURE.md,
 	                                "Hardening"), 0 = the kernel's order */
-	int stats;                   /* USLAB_STATS: 1 = event counters kept (slub/stat.h) */
+	int stats;                   /* USLAB_STATS: 1 = event counters kept (engine/slub/stat.h) */
 	unsigned int mode;           /* what the malloc fast paths test, once: USL_MODE_HARDEN
 	                                alone is the common case (usl_read_options); its low
 	                                byte is malloc's, USL_MODE_TICK free's alone */

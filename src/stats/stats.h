@@ -2,7 +2,7 @@
  * per CPU, read from outside the allocation paths: the kernel's sysfs
  * attributes of /sys/kernel/slab/<cache>/ (attr.c) and /proc/slabinfo
  * (slabinfo.c), over the event counters every layer below keeps
- * (slub/stat.h) and the counts the engine and the per-CPU layer give. It
+ * (engine/slub/stat.h) and the counts the engine and the per-CPU layer give. It
  * calls down only; the malloc override calls it for malloc_stats and
  * mallinfo2. Locks: slab_mutex (usl_cache_for_each) around a walk of the
  * caches, then a node's list_lock or a barn's lock for a snapshot; none is

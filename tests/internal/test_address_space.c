@@ -37,7 +37,7 @@
 
 #include "../harness.h"
 #include "pages/pages.h"
-#include "slub/slub.h"
+#include "engine/slub/slub.h"
 
 static const size_t blocks[] = { 64, 4096, 65536, 1 << 20 };
 

@@ -9,7 +9,7 @@
 #include "../harness.h"
 #include "common/common.h"
 #include "pages/pages.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 static uint64_t seed = 12345;

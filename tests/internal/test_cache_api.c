@@ -10,7 +10,7 @@
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 struct conn {

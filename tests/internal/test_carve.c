@@ -14,7 +14,7 @@
 #include "../harness.h"
 #include "arch/arch.h"
 #include "pages/pages.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 #define SIZE 1024

@@ -8,7 +8,7 @@
 
 #include "../harness.h"
 #include "pages/pages.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 static const size_t classes[] = { 8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192 };

@@ -18,7 +18,7 @@
 #include <linux/mempolicy.h>
 
 #include "../harness.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"

@@ -15,7 +15,7 @@
 
 #include "../harness.h"
 #include "common/common.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"

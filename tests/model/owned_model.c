@@ -1,5 +1,5 @@
 /* owned_model.c - an exhaustive interleaving model checker for the protocol of
- * the owned per-CPU front end (src/percpu/owned.c, src/slub/oslab.c, the
+ * the owned per-CPU front end (src/percpu/owned.c, src/engine/slub/oslab.c, the
  * sections of src/arch/rseq_owned_x86.h, struct usl_oslab / usl_oslot in
  * src/types.h). ThreadSanitizer cannot see rseq sections; this model is how
  * the protocol is shown correct, or a counterexample is found.

@@ -15,7 +15,7 @@
 #include "../harness.h"
 #include "common/common.h"
 #include "platform/platform.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 #define NCACHES 7

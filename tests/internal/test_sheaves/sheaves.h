@@ -16,7 +16,7 @@
 #include "pages/pages.h"
 #include "percpu/percpu.h"
 #include "platform/platform.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "testing.h"
 
 /* Sheaves are on for caches not configured (USLAB_SHEAVES is not 0). */

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "../testing.h"
+#include "../../testing.h"
 #include "internal.h"
 #include "slot.h"
 #include "slub.h"

@@ -11,9 +11,9 @@
 #ifndef USL_SLUB_STAT_H
 #define USL_SLUB_STAT_H
 
-#include "../arch/arch.h"
-#include "../platform/platform.h"
-#include "../types.h"
+#include "../../arch/arch.h"
+#include "../../platform/platform.h"
+#include "../../types.h"
 
 enum usl_stat_item {
 	USL_ALLOC_PCS,              /* allocation from the CPU's sheaf */

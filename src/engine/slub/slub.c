@@ -672,12 +672,6 @@ slow:
 	return obj ? obj : usl_slub_alloc_slow(s, gfp);
 }
 
-/* A two-word cache's object taken from a free list without its F (types.h,
- * usl_two_word): written after its free. Left out, still counted in use. */
-USL_SLOW_PATH void usl_flag_refused(const struct kmem_cache *s, const void *obj)
-{
-	usl_refuse_written(s->name, obj);
-}
 
 /* The cpu-slab layer's allocation (no zeroing): the section, then the slow
  * path; a two-word cache's object leaves with its F, or another is taken. */
@@ -754,15 +748,6 @@ USL_OUT_OF_LINE void usl_report_double_free(struct kmem_cache *s, void *x, const
 	usl_refuse_double_free(fn, s->name, x, NULL);
 }
 
-/* A two-word cache's object refused on its way back to its slab
- * (usl_flag_enter_slab): free there already, or without its marker. */
-USL_SLOW_PATH void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn)
-{
-	if (usl_flag_free_on_slab(s, x))
-		usl_refuse_double_free(fn, s->name, x, NULL);
-	else
-		usl_refuse_lost_marker(fn, s->name, x);
-}
 
 /* Not this CPU's slab: check it is s's before freeing to the slab. */
 static USL_OUT_OF_LINE void free_checked_slow(struct kmem_cache *s, struct slab *slab, void *x)

@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "slot.h"
 #include "slub.h"
-#include "../testing.h"
+#include "../../testing.h"
 
 /* ===========================================================================
  * Bulk allocation

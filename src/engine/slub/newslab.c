@@ -203,7 +203,7 @@ struct slab *usl_new_slab(struct kmem_cache *s, void **freelist, unsigned int no
 	/* Nothing written: objects are carved as they are taken, a sheaf refill's
 	 * without being read. A constructor runs when the slab is made, so such
 	 * slabs are linked whole. A debug cache's slab is set up by its caller
-	 * (slub/debug.c); its page-map count stays 0, so every free of its
+	 * (engine/slub/debug.c); its page-map count stays 0, so every free of its
 	 * objects misses the fast paths' object test. */
 	unsigned int linked = 0;
 	void *head = NULL;

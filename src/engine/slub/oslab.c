@@ -10,8 +10,8 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "../arch/arch.h"
-#include "../pages/pages.h"
+#include "../../arch/arch.h"
+#include "../../pages/pages.h"
 #include "internal.h"
 #include "slub.h"
 

@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../pages/pages.h"
-#include "../platform/platform.h"
+#include "../../pages/pages.h"
+#include "../../platform/platform.h"
 #include "slab.h"
 
 /* The kernel's slab_max_order (SLAB_MAX_ORDER_HI on machines with more than

@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 
-#include "../testing.h"
+#include "../../testing.h"
 #include "internal.h"
 #include "slot.h"
 #include "slub.h"

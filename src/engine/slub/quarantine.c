@@ -5,7 +5,7 @@
  * a leaf, taken with no list_lock held and never held across a release. */
 #include <sys/mman.h>
 
-#include "../platform/platform.h"
+#include "../../platform/platform.h"
 #include "quarantine.h"
 
 #define Q_SLOTS (1u << 16)

@@ -4,7 +4,7 @@
 #ifndef USL_SLUB_QUARANTINE_H
 #define USL_SLUB_QUARANTINE_H
 
-#include "../types.h"
+#include "../../types.h"
 
 struct usl_q_entry {
 	void *obj;

@@ -25,10 +25,10 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "../arch/arch.h"
-#include "../pages/pages.h"
-#include "../platform/platform.h"
-#include "../slub/slub.h"
+#include "../../arch/arch.h"
+#include "../../pages/pages.h"
+#include "../../platform/platform.h"
+#include "../own.h"
 #include "slab.h"
 
 #define USL_SLAB_LIST_NONE 0
@@ -273,7 +273,7 @@ static struct slab *cache_grow(struct kmem_cache *s, unsigned int nid, gfp_t gfp
 	void *fl;
 	switch (s->mgmt & USL_MGMT_PLACE) {
 	case USL_MGMT_OFF:
-		fl = usl_slub_alloc(s->freelist_cache, gfp | __GFP_NOWARN);
+		fl = usl_own_alloc(s->freelist_cache, gfp | __GFP_NOWARN);
 		if (!fl) {
 			usl_pages_free(addr);
 			return NULL;
@@ -356,7 +356,7 @@ static void slab_to_destroy(struct kmem_cache_node *n, struct slab *slab, struct
 static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 {
 	if ((s->mgmt & USL_MGMT_PLACE) == USL_MGMT_OFF)
-		usl_slub_free(s->freelist_cache, usl_virt_to_slab(slab->freelist), slab->freelist);
+		usl_own_free(s->freelist_cache, slab->freelist);
 	slab->freelist = NULL;
 	slab->unused = NULL;
 	__atomic_store_n(&slab->slab_cache, NULL, __ATOMIC_RELEASE);

@@ -1,4 +1,4 @@
-/* slub.h - the SLUB engine (src/slub/), as the layers above see it: the slab
+/* slub.h - the SLUB engine (src/engine/slub/), as the layers above see it: the slab
  * state machine behind the per-CPU slot's cpu slab (cpu slab -> cpu partial ->
  * node partial -> new slab), remote frees, detached-freelist bulk, flush and
  * shrink, sizing. It calls the pages, arch and platform layers only; what it
@@ -8,8 +8,8 @@
 #ifndef USL_SLUB_H
 #define USL_SLUB_H
 
-#include "../freestate.h"
-#include "../types.h"
+#include "../../freestate.h"
+#include "../../types.h"
 #include "stat.h"
 
 /* Hook: called by new_slab, for a cache that is not uslab's own, when the page
@@ -54,13 +54,6 @@ USL_HIDDEN void usl_slub_free(struct kmem_cache *s, struct slab *slab, void *x);
  * free (reported under fn), locked mode's push, or a slab not this CPU's. */
 USL_HIDDEN void usl_slub_free_slow(struct kmem_cache *s, struct slab *slab, void *x, int r, const char *fn);
 USL_HIDDEN void usl_report_double_free(struct kmem_cache *s, void *x, const char *fn);
-/* A two-word cache's object refused on its way back to its slab: a double
- * free, or a free object whose marker was overwritten (freestate.h). Both
- * engines report with it. */
-USL_HIDDEN void usl_report_flag_enter(const struct kmem_cache *s, const void *x, const char *fn) USL_SLOW_PATH;
-/* A two-word cache's object taken from its slab without its F (written after
- * its free): reported; both engines leave it out, counted in use. */
-USL_HIDDEN void usl_flag_refused(const struct kmem_cache *s, const void *obj) USL_SLOW_PATH;
 /* x is an object start of s beyond its page map count (pages/pages.h): false
  * if it was never handed out (a free of it must be refused). */
 USL_HIDDEN bool usl_slub_handed_out(struct kmem_cache *s, const void *x);

@@ -1,4 +1,4 @@
-/* slab.h - the SLAB engine (src/slab/), as the layers above see it: the
+/* slab.h - the SLAB engine (src/engine/slab/), as the layers above see it: the
  * kernel's first slab allocator (mm/slab.c until Linux 6.8) behind the same
  * per-CPU arrays SLUB's sheaves use. Per node three slab lists (free, partial,
  * full) with free_objects and free_limit, a shared array and alien arrays;
@@ -11,8 +11,8 @@
 #ifndef USL_SLAB_H
 #define USL_SLAB_H
 
-#include "../freestate.h"
-#include "../types.h"
+#include "../../freestate.h"
+#include "../../types.h"
 
 /* Where a slab's free-index array lives (s->mgmt & USL_MGMT_PLACE). */
 #define USL_MGMT_ON 0u        /* at the slab's end */

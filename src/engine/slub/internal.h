@@ -6,10 +6,10 @@
 #ifndef USL_SLUB_INTERNAL_H
 #define USL_SLUB_INTERNAL_H
 
-#include "../arch/arch.h"
-#include "../pages/pages.h"
-#include "../platform/platform.h"
-#include "../freestate.h"
+#include "../../arch/arch.h"
+#include "../../pages/pages.h"
+#include "../../platform/platform.h"
+#include "../../freestate.h"
 #include "stat.h"
 
 /* ===========================================================================
@@ -92,7 +92,7 @@ static inline struct kmem_cache_node *usl_get_node(struct kmem_cache *s, struct 
 
 /* The node this thread's refills take slabs from: its CPU's. uslab's own
  * caches (their slabs come from the metadata regions, node 0's) and debug
- * caches (one set of lists under one lock, slub/debug.c) keep to node 0. */
+ * caches (one set of lists under one lock, engine/slub/debug.c) keep to node 0. */
 static inline unsigned int usl_slub_local_node(const struct kmem_cache *s)
 {
 	return (s->flags & (USL_SLAB_INTERNAL | USL_SLAB_DEBUG_FLAGS)) ? 0 : usl_this_node();

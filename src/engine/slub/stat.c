@@ -1,4 +1,4 @@
-/* stat.c - the event counters' increment (slub/stat.h), out of line for the
+/* stat.c - the event counters' increment (engine/slub/stat.h), out of line for the
  * slow paths: usl_stat tests s->stats and calls here only when it is set
  * (USLAB_STATS), so that with counting off a counting point there is a load
  * and a branch not taken. No locks. */
