@@ -109,7 +109,7 @@ static USL_FAST_PATH void *alloc_fast(struct kmem_cache *s, gfp_t gfp, bool shea
 	if (sheaves) {
 		/* Sheaves: pop this CPU's main sheaf. */
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, sheaf_slow);
-		if (harden && usl_unlikely(!usl_marker_pop(s, obj)))
+		if (usl_unlikely(!usl_pop_ok(s, obj, harden)))
 			return usl_pop_refused(s, gfp, obj, "kmem_cache_alloc");
 		if (counted)
 			usl_stat_inc(s, USL_ALLOC_PCS, 1);

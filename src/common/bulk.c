@@ -68,7 +68,7 @@ static USL_FAST_PATH int alloc_bulk_small(struct kmem_cache *s, gfp_t gfp, size_
 	for (i = 0; i < nr; i++) {
 		void *obj;
 		USL_RSEQ_SHEAF_POP(s->cpu_slab, obj, rest);
-		if (usl_unlikely(!usl_marker_pop(s, obj)))
+		if (usl_unlikely(!usl_pop_ok(s, obj, true)))
 			return alloc_bulk_small_rest(s, gfp, nr, p, i, obj);
 		p[i] = obj;
 	}
@@ -384,8 +384,7 @@ static USL_FAST_PATH void free_bulk_small(struct kmem_cache *s, size_t nr, void 
 			free_bulk(s, nr - i, p + i);
 			return;
 		}
-		usl_marker_set(s, x);
-		int r = usl_rseq_sheaf_push(s, x);
+		int r = usl_push(s, x, true);
 		if (usl_unlikely(r != USL_RS_OK)) {
 			free_bulk_small_rest(s, nr, p, i, r);
 			return;

@@ -13,12 +13,12 @@
  *
  *   stage     | cache_ (kmem_cache_free)      | ptr_ (kfree, free)
  *   ----------+-------------------------------+------------------------------
- *   fast      | kmem_cache_free itself        | ptr_free_fast, ptr_entry,
- *             |                               | entry_marker_set
+ *   fast      | kmem_cache_free itself        | ptr_free_fast, ptr_entry
  *   checked   | cache_free_checked            | ptr_free_by_entry
  *   other     | cache_free_other              | ptr_free_other,
  *             |                               | ptr_free_owned_ticked
- *   push      | cache_push, cache_push_counted| (the entry's slots)
+ *   push      | cache_push, cache_push_counted| usl_push_entry (objects.h)
+ *             | (both over usl_push)          |
  *   remote    | cache_free_remote             | (by the cache: ptr_free_slow)
  *   slow      | -                             | ptr_free_slow, ptr_free_nonslab
  *   refused   | cache_free_refused            | ptr_free_double,
@@ -120,14 +120,14 @@ static USL_OUT_OF_LINE void cache_free_remote(struct kmem_cache *s, void *x, boo
  * another node's object back to its node (sheaves; a cpu slab takes only
  * its own slab's objects). */
 static USL_FAST_PATH void cache_push(struct kmem_cache *s, void *x, const char *fn,
-                                     bool tick, bool sheaves, bool counted)
+                                     bool tick, bool sheaves, bool counted, bool mark)
 {
 	if (sheaves) {
 		if (counted && usl_nr_nodes > 1 && usl_addr_node(x) != usl_this_node()) {
 			cache_free_remote(s, x, tick);
 			return;
 		}
-		int r = usl_rseq_sheaf_push(s, x);
+		int r = usl_push(s, x, mark);
 		if (usl_likely(r == USL_RS_OK)) {
 			if (counted)
 				usl_stat_inc(s, USL_FREE_PCS, 1);
@@ -157,9 +157,9 @@ static USL_FAST_PATH void cache_push(struct kmem_cache *s, void *x, const char *
 static USL_OUT_OF_LINE void cache_push_counted(struct kmem_cache *s, void *x, const char *fn, bool tick)
 {
 	if (s->sheaf_capacity)
-		cache_push(s, x, fn, tick, true, true);
+		cache_push(s, x, fn, tick, true, true, false);
 	else
-		cache_push(s, x, fn, tick, false, true);
+		cache_push(s, x, fn, tick, false, true, false);
 }
 
 /* cache_free_checked for every kind but the usual one: the marker written or,
@@ -194,11 +194,11 @@ static USL_OUT_OF_LINE void cache_free_other(struct kmem_cache *s, void *x, cons
 		}
 	}
 	if (kind == USL_PATH_SHEAF || kind == USL_PATH_SHEAF_OTHER)
-		cache_push(s, x, fn, tick, true, false);
+		cache_push(s, x, fn, tick, true, false, false);
 	else if (usl_unlikely(kind == USL_PATH_COUNTED))
 		cache_push_counted(s, x, fn, tick);
 	else
-		cache_push(s, x, fn, tick, false, false);
+		cache_push(s, x, fn, tick, false, false, false);
 }
 
 /* A checked object x of s, to its sheaf or cpu slab; fn names reports.
@@ -210,9 +210,7 @@ static USL_FAST_PATH void cache_free_checked(struct kmem_cache *s, void *x, cons
 {
 	if (usl_likely(s->path == USL_PATH_SHEAF)) {
 		/* Hardening on, a two-word cache: the marker written blindly. */
-		if (!marked)
-			usl_marker_set(s, x);
-		cache_push(s, x, fn, tick, true, false);
+		cache_push(s, x, fn, tick, true, false, !marked);
 	} else {
 		cache_free_other(s, x, fn, tick, marked);
 	}
@@ -374,13 +372,6 @@ static USL_FAST_PATH const struct usl_free_entry *ptr_entry(uintptr_t off, uint6
 	return f;
 }
 
-/* usl_marker_set from a cache's entry: x's free marker, written blindly. */
-static USL_FAST_PATH void entry_marker_set(const struct usl_free_entry *f, void *x)
-{
-	uintptr_t at = (uintptr_t)x + f->fp_offset;
-	*(uintptr_t *)at = (uintptr_t)x ^ usl_key(f->secret, (const void *)at);
-}
-
 static inline bool pm_internal(uint64_t w)
 {
 	return w & ((uint64_t)USL_PM_INTERNAL << 48);
@@ -401,15 +392,12 @@ static USL_OUT_OF_LINE void ptr_free_owned_ticked(void *x, uintptr_t off, uint64
 static USL_FAST_PATH void ptr_free_by_entry(void *x, const char *fn, const struct usl_free_entry *f,
                                             unsigned int id, bool harden, bool tick)
 {
-	if (harden) {
-		if (usl_likely(f->blind)) {
-			entry_marker_set(f, x);
-		} else if (usl_unlikely(!usl_marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
-			ptr_free_double(x, fn, id);
-			return;
-		}
+	if (harden && !f->blind &&
+	    usl_unlikely(!usl_marker_take((uintptr_t)x, f->fp_offset, f->secret, f->blk_shift))) {
+		ptr_free_double(x, fn, id);
+		return;
 	}
-	if (usl_likely(usl_rseq_sheaf_push_at(f->slots, x) == USL_RS_OK)) {
+	if (usl_likely(usl_push_entry(f, x, harden && f->blind) == USL_RS_OK)) {
 		if (tick && tick_due())
 			tick_id(id);
 		return;
@@ -476,8 +464,7 @@ ticked:
 		return;
 	}
 	if (usl_likely(__atomic_load_n(&f->fast_path, __ATOMIC_RELAXED))) {
-		entry_marker_set(f, x);
-		if (usl_likely(usl_rseq_sheaf_push_at(f->slots, x) == USL_RS_OK))
+		if (usl_likely(usl_push_entry(f, x, true) == USL_RS_OK))
 			return;
 		ptr_free_slow(x, fn, true);
 		return;
