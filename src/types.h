@@ -133,7 +133,7 @@ static inline unsigned int usl_counters_inuse(unsigned long c) { return (unsigne
 static inline unsigned int usl_counters_objects(unsigned long c) { return (unsigned int)((c >> USL_OBJECTS_SHIFT) & USL_OBJECTS_MASK); }
 static inline bool usl_counters_frozen(unsigned long c) { return (c & USL_FROZEN_BIT) != 0; }
 /* Objects at the slab's end never linked into any freelist (so never touched):
- * free, counted out of inuse, handed out by carving (slub.c). */
+ * free, counted out of inuse, handed out by carving (engine/slub/newslab.c). */
 static inline unsigned int usl_counters_uncarved(unsigned long c) { return (unsigned int)((c >> USL_UNCARVED_SHIFT) & USL_INUSE_MASK); }
 static inline unsigned long usl_counters_make(unsigned int inuse, unsigned int objects, bool frozen)
 {
@@ -319,7 +319,7 @@ struct kmem_cache {
 	uint32_t div_shift;          /* trailing zero bits of size */
 	unsigned int sheaf_capacity; /* 0: no sheaves (the cpu slab is the fast path) */
 	slab_flags_t flags;
-	unsigned int id;             /* in usl_caches and the page map (common/cache.c) */
+	unsigned int id;             /* in usl_caches and the page map (common/path.c) */
 	unsigned int object_size;    /* what the creator asked for */
 	uintptr_t fp_secret;         /* free pointers are stored as p ^ fp_secret ^ bswap(their address) */
 	uintptr_t fp_mask;           /* ~(bytes of a slab of the preferred order - 1): a decoded
@@ -349,7 +349,7 @@ struct kmem_cache {
 	struct kmem_cache *sheaf_cache; /* where this cache's sheaves come from */
 	void (*ctor)(void *);
 	int refcount;
-	int published;               /* on the registry's list: walks may read it (common/cache.c) */
+	int published;               /* on the registry's list: walks may read it (common/registry.c, cache.c) */
 	struct usl_list list;        /* registry (slab_mutex) */
 	char name[USL_NAME_MAX];
 	void *meta;                  /* a page block (only "kmem_cache" itself), else NULL */
@@ -483,7 +483,7 @@ _Static_assert(offsetof(struct usl_oslot, lock) == 32, "the lock where the secti
 #define USL_OCHUNK_SHIFT 16
 #define USL_OSLAB_MIN_ORDER (USL_OCHUNK_SHIFT - 12)
 
-/* Caches by id: ids from 1 (common/cache.c); 0 names no cache. */
+/* Caches by id: ids from 1 (common/path.c); 0 names no cache. */
 #define USL_MAX_CACHES 65536
 
 #endif /* USL_TYPES_H */

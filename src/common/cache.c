@@ -448,7 +448,7 @@ static bool create_layout(struct kmem_cache *s, const struct kmem_cache_args *ar
 	/* USLAB_ALLOCATOR=slab: SLAB's slabs for every cache but debug caches
 	 * and uslab's own (docs/ARCHITECTURE.md, "SLAB: the second engine"). */
 	bool slab_engine = usl_opt.allocator == USL_ENGINE_SLAB && !internal &&
-	                   !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_VIRTUAL));   /* (SLAB_VIRTUAL: engine/slub/slub.c) */
+	                   !(s->flags & (SLAB_DEBUG_FLAGS | SLAB_VIRTUAL));   /* (SLAB_VIRTUAL: engine/slub/newslab.c) */
 	/* (A creator that placed the free pointer chose the one word uslab may
 	 * write in a free object: one word.) Before SLAB places its arrays. */
 	s->flag_off = flag_word(s, (sheaf_capacity || slab_engine) && !(args && args->use_freeptr_offset));

@@ -144,7 +144,7 @@ USL_HIDDEN void usl_decay_init(int (*sweep)(uint64_t now), void (*tick)(bool on)
 USL_HIDDEN void usl_decay_tick(void);
 /* An allocation that found no memory: what uslab holds free given back
  * (malloc_trim's release), unless this thread holds a uslab lock; true when
- * the caller should try once more (cache.c). */
+ * the caller should try once more (reclaim.c). */
 USL_HIDDEN bool usl_reclaim_for_retry(void);
 /* fork()'s child: no thread, and its first tick sweeps whatever the parent's
  * clock said. locks_held: the forking thread holds uslab locks (a signal
@@ -172,7 +172,7 @@ USL_HIDDEN bool usl_cache_obj_ok(struct kmem_cache *s, const void *x);
 USL_HIDDEN void usl_free_ptr(void *x, const char *fn);
 USL_HIDDEN void usl_free(void *x);   /* usl_free_ptr(x, "free") */
 /* USL_MODE_TICK on or off in usl_opt.mode, and every cache's
- * usl_free_entries fast_path flag with it (cache.c). */
+ * usl_free_entries fast_path flag with it (path.c). */
 USL_HIDDEN void usl_mode_tick(bool on);
 /* The same for a free that names the block's size (free_sized, sized
  * operator delete): a debug cache's block is checked against it. */

@@ -1,6 +1,6 @@
 /* fork.c - the fork handlers, which take every lock of the library in its
  * documented order (C stdio's list lock first) before a fork and release them
- * after it in both processes; the registry's own part is cache.c's
+ * after it in both processes; the registry's own part is registry.c's
  * (usl_registry_fork_lock). Takes every lock; owns none but its per-thread
  * notes of what this fork took. docs/ARCHITECTURE.md, "fork". */
 #include "../percpu/percpu.h"

@@ -110,7 +110,7 @@ static unsigned int reap_slot(struct kmem_cache *s, struct kmem_cache_cpu *c, vo
 	return tofree;
 }
 
-/* Does any slot's array hold objects? As barn.c's peek: unlocked in rseq
+/* Does any slot's array hold objects? As sweep.c's peek: unlocked in rseq
  * mode, under each slot's sheaf_lock in locked mode. */
 static bool arrays_hold(struct kmem_cache *s)
 {

@@ -89,7 +89,7 @@ USL_HIDDEN struct slab_sheaf *usl_sheaf_rcu_get(struct kmem_cache *s);
  * else flushed to slabs. */
 USL_HIDDEN void usl_sheaf_rcu_put(struct kmem_cache *s, struct slab_sheaf *sh);
 
-/* ---- whole-cache work (barn.c) ---- */
+/* ---- whole-cache work (sweep.c) ---- */
 /* Every CPU's sheaves and the barn's to slabs, and the sheaves freed. */
 USL_HIDDEN void usl_sheaf_flush_all(struct kmem_cache *s);
 /* Before growth: full sheaves above the barn's level back to slabs. */

@@ -124,7 +124,7 @@ USL_HIDDEN void usl_refuse_lost_marker(const char *fn, const char *cache, const 
 /* A two-word cache's object taken from a free list without its free flag. */
 USL_HIDDEN void usl_refuse_written(const char *cache, const void *obj) USL_SLOW_PATH;
 /* fork(): report_lock and the queue's lock, then init_lock (platform.c), taken
- * by the prepare handler (common/cache.c) and released in parent and child. */
+ * by the prepare handler (common/fork.c) and released in parent and child. */
 USL_HIDDEN void usl_report_fork_lock(void);
 USL_HIDDEN void usl_report_fork_unlock(void);
 USL_HIDDEN void usl_platform_fork_lock(void);
@@ -139,7 +139,7 @@ static inline void usl_report_release(void)
 /* uslab's mutexes: pthread's, with reports held while one is held. The
  * count goes up before the lock is taken and down after it is released, so
  * a signal handler never finds a lock of its thread held and not counted
- * (a fork there must know: common/cache.c, fork_prepare). */
+ * (a fork there must know: common/fork.c, fork_prepare). */
 static inline void usl_lock(pthread_mutex_t *m)
 {
 	usl_report_hold();
@@ -297,7 +297,7 @@ static inline void usl_spin_unlock(int *lock)
 /* The same for a leaf lock held only for a copy or a pointer swap, under which
  * nothing is reported (a slot's sheaf_lock). It is counted all the same: a
  * fork from a signal handler must know whether its thread holds any lock
- * (common/cache.c, fork_prepare). */
+ * (common/fork.c, fork_prepare). */
 static inline void usl_spin_lock_leaf(int *lock)
 {
 	usl_report_holds++;

@@ -159,7 +159,7 @@ static inline void usl_remove_partial(struct kmem_cache_node *n, struct slab *sl
 	__atomic_store_n(&n->nr_partial, n->nr_partial - 1, __ATOMIC_RELAXED);
 }
 /* ===========================================================================
- * Carving (slub.c): a slab's uncarved objects are its last ones.
+ * Carving (newslab.c): a slab's uncarved objects are its last ones.
  */
 static inline char *usl_carve_start(const struct kmem_cache *s, const struct slab *slab, unsigned long c)
 {
