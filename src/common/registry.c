@@ -102,10 +102,11 @@ void usl_registry_each(void (*fn)(struct kmem_cache *s, void *arg), void *arg, e
 			fn(usl_container_of(it, struct kmem_cache, list), arg);
 		return;
 	}
-	for (int internal = 0; internal < 2; internal++)
+	/* Forward: one pass. Own last: the others, then uslab's own. */
+	for (int internal = 0; internal < (order == USL_EACH_OWN_LAST ? 2 : 1); internal++)
 		for (struct usl_list *it = cache_list.next; it != &cache_list; it = it->next) {
 			struct kmem_cache *s = usl_container_of(it, struct kmem_cache, list);
-			if (order == USL_EACH_FORWARD ? !internal : !(s->flags & USL_SLAB_INTERNAL) == !internal)
+			if (order == USL_EACH_FORWARD || !(s->flags & USL_SLAB_INTERNAL) == !internal)
 				fn(s, arg);
 		}
 }
